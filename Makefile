@@ -1,0 +1,69 @@
+# The README's two commands are `make book` and `make test`; everything else serves them.
+# Every pip call goes through constraints.txt, which pins torch (DESIGN.md).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+.DEFAULT_GOAL := help
+
+BOOTSTRAP_PYTHON ?= python3
+VENV := .venv
+VENV_PYTHON := $(CURDIR)/$(VENV)/bin/python
+# `make test-gpu PYTHON=python3` runs on a machine's own Python, without the venv.
+PYTHON ?= $(VENV_PYTHON)
+PIP := $(PYTHON) -m pip install -q -c constraints.txt
+STAMP := $(VENV)/.installed
+
+# Kernels are found through the committed specs; their argv starts with `python`,
+# so the venv's bin goes first on PATH. `src` on PYTHONPATH serves the no-venv case.
+export JUPYTER_PATH := $(CURDIR)/jupyter
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+export PYTHONPATH := $(CURDIR)/src
+export PYDEVD_DISABLE_FILE_VALIDATION := 1
+
+.PHONY: help setup widgets-js book lab test test-gpu lint clean
+
+help:
+	@echo "make book      build the course site (every notebook executed, full size); prints where index.html is"
+	@echo "make test      lint, unit tests, every notebook on the CPU (quick), site build and checks"
+	@echo "make lab       open JupyterLab on the course kernel"
+	@echo "make test-gpu  the notebooks on the GPU kernel with device=cuda, plus unit tests marked gpu"
+	@echo "make clean     remove the build folder and the venv"
+
+$(STAMP): pyproject.toml constraints.txt
+	@test -x $(VENV_PYTHON) || $(BOOTSTRAP_PYTHON) -m venv $(VENV)
+	$(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[dev]"
+	$(VENV_PYTHON) tools/install_kernels.py
+	@touch $@
+
+setup: $(STAMP)
+
+# The site carries its own copy of the widget JavaScript (no third-party CDN).
+node_modules/.package-lock.json: package.json package-lock.json
+	npm ci --no-audit --no-fund --loglevel=error
+
+widgets-js: node_modules/.package-lock.json
+
+book: setup widgets-js
+	$(VENV_PYTHON) tools/pipeline.py execute --mode full
+	$(VENV_PYTHON) tools/pipeline.py site --mode full
+
+lab: setup
+	$(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[dev,lab]"
+	$(VENV)/bin/jupyter lab --notebook-dir=$(CURDIR) --MappingKernelManager.default_kernel_name=gpulab
+
+lint: setup
+	$(VENV_PYTHON) -m ruff check src tests tools benchmarks
+	$(VENV_PYTHON) tools/nbcheck.py
+
+test: setup widgets-js lint
+	GPULAB_QUICK=1 $(VENV_PYTHON) -m pytest tests/unit -m "not gpu"
+	GPULAB_QUICK=1 $(VENV_PYTHON) -m pytest tests/notebooks
+	$(VENV_PYTHON) tools/pipeline.py site --mode quick
+	$(VENV_PYTHON) -m pytest tests/site
+
+test-gpu:
+	$(PYTHON) -m pytest tests/unit -m gpu
+	GPULAB_KERNEL=gpulab GPULAB_DEVICE=cuda GPULAB_QUICK=1 $(PYTHON) -m pytest tests/notebooks
+
+clean:
+	rm -rf _build $(VENV) node_modules

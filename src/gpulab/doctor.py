@@ -1,0 +1,446 @@
+"""Turn a hardware report into findings: what is wrong with this GPU setup and how to fix it.
+
+Run it as ``python -m gpulab doctor [--json]`` (the pre-flight check of the workshop) or call
+``diagnose(detect())`` in a notebook. Each rule is a small function of a ``HardwareReport``
+that returns a list of ``Finding``; ``RULES`` lists them in the order they are checked.
+"""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import functools
+import html
+import json
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+from gpulab.hardware import (
+    GIB,
+    VISIBILITY_VARS,
+    GPUInfo,
+    HardwareReport,
+    detect,
+    parse_visible_devices,
+)
+
+__all__ = [
+    "RULES",
+    "Finding",
+    "add_arguments",
+    "arch_list_covers",
+    "diagnose",
+    "exit_code",
+    "findings_html",
+    "load_driver_table",
+    "main",
+    "render_json",
+    "render_text",
+    "required_drivers",
+    "run",
+]
+
+SEVERITIES = ("error", "warning", "info")
+LOW_FREE_VRAM_BYTES = 1 * GIB
+PYTORCH_INSTALL_URL = "https://pytorch.org/get-started/locally/"
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem (or fact) about the setup, with the numbers and the fix."""
+
+    severity: str  # "error", "warning" or "info"
+    code: str  # short stable id, e.g. "cpu-only-torch"
+    message: str  # what is wrong, one or two sentences with the numbers
+    fix: str  # how to fix it
+
+    def _repr_html_(self) -> str:
+        """Show the finding as a one-row table in Jupyter."""
+        return findings_html([self])
+
+
+Rule = Callable[[HardwareReport], list[Finding]]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def _version_tuple(version: str) -> tuple[int, ...]:
+    """Turn "550.54.14" into (550, 54, 14) so that versions compare numerically."""
+    return tuple(int(part) for part in re.findall(r"\d+", version))
+
+
+def _nvidia_present(report: HardwareReport) -> bool:
+    """True when NVML saw a GPU or the NVIDIA kernel driver created /dev/nvidia*."""
+    return report.gpus_present > 0 or report.nvidia_device_files
+
+
+def _present_phrase(report: HardwareReport) -> str:
+    """ "2 NVIDIA GPUs are present" or, when NVML could not count them, why we know of any."""
+    if report.gpus_present > 0:
+        n = report.gpus_present
+        return f"{n} NVIDIA GPU{'s are' if n != 1 else ' is'} present"
+    return "an NVIDIA GPU is present (/dev/nvidia* exists)"
+
+
+def _driver_os(report: HardwareReport) -> str:
+    """Which column of NVIDIA's table applies: "windows" (WSL included) or "linux"."""
+    name = report.os.lower()
+    # Under WSL the driver is the Windows one, and NVML reports its Windows version number.
+    return "windows" if name.startswith("windows") or "microsoft" in name else "linux"
+
+
+def _torch_base_version(report: HardwareReport) -> str:
+    """ "2.13.0+cpu" -> "2.13.0"."""
+    return (report.torch.version or "").split("+")[0]
+
+
+# --------------------------------------------------------------------------- driver table
+
+
+@functools.lru_cache(maxsize=1)
+def load_driver_table() -> dict[str, Any]:
+    """Load NVIDIA's CUDA toolkit -> minimum driver table shipped in ``gpulab/data``."""
+    path = resources.files("gpulab") / "data" / "cuda_driver_minimums.json"
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def required_drivers(cuda_version: str, os_family: str) -> tuple[str | None, str | None]:
+    """Return (minor-version-compatibility minimum of the major, the toolkit's own driver).
+
+    ``os_family`` is "linux" or "windows"; either value is None where NVIDIA publishes none.
+    """
+    table = load_driver_table()
+    major = _version_tuple(cuda_version)[0]
+    compat = next(
+        (
+            row.get(os_family)
+            for row in table["minor_version_compatibility"]
+            if row["major"] == major
+        ),
+        None,
+    )
+    wanted = _version_tuple(cuda_version)[:2]
+    toolkit = [
+        row[os_family]
+        for row in table["toolkit_drivers"]
+        if _version_tuple(row["cuda"])[:2] == wanted and row.get(os_family)
+    ]
+    # The GA release has the lowest driver of a minor version; updates only raise it.
+    return compat, min(toolkit, key=_version_tuple) if toolkit else None
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def rule_torch_missing(report: HardwareReport) -> list[Finding]:
+    """torch is not importable at all."""
+    if report.torch.installed:
+        return []
+    return [
+        Finding(
+            "error",
+            "torch-missing",
+            "torch is not installed in this Python, so no notebook of the course can run.",
+            "Run `make setup` in the course folder, or `pip install -e .` there "
+            f"(or the command from {PYTORCH_INSTALL_URL}).",
+        )
+    ]
+
+
+def rule_cpu_only_torch(report: HardwareReport) -> list[Finding]:
+    """A CPU-only torch on a machine with an NVIDIA GPU."""
+    if report.torch.build != "cpu-only" or not _nvidia_present(report):
+        return []
+    names = sorted({g.name for g in report.gpus})
+    which = f" ({', '.join(names)})" if names else ""
+    max_cuda = next((g.cuda_driver_version for g in report.gpus if g.cuda_driver_version), None)
+    limit = f", not newer than CUDA {max_cuda} which your driver supports" if max_cuda else ""
+    version = _torch_base_version(report)
+    return [
+        Finding(
+            "error",
+            "cpu-only-torch",
+            f"torch {report.torch.version} is a CPU-only build, but {_present_phrase(report)}"
+            f"{which}; every notebook will run on the CPU.",
+            f"Install a CUDA build of torch. On Linux the PyPI wheel is one: "
+            f"`pip install --force-reinstall torch=={version}`. On Windows use the command from "
+            f"{PYTORCH_INSTALL_URL}, e.g. `pip install --force-reinstall torch=={version} "
+            f"--index-url https://download.pytorch.org/whl/cu128` (pick a cuXXX listed there"
+            f"{limit}).",
+        )
+    ]
+
+
+def rule_gpus_hidden(report: HardwareReport) -> list[Finding]:
+    """GPUs are present, but a *_VISIBLE_DEVICES variable hides every one of them."""
+    nvidia, amd = _nvidia_present(report), report.amd_device_files
+    findings = []
+    for var in VISIBILITY_VARS:
+        value = report.visible_devices.get(var)
+        if value is None:
+            continue
+        # HIP also honours CUDA_VISIBLE_DEVICES, so that one hides AMD GPUs too.
+        affected = (nvidia or amd) if var == "CUDA_VISIBLE_DEVICES" else amd
+        if affected and _hides_all(report, var, value):
+            what = _present_phrase(report) if nvidia else "an AMD GPU is present (/dev/kfd exists)"
+            findings.append(
+                Finding(
+                    "warning",
+                    "gpus-hidden",
+                    f"{what}, but {var}={value!r} hides all of them, so torch sees no GPU.",
+                    f"If this is the gpulab-cpu kernel, that is on purpose: pick the gpulab kernel "
+                    f"to use the GPU. Otherwise unset {var} (`unset {var}` in the shell that "
+                    f"starts Jupyter) or set it to the GPUs to use, e.g. {var}=0.",
+                )
+            )
+    return findings
+
+
+def _hides_all(report: HardwareReport, var: str, value: str) -> bool:
+    """True when ``var=value`` leaves no GPU (an empty, "-1", unparseable or wrong list)."""
+    if parse_visible_devices(value, var).hides_all:
+        return True
+    # A list of indices that do not exist hides everything too; NVML's filtered list shows it.
+    return var == "CUDA_VISIBLE_DEVICES" and report.gpus_present > 0 and not report.gpus
+
+
+def rule_driver_too_old(report: HardwareReport) -> list[Finding]:
+    """The NVIDIA driver is older than the CUDA runtime bundled in the torch wheel needs."""
+    cuda = report.torch.cuda_version
+    driver = next((g.driver_version for g in report.gpus if g.driver_version), None)
+    if report.torch.build != "cuda" or not cuda or not driver:
+        return []
+    os_family = _driver_os(report)
+    compat_min, toolkit_min = required_drivers(cuda, os_family)
+    have = _version_tuple(driver)
+    where = f"{os_family.capitalize()} driver {driver}"
+    if compat_min and have < _version_tuple(compat_min):
+        major = cuda.split(".")[0]
+        return [
+            Finding(
+                "error",
+                "driver-too-old",
+                f"torch {report.torch.version} bundles CUDA {cuda}, which needs an NVIDIA driver "
+                f">= {compat_min} (the minimum for any CUDA {major}.x), but this machine has the "
+                f"{where}; CUDA will not start.",
+                f"Update the NVIDIA driver to {toolkit_min or compat_min} or newer (nvidia.com/drivers, "
+                f"or your distribution's nvidia-driver package), or install a torch built for an "
+                f"older CUDA that this driver supports.",
+            )
+        ]
+    if toolkit_min and have < _version_tuple(toolkit_min):
+        return [
+            Finding(
+                "warning",
+                "driver-too-old",
+                f"torch {report.torch.version} bundles CUDA {cuda}, whose toolkit driver is "
+                f">= {toolkit_min}; this machine has the {where}. It works through CUDA minor "
+                f"version compatibility, but PTX JIT compilation and some newer features need "
+                f"the newer driver.",
+                f"Update the NVIDIA driver to {toolkit_min} or newer when you can.",
+            )
+        ]
+    return []
+
+
+def _parse_arch(entry: str) -> tuple[str, int, int, str] | None:
+    """ "sm_90a" -> ("sm", 9, 0, "a"); "compute_120" -> ("compute", 12, 0, ""); else None."""
+    match = re.fullmatch(r"(sm|compute)_(\d+)([a-z]?)", entry.strip())
+    if not match:
+        return None
+    number = int(match.group(2))
+    return match.group(1), number // 10, number % 10, match.group(3)
+
+
+def arch_list_covers(arch_list: list[str], capability: str) -> bool:
+    """True when torch's kernels (cubins, or PTX it can JIT) can run on this compute capability."""
+    want = _version_tuple(capability)[:2]
+    if len(want) != 2:
+        return True  # unknown capability: do not accuse the build
+    for entry in arch_list:
+        parsed = _parse_arch(entry)
+        if parsed is None:
+            continue
+        kind, major, minor, suffix = parsed
+        if suffix == "a":  # arch-specific code runs on exactly that GPU generation
+            ok = (major, minor) == want
+        elif kind == "sm" or suffix == "f":  # cubins run on later minors of the same major
+            ok = major == want[0] and minor <= want[1]
+        else:  # plain PTX can be JIT-compiled for any later GPU
+            ok = (major, minor) <= want
+        if ok:
+            return True
+    return False
+
+
+def rule_arch_not_in_build(report: HardwareReport) -> list[Finding]:
+    """A GPU whose compute capability has no kernels (and no usable PTX) in the torch build."""
+    arch_list = report.torch.arch_list
+    if report.torch.build != "cuda" or not arch_list:
+        return []
+    return [
+        _arch_finding(report, gpu)
+        for gpu in report.gpus
+        if gpu.compute_capability and not arch_list_covers(arch_list, gpu.compute_capability)
+    ]
+
+
+def _arch_finding(report: HardwareReport, gpu: GPUInfo) -> Finding:
+    """The finding for one GPU that the build cannot run on."""
+    cc = gpu.compute_capability or "?"
+    sm = "sm_" + cc.replace(".", "")
+    numbers = [p[1] * 10 + p[2] for p in map(_parse_arch, report.torch.arch_list) if p]
+    newer = bool(numbers) and int(cc.replace(".", "")) > max(numbers)
+    fix = (
+        f"Install a newer torch built with a CUDA version that knows {sm} "
+        f"(see {PYTORCH_INSTALL_URL}; Blackwell GPUs such as sm_120 need the cu128 wheels or newer)."
+        if newer
+        else f"This torch no longer ships kernels for {sm}: install an older torch release that "
+        f"does, or use a newer GPU."
+    )
+    return Finding(
+        "error",
+        "arch-not-in-build",
+        f"GPU {gpu.index} ({gpu.name}) has compute capability {cc} ({sm}), but torch "
+        f"{report.torch.version} only has kernels for {' '.join(report.torch.arch_list)} and no PTX "
+        f"that can be compiled for it; CUDA calls will fail with 'no kernel image is available'.",
+        fix,
+    )
+
+
+def rule_low_free_vram(report: HardwareReport) -> list[Finding]:
+    """A GPU with less than 1 GiB of free memory."""
+    return [
+        Finding(
+            "warning",
+            "low-free-vram",
+            f"GPU {g.index} ({g.name}) has only {g.memory_free_bytes / GIB:.1f} GiB free of "
+            f"{(g.memory_total_bytes or 0) / GIB:.1f} GiB; the notebooks may run out of memory.",
+            "Close other programs and notebook kernels that hold GPU memory (`nvidia-smi` lists "
+            "them), or run the notebooks with quick=True.",
+        )
+        for g in report.gpus
+        if g.memory_free_bytes is not None and g.memory_free_bytes < LOW_FREE_VRAM_BYTES
+    ]
+
+
+def rule_no_gpu(report: HardwareReport) -> list[Finding]:
+    """No GPU at all: say that the course runs on the CPU, and why no GPU was found."""
+    if report.backend != "cpu" or _nvidia_present(report) or report.amd_device_files:
+        return []
+    reasons = "; ".join(report.notes) if report.notes else "no GPU backend reported a device"
+    return [
+        Finding(
+            "info",
+            "no-gpu",
+            f"No GPU was found, so the course runs on the CPU (backend cpu). Why: {reasons}.",
+            "Nothing to fix: every notebook runs on the CPU, and the cells that need a GPU say "
+            "what a GPU would show. To run them for real, use a machine with an NVIDIA GPU or "
+            "Colab with a GPU runtime.",
+        )
+    ]
+
+
+RULES: list[Rule] = [
+    rule_torch_missing,
+    rule_cpu_only_torch,
+    rule_gpus_hidden,
+    rule_driver_too_old,
+    rule_arch_not_in_build,
+    rule_low_free_vram,
+    rule_no_gpu,
+]
+
+
+# --------------------------------------------------------------------------- diagnose and render
+
+
+def diagnose(report: HardwareReport) -> list[Finding]:
+    """Run every rule on ``report``; errors first, then warnings, then info."""
+    findings = [finding for rule in RULES for finding in rule(report)]
+    return sorted(findings, key=lambda f: SEVERITIES.index(f.severity))
+
+
+def exit_code(findings: list[Finding]) -> int:
+    """1 when any finding is an error, else 0."""
+    return 1 if any(f.severity == "error" for f in findings) else 0
+
+
+def render_text(report: HardwareReport, findings: list[Finding]) -> str:
+    """The report, then the findings with their fixes, as plain text."""
+    lines = [str(report), "", "Findings:"]
+    for f in findings:
+        lines.append(f"[{f.severity.upper()}] {f.code}: {f.message}")
+        lines.append(f"        fix: {f.fix}")
+    if not any(f.severity in ("error", "warning") for f in findings):
+        lines.append("No problems found.")
+    return "\n".join(lines)
+
+
+def render_json(report: HardwareReport, findings: list[Finding]) -> str:
+    """The report and the findings as one JSON document."""
+    return json.dumps(
+        {
+            "report": report.to_dict(),
+            "findings": [dataclasses.asdict(f) for f in findings],
+            "exit_code": exit_code(findings),
+        },
+        indent=2,
+    )
+
+
+_SEVERITY_COLOURS = {"error": "#b00020", "warning": "#9a6700", "info": "#0969da"}
+
+
+def findings_html(findings: list[Finding]) -> str:
+    """An HTML table of findings for a notebook; says so when there are none."""
+    if not findings:
+        return "<p>No findings: no problems found.</p>"
+    rows = "".join(
+        f'<tr><td style="color:{_SEVERITY_COLOURS.get(f.severity, "inherit")};font-weight:bold">'
+        f"{html.escape(f.severity.upper())}</td><td><code>{html.escape(f.code)}</code></td>"
+        f'<td style="text-align:left">{html.escape(f.message)}</td>'
+        f'<td style="text-align:left">{html.escape(f.fix)}</td></tr>'
+        for f in findings
+    )
+    head = "<tr><th>severity</th><th>code</th><th>what</th><th>fix</th></tr>"
+    return f'<table class="gpulab-findings">{head}{rows}</table>'
+
+
+# --------------------------------------------------------------------------- command line
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """Add the doctor's options to ``parser`` (shared with ``python -m gpulab``)."""
+    parser.add_argument("--json", action="store_true", help="print the report and findings as JSON")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Detect, diagnose, print; return 1 when any finding is an error."""
+    report = detect()
+    findings = diagnose(report)
+    render = render_json if args.json else render_text
+    print(render(report, findings))
+    return exit_code(findings)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m gpulab doctor [--json]``; a leading "doctor" in ``argv`` is accepted."""
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] == ["doctor"]:
+        args = args[1:]
+    parser = argparse.ArgumentParser(
+        prog="python -m gpulab doctor",
+        description="Check this machine's CPU/GPU setup for the course and say what to fix.",
+    )
+    add_arguments(parser)
+    return run(parser.parse_args(args))
+
+
+if __name__ == "__main__":
+    sys.exit(main())

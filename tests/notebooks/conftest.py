@@ -1,0 +1,42 @@
+"""Execute each notebook once per test session and report the wall times (DESIGN.md).
+
+The run (mode, kernel, device) comes from GPULAB_QUICK, GPULAB_KERNEL and GPULAB_DEVICE:
+`make test` runs quick on the `gpulab-cpu` kernel, `make test-gpu` on `gpulab` with cuda.
+"""
+
+from __future__ import annotations
+
+from dataclasses import asdict
+
+import pytest
+
+from tools import pipeline
+
+RUN = pipeline.RunConfig.from_env()
+_RESULTS: dict[str, pipeline.NotebookResult] = {}
+
+
+def execute_once(notebook) -> pipeline.NotebookResult:
+    """Execute a notebook the first time a test asks for it; later tests reuse the result."""
+    key = str(notebook)
+    if key not in _RESULTS:
+        _RESULTS[key] = pipeline.execute(notebook, RUN)
+    return _RESULTS[key]
+
+
+@pytest.fixture(scope="session")
+def run() -> pipeline.RunConfig:
+    """The pipeline run this session tests."""
+    return RUN
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Write the timing report and print it as a table at the end of the session."""
+    results = [r for k, r in _RESULTS.items() if "/learner/" not in k]
+    if not results:
+        return
+    path = pipeline.write_report(results, RUN)
+    rows = [asdict(r) | {"over_budget": r.over_budget} for r in results]
+    terminalreporter.section(f"notebook wall times ({RUN.mode}, kernel {RUN.kernel}, device {RUN.device})")
+    terminalreporter.write_line(pipeline.format_table(rows))
+    terminalreporter.write_line(f"report: {path}")

@@ -1,0 +1,36 @@
+"""Every notebook and lab solution runs top to bottom, within its time budget."""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.notebooks.conftest import execute_once
+from tools import pipeline
+
+NOTEBOOKS = pipeline.discover()
+
+
+def test_notebooks_are_found():
+    """Discovery finds the chapter notebooks and the lab solutions, not the learner copies."""
+    names = [p.relative_to(pipeline.ROOT).as_posix() for p in NOTEBOOKS]
+    assert "notebooks/00_check_your_setup.ipynb" in names
+    assert "labs/00_first_kernel_lab.ipynb" in names
+    assert not any("/learner/" in n for n in names)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.relative_to(pipeline.ROOT).as_posix())
+def test_notebook_runs(notebook, run):
+    """The notebook executes without error; a failure names the notebook and the cell."""
+    result = execute_once(notebook)
+    assert result.ok, f"{result.notebook} failed in {result.error}"
+    assert pipeline.executed_path(notebook, run).exists()
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.relative_to(pipeline.ROOT).as_posix())
+def test_notebook_within_budget(notebook, run):
+    """In quick mode each notebook finishes within its wall-time budget."""
+    result = execute_once(notebook)
+    if run.budget_s is None:
+        pytest.skip("full-size runs have no time budget")
+    assert not result.over_budget, (
+        f"{result.notebook} took {result.seconds:.1f} s, over its {run.budget_s:.0f} s budget")

@@ -1,0 +1,46 @@
+"""nbval's comparison on the reference cells: a changed value fails."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.notebooks.conftest import execute_once
+from tools import pipeline, references
+
+WITH_REFERENCES = [p for p in pipeline.discover()
+                   if references.reference_cells(json.loads(p.read_text(encoding="utf-8")))]
+
+
+def test_some_notebook_has_reference_cells():
+    """The mechanism is in use (the setup notebook has one), so this test can fail."""
+    assert WITH_REFERENCES
+
+
+@pytest.mark.parametrize("notebook", WITH_REFERENCES,
+                         ids=lambda p: p.relative_to(pipeline.ROOT).as_posix())
+def test_reference_outputs_unchanged(notebook, run):
+    """Each tagged cell's new output equals its committed reference (after sanitizing)."""
+    if run.mode != "quick":
+        pytest.skip("references are recorded in quick mode")
+    result = execute_once(notebook)
+    assert result.ok, f"{result.notebook} failed in {result.error}"
+    failures = references.compare(notebook, pipeline.executed_path(notebook, run))
+    assert not failures, f"{notebook.name}: reference output changed:\n" + "\n".join(failures)
+
+
+def test_changed_value_is_caught(tmp_path):
+    """A reference that differs from the new output is reported (the check can fail)."""
+    cell = {"cell_type": "code", "id": "x", "metadata": {"tags": ["nbval-check-output"]},
+            "source": "print(2 * 21)", "execution_count": None,
+            "outputs": [{"name": "stdout", "output_type": "stream", "text": "42\n"}]}
+    changed = json.loads(json.dumps(cell))
+    changed["outputs"][0]["text"] = "43\n"
+    source, executed = tmp_path / "a.ipynb", tmp_path / "b.ipynb"
+    source.write_text(json.dumps({"cells": [cell]}))
+    executed.write_text(json.dumps({"cells": [changed]}))
+    failures = references.compare(source, executed)
+    assert len(failures) == 1 and "42" in failures[0] and "43" in failures[0]
+    executed.write_text(json.dumps({"cells": [cell]}))
+    assert references.compare(source, executed) == []

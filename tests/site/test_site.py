@@ -1,0 +1,116 @@
+"""Checks on the built site: pages, internal links, Colab links, self-hosted JavaScript."""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+from pathlib import Path
+from urllib.parse import unquote, urlsplit
+
+import pytest
+
+from tools import nbcheck, pipeline
+
+CONFIG = nbcheck.load_config()
+COLAB = re.compile(r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/([^/]+)/(.+\.ipynb)")
+
+
+class _Links(HTMLParser):
+    """Collects href/src attributes, script sources and element ids of one page."""
+
+    def __init__(self):
+        super().__init__()
+        self.links: list[str] = []
+        self.scripts: list[str] = []
+        self.ids: set[str] = set()
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        for name in ("href", "src"):
+            if attrs.get(name):
+                self.links.append(attrs[name])
+        if tag == "script" and attrs.get("src"):
+            self.scripts.append(attrs["src"])
+        if attrs.get("id"):
+            self.ids.add(attrs["id"])
+
+
+def _parse(page: Path) -> _Links:
+    parser = _Links()
+    parser.feed(page.read_text(encoding="utf-8"))
+    return parser
+
+
+def _pages(site: Path) -> list[Path]:
+    """The site's pages (the theme's template fragments under _static/ are not pages)."""
+    return sorted(p for p in site.rglob("*.html") if "_static" not in p.relative_to(site).parts)
+
+
+def test_every_notebook_has_a_page(site):
+    """Each notebook and lab solution found by the pipeline was rendered as a page."""
+    missing = [str(nb.relative_to(pipeline.ROOT)) for nb in pipeline.discover()
+               if not (site / nb.relative_to(pipeline.ROOT)).with_suffix(".html").exists()]
+    assert not missing, f"notebooks without a page (add them to _toc.yml): {missing}"
+
+
+@pytest.mark.parametrize("page", ["book/intro.html", "book/setup.html", "index.html"])
+def test_prose_pages_exist(site, page):
+    """The intro and the setup chapter are on the site."""
+    assert (site / page).exists()
+
+
+def test_no_broken_internal_link(site):
+    """Every relative link and resource resolves to a file, and every #anchor to an element."""
+    broken = []
+    ids = {page: _parse(page).ids for page in _pages(site)}
+    for page in _pages(site):
+        for link in _parse(page).links:
+            parts = urlsplit(link)
+            if parts.scheme or link.startswith(("//", "mailto:", "javascript:")):
+                continue
+            target = (page.parent / unquote(parts.path)).resolve() if parts.path else page
+            if target.is_dir():
+                target = target / "index.html"
+            if not target.exists():
+                broken.append(f"{page.relative_to(site)} -> {link}")
+            elif parts.fragment and target.suffix == ".html" and parts.fragment not in ids.get(target, set()):
+                broken.append(f"{page.relative_to(site)} -> {link} (no such anchor)")
+    assert not broken, "broken links:\n" + "\n".join(broken)
+
+
+def test_colab_links_name_existing_notebooks(site):
+    """Every "Open in Colab" link points into the configured repository at a notebook that exists."""
+    repo = CONFIG["repository"]
+    owner_repo = repo["url"].rstrip("/").removeprefix("https://github.com/")
+    found = []
+    for page in _pages(site):
+        for link in _parse(page).links:
+            match = COLAB.match(link)
+            if match:
+                found.append((page, *match.groups()))
+    assert found, "no Colab link on the site"
+    for page, repository, branch, path in found:
+        assert repository == owner_repo and branch == repo["branch"], f"{page.name}: {repository}@{branch}"
+        assert (pipeline.ROOT / path).is_file(), f"{page.name} links to {path}, not in the repository"
+    linked = {path for *_, path in found}
+    for notebook in pipeline.discover():
+        assert str(notebook.relative_to(pipeline.ROOT)) in linked, f"{notebook.name} has no Colab button"
+
+
+def test_site_loads_no_third_party_script(site):
+    """Every script the pages load is served by the site itself (no CDN)."""
+    remote = [(p.name, s) for p in _pages(site) for s in _parse(p).scripts
+              if urlsplit(s).scheme or s.startswith("//")]
+    assert not remote, f"scripts from other hosts: {remote}"
+
+
+def test_widget_pages_carry_the_sites_own_widget_javascript(site):
+    """A page with a saved widget loads require.js and the widget manager from _static."""
+    page = site / "notebooks" / "00_check_your_setup.html"
+    html = page.read_text(encoding="utf-8")
+    assert "application/vnd.jupyter.widget-state+json" in html, "the widget state was not saved"
+    scripts = [urlsplit(s).path for s in _parse(page).scripts]
+    for name in ("require.js", "embed-amd.js"):
+        local = [s for s in scripts if s.endswith(f"_static/{name}")]
+        assert local, f"{name} is not loaded from the site's _static"
+        assert (page.parent / local[0]).resolve().is_file()

@@ -1,0 +1,1 @@
+"""Build tooling of the course: the notebook execution pipeline, the site build, format checks."""

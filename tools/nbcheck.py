@@ -1,0 +1,259 @@
+"""Notebook format check (DESIGN.md, "Notebooks and labs"), with a `--fix` mode.
+
+Every notebook and lab must have: a title, the Colab set-up cell generated from
+`_config.yml`, a papermill `parameters` cell with `device = "auto"` and `quick = False`,
+a hardware summary, a summary and exercises, standard metadata, and no outputs except in
+cells tagged `nbval-check-output` (their committed output is the reference). Learner copies
+must match their solutions, and the README's notebook table must list every notebook.
+
+    python tools/nbcheck.py        # report problems, exit 1 if any
+    python tools/nbcheck.py --fix  # repair what can be repaired mechanically
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))
+sys.path.insert(0, str(ROOT))
+
+from gpulab import labs  # noqa: E402
+from tools.pipeline import RunConfig, discover, executed_path, learner_copies  # noqa: E402
+
+COLAB_TAG = "colab-setup"
+HIDE_TAG = "remove-cell"  # myst-nb drops the cell from the site
+PARAMETERS_TAG = "parameters"
+REFERENCE_TAG = "nbval-check-output"
+KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+README_START = "<!-- notebooks:start -->"
+README_END = "<!-- notebooks:end -->"
+PARAMETER_LINES = (re.compile(r'^device\s*=\s*"auto"', re.M), re.compile(r"^quick\s*=\s*False", re.M))
+
+
+def load_config(root: Path = ROOT) -> dict:
+    """The book's `_config.yml`."""
+    return yaml.safe_load((root / "_config.yml").read_text())
+
+
+def install_spec(config: dict) -> str:
+    """The pip requirement that installs the course package from the configured repository."""
+    repo = config["repository"]
+    return f"gpulab @ git+{repo['url'].rstrip('/')}.git@{repo.get('branch', 'main')}"
+
+
+def colab_cell_source(config: dict) -> str:
+    """The Colab set-up cell: installs gpulab once, on Colab only; does nothing elsewhere."""
+    return (
+        "# Colab only: install the course package once. Anywhere else this cell does nothing.\n"
+        "import importlib.util, subprocess, sys\n"
+        "\n"
+        'if "google.colab" in sys.modules and importlib.util.find_spec("gpulab") is None:\n'
+        f'    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{install_spec(config)}"], check=True)'
+    )
+
+
+def colab_url(config: dict, rel_path: str) -> str:
+    """The "Open in Colab" address of a notebook in the configured repository."""
+    repo = config["repository"]
+    owner_repo = repo["url"].rstrip("/").removeprefix("https://github.com/")
+    return f"{config['launch_buttons']['colab_url']}/github/{owner_repo}/blob/{repo.get('branch', 'main')}/{rel_path}"
+
+
+def _source(cell: dict) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def _tags(cell: dict) -> list[str]:
+    return cell.get("metadata", {}).get("tags", [])
+
+
+def title_of(nb: dict) -> str:
+    """The notebook's title: the first `# ` line of its first cell."""
+    first = _source(nb["cells"][0]) if nb.get("cells") else ""
+    for line in first.splitlines():
+        if line.startswith("# "):
+            return line[2:].strip()
+    return ""
+
+
+def problems(path: Path, config: dict, learner: bool = False) -> list[str]:
+    """Everything wrong with one notebook's format, as sentences."""
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    found = []
+    if nb.get("nbformat") != 4:
+        found.append("is not nbformat 4")
+    meta = nb.get("metadata", {})
+    if meta.get("kernelspec", {}).get("name") != KERNELSPEC["name"]:
+        found.append(f"kernelspec should be {KERNELSPEC['name']!r} (standard metadata)")
+    if "widgets" in meta:
+        found.append("carries saved widget state in its metadata")
+    cells = nb.get("cells", [])
+    if not cells or cells[0]["cell_type"] != "markdown" or not title_of(nb):
+        found.append("does not open with a markdown title (`# ...`)")
+    colab = [c for c in cells if COLAB_TAG in _tags(c)]
+    if len(colab) != 1:
+        found.append(f"has {len(colab)} Colab set-up cells (tag {COLAB_TAG!r}); needs exactly 1")
+    elif _source(colab[0]) != colab_cell_source(config):
+        found.append("Colab set-up cell differs from the one generated from _config.yml")
+    elif HIDE_TAG not in _tags(colab[0]):
+        found.append(f"Colab set-up cell lacks the {HIDE_TAG!r} tag (it is hidden on the site)")
+    params = [c for c in cells if PARAMETERS_TAG in _tags(c)]
+    if len(params) != 1:
+        found.append(f"has {len(params)} cells tagged {PARAMETERS_TAG!r}; needs exactly 1")
+    elif not all(p.search(_source(params[0])) for p in PARAMETER_LINES):
+        found.append('parameters cell must set `device = "auto"` and `quick = False`')
+    code = "\n".join(_source(c) for c in cells if c["cell_type"] == "code")
+    if "detect(" not in code:
+        found.append("shows no hardware summary (no call to gpulab.hardware.detect)")
+    headings = "\n".join(_source(c) for c in cells if c["cell_type"] == "markdown")
+    for needed in ("Summary", "Exercises"):
+        if not re.search(rf"^##+ .*{needed}", headings, re.M):
+            found.append(f"has no '## {needed}' section")
+    for i, cell in enumerate(cells):
+        if cell["cell_type"] != "code":
+            continue
+        if REFERENCE_TAG in _tags(cell):
+            if learner:
+                found.append(f"cell {i}: learner copies keep no reference outputs")
+            elif not cell.get("outputs"):
+                found.append(f"cell {i} is tagged {REFERENCE_TAG!r} but has no reference output")
+            continue
+        if cell.get("outputs") or cell.get("execution_count") is not None:
+            found.append(f"cell {i} carries outputs (only {REFERENCE_TAG!r} cells may)")
+    return found
+
+
+def fix(path: Path, config: dict) -> bool:
+    """Repair a notebook's format in place; return True when it changed."""
+    before = path.read_text(encoding="utf-8")
+    nb = json.loads(before)
+    nb["nbformat"], nb["nbformat_minor"] = 4, max(nb.get("nbformat_minor", 5), 5)
+    meta = nb.setdefault("metadata", {})
+    meta.pop("widgets", None)
+    meta.pop("papermill", None)
+    meta["kernelspec"] = dict(KERNELSPEC)
+    meta["language_info"] = {"name": "python"}
+    cells = nb["cells"]
+    colab = [c for c in cells if COLAB_TAG in _tags(c)]
+    if not colab:
+        colab = [{"cell_type": "code", "id": "colab-setup", "metadata": {}, "outputs": [],
+                  "execution_count": None, "source": ""}]
+        cells.insert(1 if cells and cells[0]["cell_type"] == "markdown" else 0, colab[0])
+    colab[0]["source"] = colab_cell_source(config)
+    colab[0]["metadata"]["tags"] = [COLAB_TAG, HIDE_TAG]
+    for cell in cells:
+        cell.get("metadata", {}).pop("papermill", None)
+        cell.get("metadata", {}).pop("execution", None)
+        if cell["cell_type"] == "code" and REFERENCE_TAG not in _tags(cell):
+            cell["outputs"], cell["execution_count"] = [], None
+    after = json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
+    if after != before:
+        path.write_text(after, encoding="utf-8")
+    return after != before
+
+
+def record_references(path: Path, executed: Path) -> int:
+    """Copy the outputs of the reference cells from an executed copy into the source notebook.
+
+    Run after a deliberate change of a reference value; the diff shows the new reference.
+    """
+    source = json.loads(path.read_text(encoding="utf-8"))
+    ran = {c.get("id"): c for c in json.loads(executed.read_text(encoding="utf-8"))["cells"]}
+    count = 0
+    for cell in source["cells"]:
+        if REFERENCE_TAG in _tags(cell) and cell.get("id") in ran:
+            outputs = ran[cell["id"]]["outputs"]
+            for out in outputs:
+                if "execution_count" in out:
+                    out["execution_count"] = None
+            cell["outputs"], cell["execution_count"] = outputs, None
+            count += 1
+    path.write_text(json.dumps(source, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
+                    encoding="utf-8")
+    return count
+
+
+def readme_table(config: dict, root: Path = ROOT) -> str:
+    """The README's table of notebooks, with their Colab links."""
+    rows = ["| notebook | what it is | open in Colab |", "|---|---|---|"]
+    for path in discover(root):
+        rel = str(path.relative_to(root))
+        title = title_of(json.loads(path.read_text(encoding="utf-8")))
+        if path.parent.name == "labs":
+            learner = str(labs.learner_path(path).relative_to(root))
+            links = (f"[exercise]({colab_url(config, learner)}) · "
+                     f"[solution]({colab_url(config, rel)})")
+        else:
+            links = f"[open]({colab_url(config, rel)})"
+        rows.append(f"| [`{rel}`]({rel}) | {title} | {links} |")
+    return "\n".join(rows)
+
+
+def readme_problems(config: dict, root: Path = ROOT) -> list[str]:
+    """Whether the README's notebook table is the generated one."""
+    text = (root / "README.md").read_text(encoding="utf-8")
+    if README_START not in text or README_END not in text:
+        return [f"README.md lacks the {README_START} ... {README_END} markers"]
+    current = text.split(README_START)[1].split(README_END)[0].strip()
+    return [] if current == readme_table(config, root) else ["README.md's notebook table is out of date"]
+
+
+def fix_readme(config: dict, root: Path = ROOT) -> None:
+    """Rewrite the README's notebook table between its markers."""
+    path = root / "README.md"
+    text = path.read_text(encoding="utf-8")
+    head, rest = text.split(README_START)
+    _, tail = rest.split(README_END)
+    path.write_text(f"{head}{README_START}\n{readme_table(config, root)}\n{README_END}{tail}",
+                    encoding="utf-8")
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Check (or with --fix, repair) every notebook, learner copy and the README table."""
+    parser = argparse.ArgumentParser(description="Check the notebooks' format.")
+    parser.add_argument("--fix", action="store_true", help="repair what can be repaired")
+    parser.add_argument("--record-references", action="store_true",
+                        help="take the reference cells' outputs from the last quick CPU run")
+    args = parser.parse_args(argv)
+    config = load_config()
+    if args.record_references:
+        run = RunConfig(mode="quick", kernel="gpulab-cpu")
+        for path in discover():
+            executed = executed_path(path, run)
+            if executed.exists():
+                n = record_references(path, executed)
+                print(f"{path.relative_to(ROOT)}: {n} reference cell(s) recorded")
+    if args.fix:
+        for path in discover():
+            if fix(path, config):
+                print(f"fixed {path.relative_to(ROOT)}")
+        for path in labs.write_learner_copies(ROOT / "labs"):
+            print(f"regenerated {path.relative_to(ROOT)}")
+        fix_readme(config)
+    report = []
+    for path in discover():
+        report += [f"{path.relative_to(ROOT)}: {p}" for p in problems(path, config)]
+    for path in learner_copies():
+        report += [f"{path.relative_to(ROOT)}: {p}" for p in problems(path, config, learner=True)]
+    report += [f"{p.relative_to(ROOT)}: out of date with its solution (run --fix)"
+               for p in labs.out_of_date(ROOT / "labs")]
+    report += readme_problems(config)
+    for line in report:
+        print(line)
+    if report:
+        print(f"{len(report)} problem(s); `python tools/nbcheck.py --fix` repairs the mechanical ones")
+        return 1
+    print(f"notebook format: {len(discover()) + len(learner_copies())} notebooks ok")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

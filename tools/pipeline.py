@@ -1,0 +1,332 @@
+"""The one execution pipeline of the course (DESIGN.md, "Execution and tests").
+
+1. Every notebook under ``notebooks/`` and every lab solution under ``labs/`` is found
+   automatically and executed once with papermill into ``_build/<run>/executed/``.
+2. The wall time of each is written to a JSON report and held to a budget in quick mode.
+3. The site is built from those executed copies with execution off, warnings as errors.
+
+Used by ``make book`` (full size, course kernel), by ``make test`` through
+``tests/notebooks`` (quick, GPUs hidden) and by ``make test-gpu`` (quick, GPU kernel).
+
+    python tools/pipeline.py execute --mode quick
+    python tools/pipeline.py site --mode quick
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+BUILD = ROOT / "_build"
+NOTEBOOK_DIRS = ("notebooks", "labs")
+LEARNER_DIR = "learner"  # labs/learner/ holds generated learner copies; they are not executed
+QUICK_BUDGET_S = 60.0  # per notebook, quick mode, on the 2-core CI machine
+WIDGET_ASSETS = ROOT / "node_modules" / "@jupyter-widgets" / "html-manager" / "dist"
+REQUIRE_JS = ROOT / "node_modules" / "requirejs" / "require.js"
+MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
+SITE_STATIC = "_site_static"  # not the root _static/: JB1 would load every .js there
+
+
+@dataclass
+class RunConfig:
+    """How one pipeline run executes the notebooks."""
+
+    mode: str = "quick"  # "quick" (seconds per notebook) or "full" (the book's sizes)
+    kernel: str = "gpulab-cpu"  # "gpulab-cpu" hides GPUs; "gpulab" sees them
+    device: str = "auto"  # the notebooks' `device` parameter
+
+    def __post_init__(self) -> None:
+        if self.mode not in ("quick", "full"):
+            raise ValueError(f"mode={self.mode!r} is not allowed; use 'quick' or 'full'")
+        if self.kernel not in ("gpulab", "gpulab-cpu"):
+            raise ValueError(f"kernel={self.kernel!r} is not allowed; use 'gpulab' or 'gpulab-cpu'")
+
+    @classmethod
+    def from_env(cls, mode: str | None = None) -> RunConfig:
+        """The run that `make test` / `make test-gpu` asked for through GPULAB_* variables."""
+        return cls(
+            mode=mode or ("quick" if os.environ.get("GPULAB_QUICK", "1") == "1" else "full"),
+            kernel=os.environ.get("GPULAB_KERNEL", "gpulab-cpu"),
+            device=os.environ.get("GPULAB_DEVICE", "auto"),
+        )
+
+    @property
+    def run_dir(self) -> Path:
+        """Build folder of this run: `_build/quick`, `_build/full`, `_build/quick-gpulab`..."""
+        suffix = "" if self.kernel == "gpulab-cpu" else f"-{self.kernel}"
+        return BUILD / f"{self.mode}{suffix}"
+
+    @property
+    def parameters(self) -> dict:
+        """The values papermill injects after each notebook's `parameters` cell."""
+        return {"quick": self.mode == "quick", "device": self.device}
+
+    @property
+    def budget_s(self) -> float | None:
+        """Wall-time budget per notebook; only quick runs have one."""
+        return QUICK_BUDGET_S if self.mode == "quick" else None
+
+
+@dataclass
+class NotebookResult:
+    """What executing one notebook gave."""
+
+    notebook: str  # path relative to the repository root
+    seconds: float
+    ok: bool
+    error: str = ""  # names the cell and the exception when not ok
+    budget_s: float | None = None
+
+    @property
+    def over_budget(self) -> bool:
+        """True when the notebook ran longer than its budget."""
+        return self.budget_s is not None and self.seconds > self.budget_s
+
+
+def discover(root: Path = ROOT) -> list[Path]:
+    """Every chapter notebook and lab solution, found without anyone listing it."""
+    found = []
+    for folder in NOTEBOOK_DIRS:
+        found += sorted((root / folder).glob("*.ipynb"))
+    return [p for p in found if not p.name.startswith("_")]
+
+
+def learner_copies(root: Path = ROOT) -> list[Path]:
+    """The generated learner copies of the labs."""
+    return sorted((root / "labs" / LEARNER_DIR).glob("*.ipynb"))
+
+
+def executed_path(notebook: Path, run: RunConfig) -> Path:
+    """Where the executed copy of a notebook goes."""
+    return run.run_dir / "executed" / notebook.resolve().relative_to(ROOT)
+
+
+def _python_shim() -> str:
+    """A folder whose `python` is this interpreter, for kernelspecs whose argv starts with it.
+
+    On a machine without the venv (`make test-gpu PYTHON=python3`) `python` may be missing
+    from PATH or be another interpreter; the kernels must run the one that runs the tests.
+    """
+    shim = Path(tempfile.gettempdir()) / f"gpulab-python-shim-{os.getuid()}"
+    shim.mkdir(exist_ok=True)
+    link = shim / "python"
+    if not link.exists() or os.path.realpath(link) != os.path.realpath(sys.executable):
+        link.unlink(missing_ok=True)
+        link.symlink_to(sys.executable)
+    return str(shim)
+
+
+def kernel_environment() -> None:
+    """Point Jupyter at the committed kernelspecs and `python` at this interpreter."""
+    os.environ["JUPYTER_PATH"] = os.pathsep.join(
+        [str(ROOT / "jupyter"), *filter(None, [os.environ.get("JUPYTER_PATH")])]
+    )
+    os.environ["PATH"] = _python_shim() + os.pathsep + os.environ.get("PATH", "")
+    src = str(ROOT / "src")
+    if src not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
+        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
+    # ipykernel's debugger warns about frozen modules on every start; it is noise here.
+    os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
+
+
+def _describe_failure(exc: Exception) -> str:
+    """One paragraph naming the failing cell and the error, from papermill's exception."""
+    cell = getattr(exc, "exec_count", None)
+    index = getattr(exc, "cell_index", None)
+    ename = getattr(exc, "ename", type(exc).__name__)
+    evalue = getattr(exc, "evalue", str(exc))
+    source = (getattr(exc, "source", "") or "").strip().splitlines()
+    where = f"cell {index}" if index is not None else "a cell"
+    if cell is not None:
+        where += f" (execution count {cell})"
+    first_line = f": `{source[0][:80]}`" if source else ""
+    return f"{where}{first_line} raised {ename}: {evalue}"
+
+
+def execute(notebook: Path, run: RunConfig) -> NotebookResult:
+    """Execute one notebook with papermill into the run's folder and time it."""
+    import papermill  # a dev dependency: imported here so the module loads without it
+
+    kernel_environment()
+    out = executed_path(notebook, run)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    rel = str(notebook.resolve().relative_to(ROOT))
+    start = time.perf_counter()
+    try:
+        papermill.execute_notebook(
+            str(notebook),
+            str(out),
+            parameters=run.parameters,
+            kernel_name=run.kernel,
+            cwd=str(notebook.parent),
+            progress_bar=False,
+            log_output=False,
+            request_save_on_cell_execute=False,
+        )
+    except Exception as exc:  # papermill raises PapermillExecutionError for a cell error
+        seconds = time.perf_counter() - start
+        return NotebookResult(rel, seconds, False, _describe_failure(exc), run.budget_s)
+    return NotebookResult(rel, time.perf_counter() - start, True, "", run.budget_s)
+
+
+def report_path(run: RunConfig) -> Path:
+    """The JSON timing report of a run."""
+    return run.run_dir / "reports" / "notebook_times.json"
+
+
+def write_report(results: list[NotebookResult], run: RunConfig) -> Path:
+    """Write the timing report (merging with results already there from this run)."""
+    path = report_path(run)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    rows = {}
+    if path.exists():
+        rows = {r["notebook"]: r for r in json.loads(path.read_text()).get("notebooks", [])}
+    for result in results:
+        rows[result.notebook] = asdict(result) | {"over_budget": result.over_budget}
+    report = {"mode": run.mode, "kernel": run.kernel, "device": run.device,
+              "budget_s": run.budget_s, "notebooks": sorted(rows.values(), key=lambda r: r["notebook"])}
+    path.write_text(json.dumps(report, indent=2) + "\n")
+    return path
+
+
+def format_table(rows: list[dict]) -> str:
+    """The timing report as a plain-text table."""
+    width = max([len("notebook")] + [len(r["notebook"]) for r in rows])
+    lines = [f"{'notebook':<{width}}  {'seconds':>8}  {'budget':>7}  status",
+             f"{'-' * width}  {'-' * 8}  {'-' * 7}  ------"]
+    for r in rows:
+        budget = f"{r['budget_s']:.0f}" if r.get("budget_s") else "-"
+        status = "ok" if r["ok"] and not r.get("over_budget") else (
+            "FAILED" if not r["ok"] else "OVER BUDGET")
+        lines.append(f"{r['notebook']:<{width}}  {r['seconds']:8.1f}  {budget:>7}  {status}")
+    total = sum(r["seconds"] for r in rows)
+    lines.append(f"{'total':<{width}}  {total:8.1f}")
+    return "\n".join(lines)
+
+
+def execute_all(run: RunConfig) -> list[NotebookResult]:
+    """Execute every discovered notebook, write the report, print the table."""
+    results = []
+    for notebook in discover():
+        print(f"executing {notebook.relative_to(ROOT)} ...", flush=True)
+        results.append(execute(notebook, run))
+    write_report(results, run)
+    print(format_table([asdict(r) | {"over_budget": r.over_budget} for r in results]))
+    for r in results:
+        if not r.ok:
+            print(f"FAILED {r.notebook}: {r.error}")
+    return results
+
+
+def stage_site(run: RunConfig) -> Path:
+    """Lay out a book source tree whose notebooks are the executed copies."""
+    import yaml
+
+    src = run.run_dir / "site_src"
+    shutil.rmtree(src, ignore_errors=True)
+    src.mkdir(parents=True)
+    shutil.copytree(ROOT / "book", src / "book")
+    shutil.copy(ROOT / "_toc.yml", src / "_toc.yml")
+    config = yaml.safe_load((ROOT / "_config.yml").read_text())
+    config.setdefault("execute", {})["execute_notebooks"] = "off"  # executed once, by papermill
+    (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    missing = []
+    passed = _passed_notebooks(run)
+    for notebook in discover():
+        executed = executed_path(notebook, run)
+        if not executed.exists() or str(notebook.relative_to(ROOT)) not in passed:
+            missing.append(str(notebook.relative_to(ROOT)))
+            continue
+        target = src / notebook.relative_to(ROOT)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy(executed, target)
+    if missing:
+        raise SystemExit("not executed successfully in this run's report (execute them first): "
+                         + ", ".join(missing))
+    _copy_site_assets(src / SITE_STATIC)
+    return src
+
+
+def _passed_notebooks(run: RunConfig) -> set[str]:
+    """Notebooks that the run's timing report records as executed without error."""
+    path = report_path(run)
+    if not path.exists():
+        return set()
+    return {r["notebook"] for r in json.loads(path.read_text())["notebooks"] if r["ok"]}
+
+
+def _copy_site_assets(static: Path) -> None:
+    """Copy require.js, the widget manager with its fonts, and MathJax into the site's static folder.
+
+    The site carries its own JavaScript so that it renders offline and sends no request to a
+    third-party CDN (DESIGN.md); the npm packages are pinned in package-lock.json.
+    """
+    needed = [WIDGET_ASSETS / "embed-amd.js", REQUIRE_JS, MATHJAX / "tex-mml-chtml.js"]
+    if not all(p.exists() for p in needed):
+        raise SystemExit("site JavaScript missing: run `npm ci` (make does) first")
+    static.mkdir(parents=True, exist_ok=True)
+    shutil.copy(REQUIRE_JS, static / "require.js")
+    for asset in WIDGET_ASSETS.iterdir():
+        # embed-amd.js loads its chunks and icon fonts from its own folder
+        if asset.suffix in (".js", ".woff", ".woff2", ".ttf", ".eot", ".svg") and asset.name not in (
+            "embed.js", "libembed-amd.js"):
+            shutil.copy(asset, static / asset.name)
+    # MathJax loads its fonts relative to its own script
+    mathjax = static / "mathjax"
+    mathjax.mkdir()
+    shutil.copy(MATHJAX / "tex-mml-chtml.js", mathjax / "tex-mml-chtml.js")
+    shutil.copytree(MATHJAX / "output" / "chtml" / "fonts", mathjax / "output" / "chtml" / "fonts")
+
+
+def html_dir(run: RunConfig) -> Path:
+    """Where the built site's HTML lands."""
+    return run.run_dir / "_build" / "html"
+
+
+def build_site(run: RunConfig) -> Path:
+    """Build the site from the executed copies, warnings as errors, from a clean folder."""
+    src = stage_site(run)
+    shutil.rmtree(run.run_dir / "_build", ignore_errors=True)
+    cmd = [sys.executable, "-m", "jupyter_book", "build", str(src), "--path-output",
+           str(run.run_dir), "--builder", "html", "-W", "-n", "--keep-going"]
+    jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
+    if jb:
+        cmd = [jb, *cmd[3:]]
+    subprocess.run(cmd, check=True)
+    index = html_dir(run) / "index.html"
+    print(f"\nThe site is built: {index}")
+    return index
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Command line: `execute` or `site`, for a mode and kernel."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("step", choices=["execute", "site"])
+    parser.add_argument("--mode", choices=["quick", "full"], default="quick")
+    parser.add_argument("--kernel", choices=["gpulab", "gpulab-cpu"], default=None,
+                        help="default: gpulab-cpu in quick mode, gpulab (sees GPUs) in full mode")
+    parser.add_argument("--device", default="auto")
+    args = parser.parse_args(argv)
+    kernel = args.kernel or ("gpulab-cpu" if args.mode == "quick" else "gpulab")
+    run = RunConfig(mode=args.mode, kernel=kernel, device=args.device)
+    if args.step == "execute":
+        results = execute_all(run)
+        return 0 if all(r.ok and not r.over_budget for r in results) else 1
+    # `make book` builds the full book with the kernel that sees GPUs; its executed copies
+    # land in the run folder of that kernel.
+    build_site(run)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.path.insert(0, str(ROOT))
+    raise SystemExit(main())
