@@ -134,6 +134,8 @@ def kernel_environment() -> None:
     src = str(ROOT / "src")
     if src not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
         os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [src, os.environ.get("PYTHONPATH")]))
+    # Progress bars would be frozen at 0% in the executed copies the site shows.
+    os.environ["GPULAB_PROGRESS"] = "0"
     # ipykernel's debugger warns about frozen modules on every start; it is noise here.
     os.environ.setdefault("PYDEVD_DISABLE_FILE_VALIDATION", "1")
 

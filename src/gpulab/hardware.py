@@ -19,6 +19,7 @@ import sys
 import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gpulab.errors import GpulabConfigError
@@ -29,6 +30,7 @@ __all__ = [
     "HardwareReport",
     "TorchInfo",
     "VisibleDevices",
+    "cpu_cache_sizes",
     "detect",
     "parse_visible_devices",
     "pick_device",
@@ -91,6 +93,9 @@ class CPUInfo:
     logical_cores: int | None
     vector_extensions: list[str]  # subset of VECTOR_EXTENSIONS; empty when unknown
     max_frequency_mhz: float | None = None
+    # The clock Linux reports in /proc/cpuinfo ("cpu MHz"): in a VM, where no maximum is
+    # exposed, it is the host's nominal clock; turbo clocks can be higher.
+    reported_frequency_mhz: float | None = None
 
 
 @dataclass
@@ -670,8 +675,15 @@ def _ram(meminfo_path: str, notes: list[str]) -> tuple[int | None, int | None]:
 
 def _read_cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str | None, set[str] | None]:
     """Read the CPU model name and the feature flags from a Linux cpuinfo file."""
+    model, flags, _ = _read_cpuinfo_fields(path)
+    return model, flags
+
+
+def _read_cpuinfo_fields(path: str) -> tuple[str | None, set[str] | None, float | None]:
+    """Model name, feature flags and the first 'cpu MHz' value of a Linux cpuinfo file."""
     model: str | None = None
     flags: set[str] | None = None
+    mhz: float | None = None
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -681,9 +693,14 @@ def _read_cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str | None, set[str] | N
                     model = value.strip()
                 elif key in ("flags", "Features") and flags is None:
                     flags = set(value.split())  # x86 says "flags", ARM says "Features"
+                elif key == "cpu MHz" and mhz is None:
+                    try:
+                        mhz = float(value)
+                    except ValueError:
+                        pass
     except OSError:
-        return None, None
-    return model, flags
+        return None, None, None
+    return model, flags, mhz
 
 
 def _read_cpu_flags(path: str = "/proc/cpuinfo") -> set[str] | None:
@@ -748,7 +765,7 @@ def _core_counts() -> tuple[int | None, int | None, float | None]:
 
 def _cpu_info(cpuinfo_path: str) -> CPUInfo:
     """Describe the CPU from /proc/cpuinfo (Linux), sysctl (macOS) and psutil."""
-    model, flags = _read_cpuinfo(cpuinfo_path)
+    model, flags, reported_mhz = _read_cpuinfo_fields(cpuinfo_path)
     extensions = _extensions_from_flags(flags) if flags is not None else []
     if sys.platform == "darwin":
         model = model or _macos_sysctl("machdep.cpu.brand_string").get("machdep.cpu.brand_string")
@@ -762,6 +779,7 @@ def _cpu_info(cpuinfo_path: str) -> CPUInfo:
         logical_cores=logical,
         vector_extensions=extensions,
         max_frequency_mhz=freq,
+        reported_frequency_mhz=reported_mhz,
     )
 
 
@@ -948,3 +966,29 @@ def _require_xpu(torch: Any) -> None:
             f"device='xpu' was asked for, but this torch build sees no Intel XPU "
             f"(torch {torch.__version__}); install the XPU build of torch or use device='auto'."
         )
+
+
+def cpu_cache_sizes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, int]:
+    """Data and unified cache sizes of one core in bytes, e.g. {"L1d": 49152, "L2": ..., "L3": ...}.
+
+    Read from Linux sysfs; empty where it is not exposed (macOS, Windows, some containers).
+    In a VM the last level is the host's, shared by every core of the socket.
+    """
+    sizes: dict[str, int] = {}
+    units = {"K": 1024, "M": 1024**2, "G": 1024**3}
+    for index in sorted(Path(sysfs).glob("index*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        if kind == "Instruction":
+            continue
+        number, unit = (size[:-1], size[-1]) if size[-1] in units else (size, "")
+        try:
+            value = int(number) * units.get(unit, 1)
+        except ValueError:
+            continue
+        sizes[f"L{level}d" if kind == "Data" else f"L{level}"] = value
+    return sizes

@@ -104,6 +104,11 @@ def _compare(got, expected, rtol: float, atol: float) -> tuple[str, float, float
             else:
                 worst = (worst[0], worst[1], max(err, worst[2]))
         return worst
+    if isinstance(expected, str) or isinstance(got, str):
+        # words (a classification such as "memory" or "compute") must match exactly
+        if got == expected:
+            return "", 0.0, 0.0
+        return f"got {got!r}, expected {expected!r}", math.inf, 0.0
     try:
         g, e = _as_array(got), _as_array(expected)
     except (TypeError, ValueError):

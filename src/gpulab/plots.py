@@ -43,3 +43,81 @@ def memory_overview(report: HardwareReport) -> Figure:
     ax.set_title("Memory on this machine")
     fig.tight_layout()
     return fig
+
+
+def _peak_line(ax, value: float | None, label: str, scale: float, color: str) -> None:
+    """A dashed horizontal line at a peak, labelled; nothing when the peak is unknown."""
+    if value:
+        ax.axhline(value / scale, linestyle="--", color=color, linewidth=1)
+        ax.text(ax.get_xlim()[0], value / scale, f" {label}", va="bottom", fontsize=8, color=color)
+
+
+def matmul_sweep(points: list, peaks: dict[str, float | None], title: str = "") -> Figure:
+    """Achieved TFLOP/s against matrix size, one line per precision, peaks dashed (chapter 1 lab)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    colors = dict(zip(("fp32", "tf32", "bf16", "fp16"), ("#1b9e77", "#7570b3", "#d95f02", "#e7298a"),
+                      strict=True))
+    for precision in dict.fromkeys(p.precision for p in points):
+        mine = [p for p in points if p.precision == precision]
+        sizes = [int(p.size.split("x")[0]) for p in mine]
+        ax.plot(sizes, [p.rate / 1e12 for p in mine], "o-", color=colors.get(precision), label=precision)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("matrix size n (n x n x n product)")
+    ax.set_ylabel("achieved TFLOP/s")
+    for precision, peak in peaks.items():
+        _peak_line(ax, peak, f"{precision} peak", 1e12, colors.get(precision, "gray"))
+    ax.legend(frameon=False)
+    ax.set_title(title or "Matrix product: achieved vs peak")
+    fig.tight_layout()
+    return fig
+
+
+def bandwidth_sweep(points: list, peak: float | None, caches: dict[str, int] | None = None,
+                    title: str = "") -> Figure:
+    """Achieved GB/s against buffer size for copy and triad, cache sizes marked (chapter 1 lab)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for kind, marker in (("copy", "o-"), ("triad", "s-")):
+        mine = [p for p in points if p.op == kind]
+        if mine:
+            ax.plot([p.nbytes for p in mine], [p.rate / 1e9 for p in mine], marker, label=kind)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("bytes per buffer")
+    ax.set_ylabel("achieved GB/s")
+    for name, size in (caches or {}).items():
+        ax.axvline(size, color="gray", linewidth=0.8, linestyle=":")
+        ax.text(size, ax.get_ylim()[1], f" {name}", va="top", fontsize=8, color="gray")
+    _peak_line(ax, peak, "memory peak", 1e9, "black")
+    ax.legend(frameon=False)
+    ax.set_title(title or "Memory bandwidth: copy and triad")
+    fig.tight_layout()
+    return fig
+
+
+def roofline(peak_flops: float, bandwidth: float, points: list, title: str = "",
+             bandwidth_label: str = "memory bandwidth") -> Figure:
+    """The roofline min(P, I*W) on log-log axes with measured operations placed on it (chapter 1)."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    fig, ax = plt.subplots(figsize=(7, 4.5))
+    ridge = peak_flops / bandwidth
+    intensities = [p.intensity for p in points if p.intensity] + [ridge]
+    lo, hi = min(intensities) / 4, max(intensities) * 4
+    x = np.logspace(np.log10(lo), np.log10(hi), 200)
+    ax.loglog(x, np.minimum(peak_flops, x * bandwidth) / 1e9, color="black", label="roofline")
+    ax.axvline(ridge, color="gray", linestyle=":", linewidth=0.8)
+    ax.text(ridge, peak_flops / 1e9, f" ridge {ridge:.3g} FLOP/B", va="bottom", fontsize=8)
+    for p in points:
+        if p.intensity:
+            ax.loglog(p.intensity, p.rate / 1e9, "o")
+            ax.annotate(p.op, (p.intensity, p.rate / 1e9), textcoords="offset points",
+                        xytext=(5, -10), fontsize=8)
+    ax.set_xlabel("arithmetic intensity (FLOP per byte)")
+    ax.set_ylabel("GFLOP/s")
+    ax.set_title(title or f"Roofline ({bandwidth_label})")
+    fig.tight_layout()
+    return fig

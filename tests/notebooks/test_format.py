@@ -23,6 +23,14 @@ def test_every_notebook_passes_the_format_check():
     assert nbcheck.readme_problems(CONFIG) == []
 
 
+@pytest.mark.parametrize("notebook", pipeline.discover(), ids=lambda p: p.name)
+def test_papermill_sees_both_parameters(notebook):
+    """papermill parses `device` and `quick` from the parameters cell (else it warns and injects blind)."""
+    import papermill
+
+    assert {"device", "quick"} <= set(papermill.inspect_notebook(str(notebook)))
+
+
 def _run_colab_cell(monkeypatch, on_colab: bool, installed: bool) -> list:
     """Execute the generated Colab cell with a fake Colab and a fake pip; return the pip calls."""
     calls = []

@@ -114,3 +114,11 @@ def test_widget_pages_carry_the_sites_own_widget_javascript(site):
         local = [s for s in scripts if s.endswith(f"_static/{name}")]
         assert local, f"{name} is not loaded from the site's _static"
         assert (page.parent / local[0]).resolve().is_file()
+
+
+@pytest.mark.parametrize("page, least", [("labs/01_roofline_lab.html", 3),
+                                         ("notebooks/00_check_your_setup.html", 1)])
+def test_plots_appear_on_the_site(site, page, least):
+    """The lab's sweeps and roofline are rendered as images on its page."""
+    images = [link for link in _parse(site / page).links if "_images/" in link]
+    assert len(images) >= least, f"{page}: {len(images)} plots, expected at least {least}"

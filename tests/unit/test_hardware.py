@@ -443,7 +443,7 @@ def test_no_meminfo_falls_back_to_psutil(tmp_path):
 def test_cpu_flags_x86(tmp_path):
     path = tmp_path / "cpuinfo"
     path.write_text(
-        "processor\t: 0\nmodel name\t: Test CPU 9000\n"
+        "processor\t: 0\nmodel name\t: Test CPU 9000\ncpu MHz\t\t: 2599.998\n"
         "flags\t\t: fpu sse avx2 fma avx512f avx512_bf16 amx_tile\n"
     )
     flags = hardware._read_cpu_flags(str(path))
@@ -456,6 +456,7 @@ def test_cpu_flags_x86(tmp_path):
         "FMA",
     ]
     assert hardware._cpu_info(str(path)).model == "Test CPU 9000"
+    assert hardware._cpu_info(str(path)).reported_frequency_mhz == 2599.998
 
 
 def test_cpu_flags_arm(tmp_path):

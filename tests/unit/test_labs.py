@@ -52,6 +52,13 @@ def test_check_handles_numbers_tuples_and_kwargs():
         labs.check(lambda a, b: (a + b, a - b), lambda a, b: (a + b, a * b), [(2, 3)])
 
 
+def test_check_compares_words_exactly():
+    """A classification answer ('memory' or 'compute') must equal the spec's word."""
+    assert labs.check(lambda x: "memory", lambda x: "memory", [1, 2])
+    with pytest.raises(AssertionError, match="got 'compute', expected 'memory'"):
+        labs.check(lambda x: "compute" if x > 1 else "memory", lambda x: "memory", [1, 2])
+
+
 def test_check_nan_must_match_nan():
     """NaN where the spec has NaN is fine; NaN where it has a number is a mismatch."""
     nan = float("nan")
