@@ -1,0 +1,446 @@
+"""Memory estimates for inference and training (chapter 2; chapters 3, 5, 6 and 7 use them).
+
+    from gpulab.memory import ModelSpec, estimate_inference, estimate_training
+
+    spec = ModelSpec.from_hf_config(cfg)
+    b = estimate_inference(spec, weights="int4", kv_cache="bf16", batch=1, seq_len=4096)
+    b = estimate_training(spec, precision="bf16-mixed", optimizer="adamw", batch=8, seq_len=2048)
+    b.weights, b.kv_cache, b.activations, b.gradients, b.optimizer, b.overhead, b.total  # bytes
+
+Every figure is arithmetic on the architecture: bytes per parameter for each format and
+recipe, the KV-cache formula, and a count of the activation tensors a decoder layer keeps. The
+lab (labs/02) and benchmarks/memory_accuracy.py check the arithmetic against memory measured
+on real models built from config dicts.
+"""
+
+from __future__ import annotations
+
+import html
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from gpulab.errors import GpulabConfigError, require_positive_ints
+from gpulab.modelspec import ModelSpec
+
+__all__ = [
+    "ACTIVATION_BYTES",
+    "KV_FORMATS",
+    "OPTIMIZERS",
+    "TRAINING_PRECISIONS",
+    "WEIGHT_FORMATS",
+    "Breakdown",
+    "ModelSpec",
+    "WeightFormat",
+    "bits_per_weight",
+    "estimate_inference",
+    "estimate_training",
+    "largest_batch",
+    "largest_context",
+    "runtime_overhead",
+    "weight_bytes",
+]
+
+GIB = 1024**3
+
+
+# ---------------------------------------------------------------- weight formats
+
+
+@dataclass(frozen=True)
+class WeightFormat:
+    """How a format stores weights: bits per value plus the scales it needs per group."""
+
+    name: str
+    bits: int  # bits per quantized value
+    group_size: int | None  # weights sharing one scale; None: per tensor (scale negligible)
+    scale_bits: float  # bits of scale (and zero point, min, super-block scales) per group
+    source: str
+    # True: the decoder's matrices are quantized, the embedding, output head and norms stay in
+    # 16 bits (Hugging Face loaders: bitsandbytes, GPTQ, AWQ). False: every tensor is stored in
+    # the format (full precision, and GGUF files whose published bits/weight cover the file).
+    keeps_embeddings_16bit: bool = False
+    published_bpw: float | None = None  # a mixed format's measured bits/weight over a model
+
+    @property
+    def bits_per_weight(self) -> float:
+        """Effective bits per weight: value bits + scale bits / group size (or the published mix)."""
+        if self.published_bpw is not None:
+            return self.published_bpw
+        return self.bits + (self.scale_bits / self.group_size if self.group_size else 0.0)
+
+
+WEIGHT_FORMATS: dict[str, WeightFormat] = {f.name: f for f in [
+    WeightFormat("fp32", 32, None, 0, "IEEE 754 single precision"),
+    WeightFormat("fp16", 16, None, 0, "IEEE 754 half precision"),
+    WeightFormat("bf16", 16, None, 0, "bfloat16: 8 exponent bits, 7 mantissa bits"),
+    WeightFormat("fp8", 8, 128 * 128, 32, "FP8 E4M3 with one fp32 scale per 128x128 block "
+                 "(DeepSeek-V3 technical report, section 3.3)", keeps_embeddings_16bit=True),
+    WeightFormat("int8", 8, 4096, 16, "int8 with one fp16 scale per output channel "
+                 "(LLM.int8-style per-row scaling; a 4096-wide row assumed)", keeps_embeddings_16bit=True),
+    WeightFormat("int4", 4, 128, 16, "int4 with one fp16 scale per group of 128 weights "
+                 "(symmetric; the GPTQ/AWQ default group size)", keeps_embeddings_16bit=True),
+    WeightFormat("int4-asym", 4, 128, 20, "int4, group 128, fp16 scale + 4-bit zero point "
+                 "(GPTQ/AWQ asymmetric packing)", keeps_embeddings_16bit=True),
+    WeightFormat("nf4", 4, 64, 8 + 32 / 256, "bitsandbytes NF4 with double quantization: an "
+                 "8-bit scale per 64 weights + an fp32 scale per 256 scales = 4.127 bits/weight "
+                 "(Dettmers et al., QLoRA, 2023, section 3)", keeps_embeddings_16bit=True),
+    WeightFormat("q8_0", 8, 32, 16, "GGUF Q8_0: blocks of 32 int8 values + one fp16 scale = "
+                 "8.5 bits/weight (llama.cpp ggml-common.h, block_q8_0)"),
+    WeightFormat("q4_0", 4, 32, 16, "GGUF Q4_0: blocks of 32 4-bit values + one fp16 scale = "
+                 "4.5 bits/weight (llama.cpp ggml-common.h, block_q4_0)"),
+    WeightFormat("q4_k_m", 4, 256, 0, "GGUF Q4_K_M: mostly Q4_K super-blocks with some tensors "
+                 "in Q6_K; 4.84 bits/weight over Llama-2-7B (llama.cpp tools/quantize README, "
+                 "'Bits per Weight' table)", published_bpw=4.84),
+]}
+
+KV_FORMATS = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
+# Activations are held in the compute precision.
+ACTIVATION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+def _format(name: str) -> WeightFormat:
+    key = str(name).lower()
+    if key not in WEIGHT_FORMATS:
+        raise GpulabConfigError(f"weights={name!r} is not a known format; use one of "
+                                f"{', '.join(WEIGHT_FORMATS)}")
+    return WEIGHT_FORMATS[key]
+
+
+def bits_per_weight(fmt: str) -> float:
+    """Effective bits per weight of a named format, scales included (int4 -> 4.125)."""
+    return _format(fmt).bits_per_weight
+
+
+def weight_bytes(spec: ModelSpec, fmt: str = "bf16") -> int:
+    """Bytes of all weights in a format.
+
+    Hugging Face style quantized formats (int8, int4, nf4, fp8) quantize the decoder's
+    matrices and keep the embedding, the output head and the norms in 16 bits, as bitsandbytes
+    and GPTQ/AWQ loaders do; GGUF formats and full-precision formats store every tensor in the
+    format (a GGUF mix's published bits per weight already covers the whole file).
+    """
+    f = _format(fmt)
+    if not f.keeps_embeddings_16bit:
+        return int(spec.n_params * f.bits_per_weight / 8)
+    parts = spec.params_by_component()
+    kept = parts["embedding"] + parts["lm_head"] + parts["norms"]
+    return int((spec.n_params - kept) * f.bits_per_weight / 8 + kept * 2)
+
+
+# ---------------------------------------------------------------- breakdown
+
+
+@dataclass(frozen=True)
+class Breakdown:
+    """Bytes of each part of a workload's memory, and their total."""
+
+    weights: int = 0
+    kv_cache: int = 0
+    activations: int = 0
+    gradients: int = 0
+    optimizer: int = 0
+    overhead: int = 0
+    notes: tuple[str, ...] = field(default=(), compare=False)
+    # Tensors live at the worst moment, when parts do not all peak together (training:
+    # activations shrink as gradients grow during the backward pass); None: all together.
+    peak_tensors: int | None = None
+
+    PARTS = ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead")
+
+    @property
+    def total(self) -> int:
+        """Sum of every part, in bytes: an upper bound of the memory needed."""
+        return sum(getattr(self, p) for p in self.PARTS)
+
+    @property
+    def peak(self) -> int:
+        """Estimated peak: the tensors live at the worst moment, plus the overhead."""
+        tensors = self.total - self.overhead if self.peak_tensors is None else self.peak_tensors
+        return tensors + self.overhead
+
+    def as_dict(self) -> dict[str, int]:
+        """Each part in bytes, and the total."""
+        return {p: getattr(self, p) for p in self.PARTS} | {"total": self.total}
+
+    def gib(self) -> dict[str, float]:
+        """Each part in GiB."""
+        return {k: v / GIB for k, v in self.as_dict().items()}
+
+    def __str__(self) -> str:
+        rows = [f"{p:12s} {getattr(self, p) / GIB:10.2f} GiB" for p in self.PARTS if getattr(self, p)]
+        return "\n".join(rows + [f"{'total':12s} {self.total / GIB:10.2f} GiB"])
+
+    def _repr_html_(self) -> str:
+        rows = "".join(f"<tr><td>{p}</td><td style='text-align:right'>{getattr(self, p) / GIB:.2f} GiB</td></tr>"
+                       for p in self.PARTS if getattr(self, p))
+        notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
+        return (f"<table>{rows}<tr><th>total</th><th style='text-align:right'>"
+                f"{self.total / GIB:.2f} GiB</th></tr></table>" + (f"<ul>{notes}</ul>" if notes else ""))
+
+
+# ---------------------------------------------------------------- overhead
+
+# The CUDA context (driver state and the kernels loaded into it) takes memory that no PyTorch
+# counter shows: "from 200+ MB to 700+ MB" depending on the machine (pytorch/pytorch#28113),
+# about 300 MB since CUDA 11.7's lazy module loading (pytorch/pytorch#107667, a maintainer's
+# reply). 0.5 GiB is taken here; the lab measures yours (nvidia-smi's figure minus PyTorch's).
+CUDA_CONTEXT_BYTES = GIB // 2
+# PyTorch's caching allocator keeps freed blocks and rounds sizes up; the gap between reserved
+# and allocated memory is workload-dependent. 5% of the tensors is an assumption, stated as
+# such; the lab measures it as torch.cuda.memory_reserved() - memory_allocated().
+ALLOCATOR_SLACK = 0.05
+
+
+def runtime_overhead(tensor_bytes: int, device: str = "cuda",
+                     context_bytes: int | None = None, slack: float | None = None) -> int:
+    """Memory beyond the tensors: the runtime context plus the allocator's slack.
+
+    On the CPU there is no device context: only the slack applies.
+    """
+    context = (CUDA_CONTEXT_BYTES if device != "cpu" else 0) if context_bytes is None else context_bytes
+    slack = ALLOCATOR_SLACK if slack is None else slack
+    return int(context + slack * tensor_bytes)
+
+
+# ---------------------------------------------------------------- inference
+
+
+def kv_cache_bytes(spec: ModelSpec, seq_len: int, batch: int = 1, kv_cache: str = "bf16",
+                   mla_expanded: bool = False) -> int:
+    """KV cache: 2 x layers x kv_heads x head_dim x seq_len x batch x bytes (MHA/GQA/MQA).
+
+    For multi-head latent attention (DeepSeek-V2/V3) the compressed latent cache,
+    layers x (kv_lora_rank + qk_rope_head_dim) x seq_len x batch x bytes, as vLLM and SGLang
+    store it; `mla_expanded=True` gives the larger cache of implementations that expand it to
+    full keys and values per head.
+    """
+    require_positive_ints(seq_len=seq_len, batch=batch)
+    per_token = spec.kv_elements_per_token_expanded() if (mla_expanded and spec.attention_type == "mla") \
+        else spec.kv_elements_per_token()
+    return int(per_token * seq_len * batch * _kv_bytes(kv_cache))
+
+
+def _kv_bytes(kv_cache: str) -> float:
+    if kv_cache not in KV_FORMATS:
+        raise GpulabConfigError(f"kv_cache={kv_cache!r} is not a known format; use one of "
+                                f"{', '.join(KV_FORMATS)}")
+    return KV_FORMATS[kv_cache]
+
+
+def _ffn_width(spec: ModelSpec) -> int:
+    """Width of the widest MLP a token passes through (dense, or its experts together)."""
+    if not spec.is_moe:
+        return spec.intermediate_size
+    experts = spec.experts_per_token * spec.moe_intermediate_size
+    shared = spec.n_shared_experts * spec.moe_intermediate_size
+    return max(spec.intermediate_size if spec.first_dense_layers else 0, experts + shared)
+
+
+def inference_activation_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16",
+                               logits: str = "last") -> int:
+    """Transient activations of one forward pass over batch x seq_len tokens (the prefill).
+
+    Nothing is kept for a backward pass, so the peak is the widest point of one layer: the
+    residual stream and a norm's output (2 x hidden), and in the MLP the gate, the up
+    projection, the activated gate and their product (4 x ffn width for a gated MLP; 2 x for
+    a plain one) per token. The output head's logits are added: for the last position only
+    (`logits="last"`, what generation computes) or for every position (`"all"`, a plain forward
+    pass), in fp32 as the library upcasts them.
+    """
+    require_positive_ints(batch=batch, seq_len=seq_len)
+    a = _act_bytes(dtype)
+    tokens = batch * seq_len
+    ffn = (4 if spec.gated_mlp else 2) * _ffn_width(spec)
+    # A mixture-of-experts layer also holds its dispatch buffers: the tokens gathered for an
+    # expert, the expert's output, its weighted copy and the output accumulator (4 x hidden).
+    dispatch = 4 * spec.hidden_size if spec.is_moe else 0
+    layer_peak = tokens * (2 * spec.hidden_size + ffn + dispatch) * a
+    if logits not in ("last", "all"):
+        raise GpulabConfigError(f"logits={logits!r} is not 'last' or 'all'")
+    logit_rows = batch if logits == "last" else tokens
+    return int(layer_peak + logit_rows * spec.vocab_size * 4)
+
+
+def _act_bytes(dtype: str) -> int:
+    if dtype not in ACTIVATION_BYTES:
+        raise GpulabConfigError(f"activation dtype {dtype!r} is not one of {', '.join(ACTIVATION_BYTES)}")
+    return ACTIVATION_BYTES[dtype]
+
+
+def estimate_inference(
+    spec: ModelSpec,
+    weights: str = "bf16",
+    kv_cache: str = "bf16",
+    batch: int = 1,
+    seq_len: int = 4096,
+    *,
+    activations: str = "bf16",
+    logits: str = "last",
+    device: str = "cuda",
+    mla_expanded: bool = False,
+    context_bytes: int | None = None,
+    allocator_slack: float | None = None,
+) -> Breakdown:
+    """Memory to serve `batch` sequences of `seq_len` tokens: weights, KV cache, activations, overhead."""
+    if not isinstance(spec, ModelSpec):
+        raise GpulabConfigError(f"spec must be a ModelSpec (ModelSpec.from_hf_config), not {type(spec).__name__}")
+    require_positive_ints(batch=batch, seq_len=seq_len)
+    w = weight_bytes(spec, weights)
+    kv = kv_cache_bytes(spec, seq_len, batch, kv_cache, mla_expanded)
+    act = inference_activation_bytes(spec, batch, seq_len, activations, logits)
+    over = runtime_overhead(w + kv + act, device, context_bytes, allocator_slack)
+    notes = [f"weights in {weights}: {bits_per_weight(weights):.3f} bits per weight"]
+    if spec.is_moe:
+        notes.append(f"mixture of experts: all {spec.n_params / 1e9:.1f}B parameters are resident; "
+                     f"{spec.n_active_params / 1e9:.1f}B are used per token")
+    if spec.attention_type == "mla":
+        notes.append("KV cache: MLA's compressed latent cache" + (" expanded per head" if mla_expanded else ""))
+    return Breakdown(weights=w, kv_cache=kv, activations=act, overhead=over, notes=tuple(notes))
+
+
+# ---------------------------------------------------------------- training
+
+# Bytes per parameter for (weights, gradients) in each recipe, and the optimizer's master copy.
+TRAINING_PRECISIONS = {
+    # everything in fp32
+    "fp32": {"weights": 4, "gradients": 4, "master": 0, "activations": "fp32"},
+    # bf16 weights and gradients, fp32 master weights kept by the optimizer
+    # (mixed precision as in the ZeRO paper: 2 + 2 + 12 bytes per parameter with Adam)
+    "bf16-mixed": {"weights": 2, "gradients": 2, "master": 4, "activations": "bf16"},
+    # torch.autocast: fp32 weights and gradients, bf16 matmuls, plus the bf16 copies of the
+    # weights that autocast caches for the forward and backward passes
+    "autocast-bf16": {"weights": 4 + 2, "gradients": 4, "master": 0, "activations": "bf16"},
+    # pure bf16: weights, gradients and optimizer states all bf16
+    "bf16": {"weights": 2, "gradients": 2, "master": 0, "activations": "bf16"},
+}
+# Optimizer state bytes per parameter, as a function of the recipe's state precision.
+OPTIMIZERS: dict[str, Callable[[int], float]] = {
+    "adamw": lambda state_bytes: 2 * state_bytes,      # exp_avg and exp_avg_sq
+    "sgd-momentum": lambda state_bytes: state_bytes,   # momentum buffer
+    "sgd": lambda state_bytes: 0,
+    # bitsandbytes 8-bit AdamW: two uint8 states + one fp32 absmax per block of 2048 values
+    # (Dettmers et al., 8-bit Optimizers via Block-wise Quantization, 2022)
+    "adamw8bit": lambda state_bytes: 2 * (1 + 4 / 2048),
+}
+
+
+def training_activation_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: str = "bf16",
+                              activation_checkpointing: bool = False) -> int:
+    """Activations kept for the backward pass of a decoder (Llama-style layer, SDPA attention).
+
+    Per layer and token, in elements of the compute dtype:
+    - each of the two RMSNorms keeps its input, the normalised values and its output: 2 x 3h;
+    - attention keeps the rotated queries (h), keys and values (2 x kv width), the rotary
+      cos and sin (2 x head_dim), the attention output and its contiguous copy for the
+      output projection (2h); fused attention keeps a log-sum-exp per head (fp32), not the
+      seq x seq score matrix;
+    - a gated MLP keeps the gate, its activation, the up projection and their product
+      (4 x ffn width; 2 x for a plain MLP).
+    That is 9h + 2 kv + 2 head_dim + 4 ffn, which the lab and benchmarks/memory_accuracy.py
+    check against PyTorch's MemTracker on real models. The loss keeps the logits and their
+    log-softmax in fp32 (2 x vocab x 4 bytes per token). With checkpointing a layer keeps only
+    its input (h) and one layer's activations are rebuilt at a time in the backward pass.
+    """
+    require_positive_ints(batch=batch, seq_len=seq_len)
+    a = _act_bytes(dtype)
+    tokens = batch * seq_len
+    kv_width = spec.n_kv_heads * spec.head_dim
+    ffn = (4 if spec.gated_mlp else 2) * _ffn_width(spec)
+    per_layer = tokens * (9 * spec.hidden_size + 2 * kv_width + 2 * spec.head_dim + ffn) * a
+    per_layer += tokens * spec.n_heads * 4  # log-sum-exp, fp32
+    head = tokens * spec.vocab_size * 4 * 2
+    if activation_checkpointing:
+        return int(spec.n_layers * tokens * spec.hidden_size * a + per_layer + head)
+    return int(spec.n_layers * per_layer + head)
+
+
+def estimate_training(
+    spec: ModelSpec,
+    precision: str = "bf16-mixed",
+    optimizer: str = "adamw",
+    batch: int = 8,
+    seq_len: int = 2048,
+    activation_checkpointing: bool = False,
+    *,
+    device: str = "cuda",
+    context_bytes: int | None = None,
+    allocator_slack: float | None = None,
+) -> Breakdown:
+    """Memory of one training step: weights, gradients, optimizer states, activations, overhead."""
+    if not isinstance(spec, ModelSpec):
+        raise GpulabConfigError(f"spec must be a ModelSpec (ModelSpec.from_hf_config), not {type(spec).__name__}")
+    if precision not in TRAINING_PRECISIONS:
+        raise GpulabConfigError(f"precision={precision!r} is not a known recipe; use one of "
+                                f"{', '.join(TRAINING_PRECISIONS)}")
+    if optimizer not in OPTIMIZERS:
+        raise GpulabConfigError(f"optimizer={optimizer!r} is not known; use one of {', '.join(OPTIMIZERS)}")
+    require_positive_ints(batch=batch, seq_len=seq_len)
+    recipe = TRAINING_PRECISIONS[precision]
+    n = spec.n_params
+    state_bytes = 4 if recipe["master"] else recipe["gradients"]
+    w = int(n * recipe["weights"])
+    g = int(n * recipe["gradients"])
+    opt = int(n * (recipe["master"] + OPTIMIZERS[optimizer](state_bytes)))
+    act = training_activation_bytes(spec, batch, seq_len, recipe["activations"], activation_checkpointing)
+    over = runtime_overhead(w + g + opt + act, device, context_bytes, allocator_slack)
+    per_param = (w + g + opt) / n
+    notes = (f"{precision} with {optimizer}: {per_param:.1f} bytes per parameter before activations",)
+    # The backward pass frees each layer's activations as it creates that layer's gradients,
+    # so memory peaks either at its start (every activation, plus the output head's gradient,
+    # the first one created) or at its end (every gradient; with tied embeddings the
+    # embedding's gradient is built separately and added to the head's, one more copy).
+    parts = spec.params_by_component()
+    head_grad = (parts["lm_head"] or parts["embedding"]) * recipe["gradients"]
+    tied_copy = head_grad if spec.tie_embeddings else 0
+    peak = w + opt + max(act + head_grad, g + tied_copy)
+    return Breakdown(weights=w, gradients=g, optimizer=opt, activations=act, overhead=over,
+                     notes=notes, peak_tensors=int(peak))
+
+
+# ---------------------------------------------------------------- what fits
+
+
+def largest_batch(spec: ModelSpec, budget_bytes: int, mode: str = "inference", *,
+                  seq_len: int = 4096, limit: int = 1 << 20, **kwargs) -> int:
+    """The largest batch whose estimated total fits `budget_bytes` (0 when not even 1 fits).
+
+    `mode` is "inference" or "training"; other keyword arguments go to the estimator.
+    The estimate grows with the batch, so a binary search finds the answer.
+    """
+    estimate = _estimator(mode)
+    return _largest(lambda b: estimate(spec, batch=b, seq_len=seq_len, **kwargs).total, budget_bytes, limit)
+
+
+def largest_context(spec: ModelSpec, budget_bytes: int, mode: str = "inference", *,
+                    batch: int = 1, limit: int = 1 << 24, **kwargs) -> int:
+    """The longest sequence whose estimated total fits `budget_bytes` (0 when none fits)."""
+    estimate = _estimator(mode)
+    return _largest(lambda s: estimate(spec, batch=batch, seq_len=s, **kwargs).total, budget_bytes, limit)
+
+
+def _estimator(mode: str):
+    if mode == "inference":
+        return estimate_inference
+    if mode == "training":
+        return estimate_training
+    raise GpulabConfigError(f"mode={mode!r} is not 'inference' or 'training'")
+
+
+def _largest(total_for: Callable[[int], int], budget_bytes: int, limit: int) -> int:
+    """Largest n in [1, limit] with total_for(n) <= budget, for a non-decreasing total_for."""
+    if not isinstance(budget_bytes, (int, float)) or budget_bytes <= 0:
+        raise GpulabConfigError(f"budget_bytes={budget_bytes!r} must be a positive number of bytes")
+    if total_for(1) > budget_bytes:
+        return 0
+    lo, hi = 1, 1
+    while hi < limit and total_for(min(hi * 2, limit)) <= budget_bytes:
+        hi = min(hi * 2, limit)
+        lo = hi
+    hi = min(hi * 2, limit)
+    while lo < hi:  # invariant: total_for(lo) fits
+        mid = (lo + hi + 1) // 2
+        if total_for(mid) <= budget_bytes:
+            lo = mid
+        else:
+            hi = mid - 1
+    return lo
