@@ -336,7 +336,9 @@ def training_activation_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: 
       seq x seq score matrix;
     - a gated MLP keeps the gate, its activation, the up projection and their product
       (4 x ffn width; 2 x for a plain MLP).
-    That is 9h + 2 kv + 2 head_dim + 4 ffn, which the lab and benchmarks/memory_accuracy.py
+    A mixture-of-experts layer adds its gathered inputs and unweighted outputs per chosen expert
+    and its router's logits and probabilities (2 x experts_per_token x h + 2 x experts).
+    That is 9h + 2 kv + 2 head_dim + 4 ffn (+ the MoE terms), which the lab and benchmarks/memory_accuracy.py
     check against PyTorch's MemTracker on real models. The loss keeps the logits and their
     log-softmax in fp32 (2 x vocab x 4 bytes per token). With checkpointing a layer keeps only
     its input (h) and one layer's activations are rebuilt at a time in the backward pass.
@@ -346,7 +348,11 @@ def training_activation_bytes(spec: ModelSpec, batch: int, seq_len: int, dtype: 
     tokens = batch * seq_len
     kv_width = spec.n_kv_heads * spec.head_dim
     ffn = (4 if spec.gated_mlp else 2) * _ffn_width(spec)
-    per_layer = tokens * (9 * spec.hidden_size + 2 * kv_width + 2 * spec.head_dim + ffn) * a
+    # A mixture-of-experts layer also keeps, per token, the inputs gathered for each chosen
+    # expert and each expert's output before weighting (2 x experts_per_token x h), and the
+    # router's logits and probabilities (2 x experts).
+    moe = 2 * spec.experts_per_token * spec.hidden_size + 2 * spec.n_routed_experts if spec.is_moe else 0
+    per_layer = tokens * (9 * spec.hidden_size + 2 * kv_width + 2 * spec.head_dim + ffn + moe) * a
     per_layer += tokens * spec.n_heads * 4  # log-sum-exp, fp32
     head = tokens * spec.vocab_size * 4 * 2
     if activation_checkpointing:
@@ -444,3 +450,21 @@ def _largest(total_for: Callable[[int], int], budget_bytes: int, limit: int) -> 
         else:
             hi = mid - 1
     return lo
+
+
+def gpus_that_fit(total_bytes: int, gpus: dict | None = None, count: int = 1) -> list[dict]:
+    """Each GPU of the spec table with its memory, whether `total_bytes` fits on `count` of them.
+
+    A card's capacity is its marketed memory (decimal GB); the estimate's overhead already
+    counts what the runtime takes. Sorted by memory, smallest first.
+    """
+    from gpulab import specs
+
+    require_positive_ints(count=count)
+    table = specs.load_gpus() if gpus is None else gpus
+    rows = []
+    for name, gpu in table.items():
+        capacity = int(gpu.memory_gb * 1e9) * count
+        rows.append({"gpu": name, "memory_gb": gpu.memory_gb * count, "fits": total_bytes <= capacity,
+                     "headroom_gb": (capacity - total_bytes) / 1e9})
+    return sorted(rows, key=lambda r: r["memory_gb"])

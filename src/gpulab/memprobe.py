@@ -99,7 +99,8 @@ def measure_inference(model, batch: int, seq_len: int, logits: str = "last") -> 
         torch.cuda.reset_peak_memory_stats(device)
     with tracker, torch.inference_mode():
         out = model(input_ids=ids, use_cache=True, logits_to_keep=keep)
-    cache = out.past_key_values
+    # transformers 5 names it `cache` (`past_key_values` is deprecated); 4.x has only the latter
+    cache = out.cache if "cache" in getattr(out, "__dataclass_fields__", {}) else out.past_key_values
     kv = _tensor_bytes(t for layer in getattr(cache, "layers", []) for t in (layer.keys, layer.values))
     peak = tracker.get_tracker_snapshot("peak")
     total_peak = max(snap["Total"] for snap in peak.values())

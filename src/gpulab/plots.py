@@ -121,3 +121,30 @@ def roofline(peak_flops: float, bandwidth: float, points: list, title: str = "",
     ax.set_title(title or f"Roofline ({bandwidth_label})")
     fig.tight_layout()
     return fig
+
+
+PART_COLORS = {"weights": "#1b9e77", "kv_cache": "#d95f02", "activations": "#7570b3",
+               "gradients": "#e7298a", "optimizer": "#66a61e", "overhead": "#999999"}
+
+
+def memory_breakdown(breakdowns: dict, capacities: dict | None = None, title: str = "") -> Figure:
+    """Stacked bars of memory estimates (GB), one per label, with capacity lines (chapter 2)."""
+    import matplotlib.pyplot as plt
+
+    labels = list(breakdowns)
+    fig, ax = plt.subplots(figsize=(7.5, 0.9 + 0.55 * len(labels)))
+    left = [0.0] * len(labels)
+    for part, color in PART_COLORS.items():
+        values = [getattr(b, part) / 1e9 for b in breakdowns.values()]
+        if any(values):
+            ax.barh(labels, values, left=left, color=color, label=part.replace("_", " "))
+            left = [a + v for a, v in zip(left, values, strict=True)]
+    for name, capacity in (capacities or {}).items():
+        ax.axvline(capacity / 1e9, color="black", linestyle="--", linewidth=0.8)
+        ax.text(capacity / 1e9, -0.6, f" {name}", fontsize=8, va="top", rotation=90)
+    ax.invert_yaxis()
+    ax.set_xlabel("GB (10^9 bytes)")
+    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    ax.set_title(title or "Memory estimate")
+    fig.tight_layout()
+    return fig

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
@@ -70,3 +71,59 @@ def test_report_tabs_hold_report_findings_and_steps():
     assert [tab.get_title(i) for i in range(3)] == ["Machine", "Doctor", "What next"]
     assert "bad &lt;thing&gt;" in tab.children[1].value and "do this" in tab.children[1].value
     assert "step one" in tab.children[2].value
+
+
+def test_gpus_that_fit_sorts_by_memory_and_counts_cards():
+    """A 30 GB estimate fits a 32 GB card but not a 24 GB one; two 24 GB cards hold it."""
+    from gpulab import memory
+
+    rows = {r["gpu"]: r for r in memory.gpus_that_fit(30e9)}
+    assert rows["RTX 5090"]["fits"] and not rows["RTX 4090"]["fits"]
+    two = {r["gpu"]: r for r in memory.gpus_that_fit(30e9, count=2)}
+    assert two["RTX 4090"]["fits"] and two["RTX 4090"]["memory_gb"] == 48
+    sizes = [r["memory_gb"] for r in memory.gpus_that_fit(1)]
+    assert sizes == sorted(sizes)
+
+
+def test_memory_breakdown_plot_stacks_parts():
+    """One bar segment per non-zero part, one dashed line per capacity."""
+    from gpulab import memory, models
+
+    b = memory.estimate_inference(models.get("Llama-3-8B"), "int4")
+    fig = plots.memory_breakdown({"a": b}, {"24 GB": 24e9})
+    ax = fig.axes[0]
+    assert len(ax.patches) == 4  # weights, KV cache, activations, overhead
+    assert len(ax.get_lines()) == 1
+
+
+def test_calculator_estimates_and_verdicts():
+    """The calculator's logic: catalogue or pasted config, inference or training, verdict lines."""
+    spec, b = widgets.calculator_estimate("Llama-3-70B", "", "inference", "q4_k_m", "bf16",
+                                          "bf16-mixed", "adamw", 4096, 1)
+    lines = widgets.calculator_lines(spec, b, [("RTX 4090", 24 * 2**30)])
+    assert lines[0] == "your RTX 4090 (26 GB): does not fit"
+    assert lines[-1].startswith("fits on one:") and "H100 SXM" in lines[-1]
+    cfg = '{"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, ' \
+          '"num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 1000}'
+    spec, b = widgets.calculator_estimate(widgets.PASTE, cfg, "training", "int4", "bf16",
+                                          "fp32", "adamw", 128, 2)
+    assert b.gradients == spec.n_params * 4
+
+
+@pytest.mark.parametrize("text, message", [("{not json", "not valid JSON"),
+                                           ('{"model_type": "mamba"}', "mamba")])
+def test_calculator_bad_config_says_why(text, message):
+    """A pasted config that cannot be read raises a ValueError that says why."""
+    with pytest.raises(ValueError, match=message):
+        widgets.calculator_estimate(widgets.PASTE, text, "inference", "int4", "bf16",
+                                    "bf16-mixed", "adamw", 4096, 1)
+
+
+def test_memory_calculator_builds_its_controls():
+    """The widget has its controls and an output area; training hides the inference formats."""
+    ui = widgets.memory_calculator(None, default_model="Llama-3-8B")
+    controls, _ = ui.children
+    mode = controls.children[2]
+    fmt = controls.children[3].children[0]
+    mode.value = "training"
+    assert fmt.layout.display == "none"
