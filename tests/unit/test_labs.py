@@ -153,6 +153,16 @@ def test_learner_copy_is_generated_and_kept_in_sync(tmp_path):
     assert labs.out_of_date(labs_dir) == [labs_dir / "learner" / "01_x_lab.ipynb"]
 
 
+def test_learner_copy_drops_reference_tags(tmp_path):
+    """A solution's reference cells lose their nbval tag and output in the learner copy."""
+    labs_dir = _lab(tmp_path)
+    path = labs_dir / "01_x_lab.ipynb"
+    nb = json.loads(path.read_text())
+    nb["cells"][2]["metadata"]["tags"] = ["nbval-check-output"]
+    learner = labs.make_learner_copy(nb, "labs/01_x_lab.ipynb")
+    assert learner["cells"][3]["metadata"]["tags"] == [] and learner["cells"][3]["outputs"] == []
+
+
 def test_a_notebook_without_solution_cells_is_not_a_lab(tmp_path):
     """A lab must have at least one solution cell."""
     nb = {"cells": [{"cell_type": "markdown", "id": "a", "metadata": {}, "source": "# Lab"}], "metadata": {}}
