@@ -30,8 +30,13 @@ class Measured:
     notes: tuple[str, ...] = field(default=(), compare=False)
 
 
-def build_model(config: dict, dtype: Any = None, device: Any = "cpu", seed: int = 0):
-    """A causal LM from a config.json dict, random weights, SDPA attention, in eval mode."""
+def build_model(config: dict, dtype: Any = None, device: Any = "cpu", seed: int = 0,
+                attn_implementation: str = "sdpa"):
+    """A causal LM from a config.json dict, random weights, in eval mode.
+
+    `attn_implementation` is transformers' choice: "sdpa" (fused kernels, the default) or
+    "eager" (attention written out as matrix products, which FLOP counters can see).
+    """
     import torch
     from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -42,7 +47,8 @@ def build_model(config: dict, dtype: Any = None, device: Any = "cpu", seed: int 
     torch.manual_seed(seed)
     dtype = dtype or torch.float32
     with torch.device(device):
-        model = AutoModelForCausalLM.from_config(hf_config, dtype=dtype, attn_implementation="sdpa")
+        model = AutoModelForCausalLM.from_config(hf_config, dtype=dtype,
+                                                 attn_implementation=attn_implementation)
     return model.eval()
 
 

@@ -1,0 +1,134 @@
+"""Bounds and rates: decode tokens/s, prefill time, training FLOPs, MFU (chapter 3).
+
+    from gpulab.perf import decode_tokens_per_s, prefill_seconds, training_flops, mfu
+
+    decode_tokens_per_s(spec, weights="int4", kv_cache="bf16", batch=1, seq_len=4096,
+                        bandwidth_gbs=1008)        # upper bound: bytes read per step / bandwidth
+    prefill_seconds(spec, tokens=4096, peak_tflops=165, weights="bf16")  # compute-bound estimate
+    training_flops(spec, tokens=1_000_000)        # ~6 x active params x tokens, plus attention
+    mfu(achieved_tokens_per_s, spec, peak_tflops, training=True)  # model FLOPs utilisation
+
+FLOPs are counted as in the Chinchilla paper (Hoffmann et al. 2022, appendix F): a
+multiply-add is 2 FLOPs; every matrix the token passes through costs 2 x its parameters;
+attention adds the score matrix (Q K^T) and its product with the values (2 x 2 x context x
+d_attn per layer, counting the full square as kernels compute it); the backward pass costs
+twice the forward, so training is 3 x forward (Kaplan et al. 2020: C ~ 6 N D).
+"""
+
+from __future__ import annotations
+
+from gpulab.errors import GpulabConfigError, require_positive, require_positive_ints
+from gpulab.memory import WEIGHT_FORMATS, ModelSpec, bits_per_weight, kv_cache_bytes, weight_bytes
+
+__all__ = ["attention_flops_per_token", "decode_bytes_per_step", "decode_tokens_per_s",
+           "forward_flops", "matmul_params", "mfu", "prefill_seconds", "training_flops"]
+
+
+def _check_spec(spec) -> None:
+    if not isinstance(spec, ModelSpec):
+        raise GpulabConfigError(f"spec must be a ModelSpec (ModelSpec.from_hf_config or "
+                                f"gpulab.models.get), not {type(spec).__name__}")
+
+
+def matmul_params(spec: ModelSpec) -> int:
+    """Parameters a token multiplies with: the active ones, less the embedding and the norms.
+
+    The embedding table is read, not multiplied (no FLOPs), and a norm's weights scale, they
+    do not multiply-add; the output head is a matrix product, also when it shares its
+    weights with the embedding.
+    """
+    parts = spec.params_by_component()
+    head = parts["lm_head"] if parts["lm_head"] else parts["embedding"]
+    return spec.n_active_params - parts["embedding"] - parts["lm_head"] - parts["norms"] + head
+
+
+def attention_flops_per_token(spec: ModelSpec, context: int) -> float:
+    """Forward attention FLOPs of one token over `context` positions, all layers.
+
+    Q K^T: 2 x context x (heads x query-key width); scores x V: 2 x context x (heads x value
+    width). For multi-head latent attention the widths are qk_nope + qk_rope and v_head_dim.
+    """
+    require_positive_ints(context=context)
+    if spec.attention_type == "mla":
+        qk = spec.n_heads * (spec.qk_nope_head_dim + spec.qk_rope_head_dim)
+        v = spec.n_heads * spec.v_head_dim
+    else:
+        qk = v = spec.n_heads * spec.head_dim
+    return spec.n_layers * 2 * context * (qk + v)
+
+
+def forward_flops(spec: ModelSpec, tokens: int, seq_len: int | None = None) -> float:
+    """FLOPs of a forward pass over `tokens` tokens: 2 x matmul params each, plus attention.
+
+    `seq_len` is the context each token attends to (for a full sequence, its length); None
+    leaves attention out, which is what "2 FLOPs per parameter per token" means.
+    """
+    _check_spec(spec)
+    require_positive_ints(tokens=tokens)
+    per_token = 2.0 * matmul_params(spec)
+    if seq_len is not None:
+        per_token += attention_flops_per_token(spec, seq_len)
+    return per_token * tokens
+
+
+def training_flops(spec: ModelSpec, tokens: int, seq_len: int | None = None) -> float:
+    """FLOPs of training on `tokens` tokens: forward + backward (twice the forward) = 3 x forward.
+
+    Without attention that is 6 x active matmul parameters x tokens (Kaplan et al.'s 6ND).
+    """
+    return 3.0 * forward_flops(spec, tokens, seq_len)
+
+
+def mfu(achieved_tokens_per_s: float, spec: ModelSpec, peak_tflops: float,
+        training: bool = True, seq_len: int | None = None) -> float:
+    """Model FLOPs utilisation: the model's FLOPs per second achieved / the device's peak.
+
+    Training counts 6 x active parameters per token plus the attention term (3 x forward);
+    inference counts 2 x active parameters plus attention (1 x forward). Returns a fraction.
+    """
+    require_positive(achieved_tokens_per_s=achieved_tokens_per_s, peak_tflops=peak_tflops)
+    per_token = forward_flops(spec, 1, seq_len) * (3 if training else 1)
+    return achieved_tokens_per_s * per_token / (peak_tflops * 1e12)
+
+
+def decode_bytes_per_step(spec: ModelSpec, weights: str = "bf16", kv_cache: str = "bf16",
+                          batch: int = 1, seq_len: int = 4096) -> float:
+    """Bytes one decoding step must read: the weights a token uses, once, plus every KV cache.
+
+    For a mixture of experts only the experts a token is routed to are read (the active
+    parameters): a lower bound on the bytes, so the tokens/s that follows is an upper bound.
+    At batch > 1 different sequences pick different experts and more of them are read.
+    """
+    _check_spec(spec)
+    require_positive_ints(batch=batch, seq_len=seq_len)
+    resident = weight_bytes(spec, weights)
+    inactive = (spec.n_params - spec.n_active_params) * bits_per_weight(weights) / 8
+    return resident - inactive + kv_cache_bytes(spec, seq_len, batch, kv_cache)
+
+
+def decode_tokens_per_s(spec: ModelSpec, weights: str = "int4", kv_cache: str = "bf16",
+                        batch: int = 1, seq_len: int = 4096, bandwidth_gbs: float = 1008) -> float:
+    """Upper bound on generated tokens/s (all sequences of the batch together).
+
+    Each step reads the active weights once and every sequence's KV cache, and produces one
+    token per sequence: batch x bandwidth / bytes per step. Compute is assumed not to bind,
+    true for decoding at small batch (chapter 1's roofline).
+    """
+    require_positive(bandwidth_gbs=bandwidth_gbs)
+    return batch * bandwidth_gbs * 1e9 / decode_bytes_per_step(spec, weights, kv_cache, batch, seq_len)
+
+
+def prefill_seconds(spec: ModelSpec, tokens: int = 4096, peak_tflops: float = 165,
+                    weights: str = "bf16", batch: int = 1) -> float:
+    """Compute-bound estimate of processing a prompt: forward FLOPs / peak FLOP/s.
+
+    `weights` does not change the FLOPs; pass the peak of the precision the kernels run in
+    (a 4-bit model's matrix products usually run in 16-bit after dequantizing). A lower
+    bound: no kernel reaches the peak.
+    """
+    if weights not in WEIGHT_FORMATS:
+        raise GpulabConfigError(f"weights={weights!r} is not a known format; use one of "
+                                f"{', '.join(WEIGHT_FORMATS)}")
+    require_positive(peak_tflops=peak_tflops)
+    require_positive_ints(tokens=tokens, batch=batch)
+    return forward_flops(spec, tokens * batch, seq_len=tokens) / (peak_tflops * 1e12)

@@ -1,0 +1,116 @@
+"""gpulab.perf: bounds checked against hand-derived values and against FlopCounterMode."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from gpulab import memory, memprobe, models, perf
+from gpulab.errors import GpulabConfigError
+from gpulab.memory import ModelSpec
+
+LLAMA_70B = models.get("Llama-3-70B")
+LLAMA_8B = models.get("Llama-3-8B")
+TINY = dict(model_type="llama", hidden_size=128, intermediate_size=344, num_hidden_layers=2,
+            num_attention_heads=4, num_key_value_heads=2, vocab_size=1000, tie_word_embeddings=False)
+
+
+def test_llama_3_70b_int4_on_an_rtx_4090_by_hand():
+    """Weights at int4 (decoder at 4.125 bits, embedding/head/norms at 16) + a 4096-token bf16
+    cache, read once per token at 1008 GB/s: about 24.7 tokens/s, far from the article's 35-45."""
+    parts = LLAMA_70B.params_by_component()
+    kept = parts["embedding"] + parts["lm_head"] + parts["norms"]
+    weights = (LLAMA_70B.n_params - kept) * 4.125 / 8 + kept * 2
+    kv = 2 * 80 * 8 * 128 * 4096 * 2
+    expected = 1008e9 / (int(weights) + kv)
+    got = perf.decode_tokens_per_s(LLAMA_70B, weights="int4", kv_cache="bf16", batch=1,
+                                   seq_len=4096, bandwidth_gbs=1008)
+    assert got == pytest.approx(expected)
+    assert 24 < got < 25.5
+
+
+def test_decode_bound_batches_share_the_weight_read():
+    """At batch B the weights are read once for B tokens; each sequence adds its cache."""
+    one = perf.decode_bytes_per_step(LLAMA_8B, "bf16", "bf16", 1, 1024)
+    eight = perf.decode_bytes_per_step(LLAMA_8B, "bf16", "bf16", 8, 1024)
+    kv = memory.kv_cache_bytes(LLAMA_8B, 1024, 1, "bf16")
+    assert eight - one == pytest.approx(7 * kv)
+    assert perf.decode_tokens_per_s(LLAMA_8B, "bf16", "bf16", 8, 1024, 1000) > \
+        7 * perf.decode_tokens_per_s(LLAMA_8B, "bf16", "bf16", 1, 1024, 1000)
+
+
+def test_moe_decode_reads_active_experts_only():
+    """Mixtral: bytes per step follow the 12.9B active parameters, not the 46.7B resident."""
+    s = models.get("Mixtral-8x7B")
+    read = perf.decode_bytes_per_step(s, "bf16", "bf16", 1, 1)
+    assert read == pytest.approx(s.n_active_params * 2 + memory.kv_cache_bytes(s, 1, 1, "bf16"))
+    assert read < memory.weight_bytes(s, "bf16") / 3
+
+
+def test_training_is_six_flops_per_parameter_per_token_without_attention():
+    """6 x matmul parameters x tokens; Llama-3-8B's matmul params exclude embedding and norms."""
+    parts = LLAMA_8B.params_by_component()
+    matmul = LLAMA_8B.n_params - parts["embedding"] - parts["norms"]
+    assert perf.matmul_params(LLAMA_8B) == matmul
+    assert perf.training_flops(LLAMA_8B, 1000) == pytest.approx(6 * matmul * 1000)
+
+
+def test_attention_term_by_hand():
+    """Per token: layers x 2 x context x (heads x head_dim) for Q K^T, and the same for x V."""
+    assert perf.attention_flops_per_token(LLAMA_8B, 4096) == 32 * 2 * 4096 * (4096 + 4096)
+    r1 = models.get("DeepSeek-R1")
+    assert perf.attention_flops_per_token(r1, 10) == 61 * 2 * 10 * 128 * (192 + 128)
+
+
+@pytest.mark.parametrize("attention", [False, True])
+def test_forward_flops_match_flop_counter_mode(attention):
+    """FlopCounterMode on a real (eager-attention) Llama counts what the formula says (0.1%)."""
+    spec = ModelSpec.from_hf_config(TINY)
+    model = memprobe.build_model(TINY, attn_implementation="eager")
+    ids = torch.randint(0, 1000, (2, 64))
+    with FlopCounterMode(display=False) as counter, torch.no_grad():
+        model(input_ids=ids, use_cache=False)
+    counts = counter.get_flop_counts()["Global"]
+    matmuls = sum(v for k, v in counts.items() if "bmm" not in str(k))
+    if attention:
+        assert counter.get_total_flops() == pytest.approx(perf.forward_flops(spec, 128, 64), rel=1e-3)
+    else:
+        assert matmuls == pytest.approx(perf.forward_flops(spec, 128), rel=1e-3)
+
+
+def test_training_flops_match_flop_counter_mode():
+    """Forward + backward counted by FlopCounterMode is 3 x the forward, within 0.5%."""
+    spec = ModelSpec.from_hf_config(TINY)
+    model = memprobe.build_model(TINY, attn_implementation="eager").train()
+    ids = torch.randint(0, 1000, (2, 64))
+    with FlopCounterMode(display=False) as counter:
+        model(input_ids=ids, labels=ids).loss.backward()
+    assert counter.get_total_flops() == pytest.approx(perf.training_flops(spec, 128, 64), rel=5e-3)
+
+
+def test_prefill_and_mfu_by_hand():
+    """Prefill: forward FLOPs / peak; MFU: achieved model FLOP/s / peak."""
+    flops = perf.forward_flops(LLAMA_8B, 4096, 4096)
+    assert perf.prefill_seconds(LLAMA_8B, 4096, 165) == pytest.approx(flops / 165e12)
+    per_token = perf.training_flops(LLAMA_8B, 1, 2048)
+    assert perf.mfu(1000, LLAMA_8B, 989, training=True, seq_len=2048) == pytest.approx(
+        1000 * per_token / 989e12)
+    assert perf.mfu(1000, LLAMA_8B, 989, training=False) == pytest.approx(
+        1000 * 2 * perf.matmul_params(LLAMA_8B) / 989e12)
+
+
+@pytest.mark.parametrize("call, field", [
+    (lambda: perf.decode_tokens_per_s(LLAMA_8B, bandwidth_gbs=0), "bandwidth_gbs"),
+    (lambda: perf.decode_tokens_per_s(LLAMA_8B, weights="int3"), "weights='int3'"),
+    (lambda: perf.decode_tokens_per_s(LLAMA_8B, batch=0), "batch=0"),
+    (lambda: perf.prefill_seconds(LLAMA_8B, tokens=-1), "tokens=-1"),
+    (lambda: perf.prefill_seconds(LLAMA_8B, peak_tflops=-5), "peak_tflops"),
+    (lambda: perf.prefill_seconds(LLAMA_8B, weights="fp64"), "weights='fp64'"),
+    (lambda: perf.mfu(0, LLAMA_8B, 100), "achieved_tokens_per_s"),
+    (lambda: perf.training_flops("llama", 10), "ModelSpec"),
+])
+def test_bad_input_names_the_field(call, field):
+    """Every bad argument raises GpulabConfigError (a ValueError) naming the field."""
+    with pytest.raises(GpulabConfigError, match=field.replace("(", r"\(")):
+        call()
