@@ -66,7 +66,7 @@ def _tensor_bytes(tensors) -> int:
     return total
 
 
-def _category_tracker():
+def category_tracker():
     """A MemTracker that also keeps each category's own maximum, not only the snapshot at peak."""
     from torch.distributed._tools.mem_tracker import MemTracker
 
@@ -98,7 +98,7 @@ def measure_inference(model, batch: int, seq_len: int, logits: str = "last") -> 
     ids = torch.randint(0, vocab, (batch, seq_len), device=device)
     weights = _tensor_bytes([*model.parameters(), *model.buffers()])
     keep = 1 if logits == "last" else 0  # 0: logits for every position
-    tracker = _category_tracker()
+    tracker = category_tracker()
     tracker.track_external(model)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -127,7 +127,7 @@ def measure_training(model, batch: int, seq_len: int, optimizer: str = "adamw",
     ids = torch.randint(0, vocab, (batch, seq_len), device=device)
     model.train()
     if activation_checkpointing:
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+        set_activation_checkpointing(model, True)
     opt = _optimizer(model, optimizer)
     sizes = {}
 
@@ -141,7 +141,7 @@ def measure_training(model, batch: int, seq_len: int, optimizer: str = "adamw",
         opt.zero_grad(set_to_none=True)
 
     step()  # creates the optimizer states
-    tracker = _category_tracker()
+    tracker = category_tracker()
     tracker.track_external(model, opt)
     if device.type == "cuda":
         torch.cuda.synchronize(device)
@@ -159,6 +159,32 @@ def measure_training(model, batch: int, seq_len: int, optimizer: str = "adamw",
                     optimizer=sizes["optimizer"], peak=total_peak, device=str(device),
                     allocator_peak=allocator,
                     notes=(f"temporaries at most {peaks.get('TEMP', 0) / 2**20:.1f} MiB",))
+
+
+def input_grad_hooks(model) -> bool:
+    """Whether the model already makes its embeddings' output require grad (PEFT)."""
+    return bool(getattr(model, "_require_grads_hooks", None)
+                or getattr(model, "_require_grads_hook", None))
+
+
+def set_activation_checkpointing(model, on: bool, remove_input_hooks: bool = False) -> None:
+    """Switch activation checkpointing on or off (transformers 5 names; 4.x's otherwise).
+
+    Switching it on also makes the embeddings' output require grad (transformers does, so
+    that gradients flow through checkpointed layers), and switching it off does not undo
+    that; `remove_input_hooks` undoes it, or a later forward under `no_grad` would fail.
+    """
+    kwargs = {"use_reentrant": False}
+    if on and hasattr(model, "activation_checkpointing_enable"):
+        model.activation_checkpointing_enable(activation_checkpointing_kwargs=kwargs)
+    elif on:
+        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs=kwargs)
+    elif hasattr(model, "activation_checkpointing_disable"):
+        model.activation_checkpointing_disable()
+    else:
+        model.gradient_checkpointing_disable()
+    if not on and remove_input_hooks and hasattr(model, "disable_input_require_grads"):
+        model.disable_input_require_grads()
 
 
 def _optimizer(model, name: str):
