@@ -32,6 +32,8 @@ help:
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(VENV_PYTHON) || $(BOOTSTRAP_PYTHON) -m venv $(VENV)
 	$(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[dev]"
+	@# Triton (the kernels extra) has no macOS wheels; the lab says so there and skips its kernels.
+	@if [ "$$(uname)" != Darwin ]; then $(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[kernels]"; fi
 	$(VENV_PYTHON) tools/install_kernels.py
 	@touch $@
 

@@ -35,7 +35,9 @@ __all__ = [
     "estimate_inference",
     "estimate_training",
     "largest_batch",
+    "gpu_layers_that_fit",
     "largest_context",
+    "layer_bytes",
     "runtime_overhead",
     "weight_bytes",
 ]
@@ -468,3 +470,33 @@ def gpus_that_fit(total_bytes: int, gpus: dict | None = None, count: int = 1) ->
         rows.append({"gpu": name, "memory_gb": gpu.memory_gb * count, "fits": total_bytes <= capacity,
                      "headroom_gb": (capacity - total_bytes) / 1e9})
     return sorted(rows, key=lambda r: r["memory_gb"])
+
+
+def layer_bytes(spec: ModelSpec, fmt: str = "q4_k_m", seq_len: int = 4096, kv_cache: str = "fp16",
+                batch: int = 1) -> list[int]:
+    """Bytes each decoder layer needs on its device: its weights in `fmt` and its KV cache."""
+    require_positive_ints(seq_len=seq_len, batch=batch)
+    bits = bits_per_weight(fmt) / 8
+    kv_per_layer = kv_cache_bytes(spec, seq_len, batch, kv_cache) / spec.n_layers
+    return [int(spec.layer_params(i) * bits + kv_per_layer) for i in range(spec.n_layers)]
+
+
+def gpu_layers_that_fit(spec: ModelSpec, vram_bytes: int, fmt: str = "q4_k_m", seq_len: int = 4096,
+                        kv_cache: str = "fp16", context_bytes: int = CUDA_CONTEXT_BYTES) -> int:
+    """How many decoder layers fit in `vram_bytes` (llama.cpp's -ngl, ollama's num_gpu).
+
+    The GPU also holds the output head once every layer is there (llama.cpp offloads it as
+    the last "layer"); the runtime context is taken first. Returns 0..n_layers (+1 with the head).
+    """
+    if not isinstance(vram_bytes, (int, float)) or vram_bytes <= 0:
+        raise GpulabConfigError(f"vram_bytes={vram_bytes!r} must be a positive number of bytes")
+    free = vram_bytes - context_bytes
+    count = 0
+    for size in layer_bytes(spec, fmt, seq_len, kv_cache):
+        if size > free:
+            return count
+        free -= size
+        count += 1
+    parts = spec.params_by_component()
+    head = (parts["lm_head"] or parts["embedding"]) * bits_per_weight(fmt) / 8
+    return count + 1 if head <= free else count

@@ -21,6 +21,7 @@ from gpulab.errors import GpulabConfigError, require_positive, require_positive_
 from gpulab.memory import WEIGHT_FORMATS, ModelSpec, bits_per_weight, kv_cache_bytes, weight_bytes
 
 __all__ = ["attention_flops_per_token", "decode_bytes_per_step", "decode_tokens_per_s",
+           "offloaded_tokens_per_s",
            "forward_flops", "matmul_params", "mfu", "prefill_seconds", "training_flops"]
 
 
@@ -132,3 +133,34 @@ def prefill_seconds(spec: ModelSpec, tokens: int = 4096, peak_tflops: float = 16
     require_positive(peak_tflops=peak_tflops)
     require_positive_ints(tokens=tokens, batch=batch)
     return forward_flops(spec, tokens * batch, seq_len=tokens) / (peak_tflops * 1e12)
+
+
+def offloaded_tokens_per_s(spec: ModelSpec, gpu_layers: int, weights: str = "q4_k_m",
+                           gpu_bandwidth_gbs: float = 1008, cpu_bandwidth_gbs: float = 89.6,
+                           seq_len: int = 4096, kv_cache: str = "fp16") -> float:
+    """Decode bound with the first `gpu_layers` layers on the GPU and the rest read from RAM.
+
+    Each token reads the GPU's layers at its bandwidth and the others at the CPU's (RAM)
+    bandwidth, one after the other; the output head counts on the GPU side when every layer
+    is there (gpu_layers > n_layers), else on the CPU side. In a mixture-of-experts layer a
+    token reads only the experts it is routed to, as in `decode_bytes_per_step`.
+    """
+    from gpulab.memory import layer_bytes
+
+    require_positive(gpu_bandwidth_gbs=gpu_bandwidth_gbs, cpu_bandwidth_gbs=cpu_bandwidth_gbs)
+    if not isinstance(gpu_layers, int) or not 0 <= gpu_layers <= spec.n_layers + 1:
+        raise GpulabConfigError(f"gpu_layers={gpu_layers!r} must be an integer from 0 to "
+                                f"{spec.n_layers + 1} (the layers, then the output head)")
+    unread = (spec.n_routed_experts - spec.experts_per_token) * spec.expert_params \
+        * bits_per_weight(weights) / 8 if spec.is_moe else 0
+    layers = [size - (unread if spec.is_moe and spec.is_moe_layer(i) else 0)
+              for i, size in enumerate(layer_bytes(spec, weights, seq_len, kv_cache))]
+    on_gpu = sum(layers[:gpu_layers])
+    on_cpu = sum(layers[gpu_layers:])
+    parts = spec.params_by_component()
+    head = (parts["lm_head"] or parts["embedding"]) * bits_per_weight(weights) / 8
+    if gpu_layers > spec.n_layers:
+        on_gpu += head
+    else:
+        on_cpu += head
+    return 1.0 / (on_gpu / (gpu_bandwidth_gbs * 1e9) + on_cpu / (cpu_bandwidth_gbs * 1e9))

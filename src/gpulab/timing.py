@@ -111,7 +111,7 @@ def synchronize(device: Any) -> None:
         torch.xpu.synchronize(device)
 
 
-def _find_device(args: tuple, kwargs: dict):
+def find_device(args: tuple, kwargs: dict):
     """The device of the first tensor among the arguments, else the CPU."""
     torch = _torch()
     for value in (*args, *kwargs.values()):
@@ -170,7 +170,7 @@ def benchmark(
     if not (isinstance(min_run_time, (int, float)) and min_run_time > 0):
         raise GpulabConfigError(f"min_run_time={min_run_time!r} must be a positive number of seconds")
     torch = _torch()
-    dev = torch.device(device) if device is not None else _find_device(args, kwargs)
+    dev = torch.device(device) if device is not None else find_device(args, kwargs)
     clock = _Clock(dev)
 
     # partial is implemented in C: a Python closure here would add ~0.1 us to every call,

@@ -114,3 +114,36 @@ def test_bad_input_names_the_field(call, field):
     """Every bad argument raises GpulabConfigError (a ValueError) naming the field."""
     with pytest.raises(GpulabConfigError, match=field.replace("(", r"\(")):
         call()
+
+
+def test_layers_that_fit_a_24_gb_card():
+    """Llama-3-70B at Q4_K_M: each layer's weights + fp16 cache; the count fills but fits 24 GB."""
+    from gpulab.memory import CUDA_CONTEXT_BYTES, gpu_layers_that_fit, layer_bytes
+
+    n = gpu_layers_that_fit(LLAMA_70B, 24e9, "q4_k_m", 4096)
+    sizes = layer_bytes(LLAMA_70B, "q4_k_m", 4096)
+    assert sum(sizes[:n]) + CUDA_CONTEXT_BYTES <= 24e9 < sum(sizes[:n + 1]) + CUDA_CONTEXT_BYTES
+    assert 0 < n < 80
+    assert gpu_layers_that_fit(models.get("Llama-3.2-1B"), 80e9) == 17  # 16 layers + the head
+
+
+def test_offloading_bound_by_hand():
+    """Half the layers in RAM: time = GPU bytes / GPU bandwidth + RAM bytes / RAM bandwidth."""
+    from gpulab.memory import layer_bytes
+
+    sizes = layer_bytes(LLAMA_70B, "q4_k_m", 4096)
+    head = LLAMA_70B.params_by_component()["lm_head"] * 4.84 / 8
+    expected = 1 / (sum(sizes[:40]) / 1008e9 + (sum(sizes[40:]) + head) / 89.6e9)
+    assert perf.offloaded_tokens_per_s(LLAMA_70B, 40) == pytest.approx(expected)
+    assert perf.offloaded_tokens_per_s(LLAMA_70B, 81) > 5 * perf.offloaded_tokens_per_s(LLAMA_70B, 40)
+    with pytest.raises(GpulabConfigError, match="gpu_layers=90"):
+        perf.offloaded_tokens_per_s(LLAMA_70B, 90)
+
+
+def test_offloaded_moe_reads_only_routed_experts():
+    """All of Mixtral on the GPU: the bound equals decode_tokens_per_s (active experts only)."""
+    s = models.get("Mixtral-8x7B")
+    all_on_gpu = perf.offloaded_tokens_per_s(s, s.n_layers + 1, "q4_k_m", 1008, 89.6, 4096, "fp16")
+    bound = perf.decode_tokens_per_s(s, "q4_k_m", "fp16", 1, 4096, 1008)
+    # the decode bound also reads the (16-bit) embedding row, negligible: within 1%
+    assert all_on_gpu == pytest.approx(bound, rel=0.01)

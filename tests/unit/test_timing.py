@@ -54,9 +54,9 @@ def test_device_is_synchronised_around_every_block(monkeypatch):
 def test_device_comes_from_tensors_or_modules():
     """The device is the first tensor's, or a module's parameters'; the CPU otherwise."""
     layer = torch.nn.Linear(2, 2)
-    assert timing._find_device((layer,), {}).type == "cpu"
-    assert timing._find_device((), {"x": torch.ones(1)}).type == "cpu"
-    assert timing._find_device((3,), {}).type == "cpu"
+    assert timing.find_device((layer,), {}).type == "cpu"
+    assert timing.find_device((), {"x": torch.ones(1)}).type == "cpu"
+    assert timing.find_device((3,), {}).type == "cpu"
 
 
 @pytest.mark.parametrize("kwargs, field", [({"min_run_time": 0}, "min_run_time"),
