@@ -46,6 +46,19 @@ __all__ = [
 
 SEVERITIES = ("error", "warning", "info")
 LOW_FREE_VRAM_BYTES = 1 * GIB
+LOW_FREE_RAM_BYTES = 2 * GIB
+OTHER_PROCESSES_MEMORY_SHARE = 0.5  # other processes holding more than this share is a finding
+BUSY_UTILIZATION_PERCENT = 50  # at or above this, a GPU counts as under load
+# Throttle reasons that mean power or heat holds the clocks back (GpuIdle, SyncBoost and
+# ApplicationsClocksSetting do not).
+POWER_THERMAL_REASONS = (
+    "SwPowerCap",
+    "HwSlowdown",
+    "HwThermalSlowdown",
+    "HwPowerBrakeSlowdown",
+    "SwThermalSlowdown",
+)
+NVML_LIBRARY_NOT_FOUND = "NVML library not found"  # start of hardware's note for that case
 PYTORCH_INSTALL_URL = "https://pytorch.org/get-started/locally/"
 
 
@@ -329,6 +342,152 @@ def rule_low_free_vram(report: HardwareReport) -> list[Finding]:
     ]
 
 
+def rule_nvml_missing(report: HardwareReport) -> list[Finding]:
+    """/dev/nvidia* exists, so the kernel driver runs, but its NVML library could not be loaded."""
+    if not report.nvidia_device_files:
+        return []
+    if not any(note.startswith(NVML_LIBRARY_NOT_FOUND) for note in report.notes):
+        return []
+    return [
+        Finding(
+            "warning",
+            "nvml-missing",
+            "The NVIDIA kernel driver is loaded (/dev/nvidia* exists), but the NVML library "
+            "(libnvidia-ml.so.1) could not be loaded: the driver's user-space libraries are "
+            "missing or not on the loader path, so CUDA and nvidia-smi will not work either.",
+            "Install the user-space part of the driver matching the kernel module (e.g. Ubuntu's "
+            "libnvidia-compute-<version> / nvidia-utils-<version>); in a container start it with "
+            "`--gpus all` through the NVIDIA Container Toolkit. `ldconfig -p | grep libnvidia-ml` "
+            "shows whether the loader finds it; otherwise add its folder to LD_LIBRARY_PATH.",
+        )
+    ]
+
+
+def rule_gpu_memory_taken(report: HardwareReport) -> list[Finding]:
+    """Other processes hold more than half of a GPU's memory."""
+    findings = []
+    for g in report.gpus:
+        other, total = g.other_processes_memory_bytes, g.memory_total_bytes
+        if other is None or not total or other / total <= OTHER_PROCESSES_MEMORY_SHARE:
+            continue
+        findings.append(
+            Finding(
+                "warning",
+                "gpu-memory-taken",
+                f"Other processes hold {other / GIB:.1f} GiB of the {total / GIB:.1f} GiB of GPU "
+                f"{g.index} ({g.name}), {other / total:.0%}; the notebooks get only the rest and "
+                f"share the GPU's time with them.",
+                "`nvidia-smi` lists the processes: shut down notebook kernels you no longer need "
+                "and stop other jobs on this GPU, or pick another GPU with CUDA_VISIBLE_DEVICES.",
+            )
+        )
+    return findings
+
+
+def _busy(g: GPUInfo) -> bool:
+    """True when the GPU is under load (an idle GPU lowers its clocks and links on purpose)."""
+    return g.utilization_gpu_percent is not None and (
+        g.utilization_gpu_percent >= BUSY_UTILIZATION_PERCENT
+    )
+
+
+def rule_gpu_throttled(report: HardwareReport) -> list[Finding]:
+    """A busy GPU whose clocks are held back for power or heat."""
+    findings = []
+    for g in report.gpus:
+        reasons = [r for r in (g.throttle_reasons or []) if r in POWER_THERMAL_REASONS]
+        if not reasons or not _busy(g):
+            continue
+        facts = [f"{g.utilization_gpu_percent}% busy"]
+        if g.sm_clock_mhz is not None and g.max_sm_clock_mhz is not None:
+            facts.append(f"SM clock {g.sm_clock_mhz} of {g.max_sm_clock_mhz} MHz")
+        if g.temperature_c is not None:
+            facts.append(f"{g.temperature_c:.0f} C")
+        if g.power_draw_w is not None and g.power_limit_w is not None:
+            facts.append(f"{g.power_draw_w:.0f} W of a {g.power_limit_w:.0f} W limit")
+        findings.append(
+            Finding(
+                "warning",
+                "gpu-throttled",
+                f"GPU {g.index} ({g.name}) is throttled under load by {', '.join(reasons)} "
+                f"({'; '.join(facts)}); timings on it will be lower and vary from run to run.",
+                "For heat (Thermal, HwSlowdown): clean the fans, improve the airflow, check the "
+                "room temperature. For power (SwPowerCap, PowerBrake): check the power cables and "
+                "the power supply, keep a laptop on mains power, and compare the limit with "
+                "`nvidia-smi -q -d POWER,PERFORMANCE`.",
+            )
+        )
+    return findings
+
+
+def rule_pcie_link_degraded(report: HardwareReport) -> list[Finding]:
+    """A busy GPU whose PCIe link runs below its maximum generation or width."""
+    findings = []
+    for g in report.gpus:
+        gen, gen_max = g.pcie_gen_current, g.pcie_gen_max
+        width, width_max = g.pcie_width_current, g.pcie_width_max
+        slow_gen = gen is not None and gen_max is not None and gen < gen_max
+        narrow = width is not None and width_max is not None and width < width_max
+        if not (slow_gen or narrow) or not _busy(g):
+            continue
+        findings.append(
+            Finding(
+                "warning",
+                "pcie-link-degraded",
+                f"GPU {g.index} ({g.name}) runs its PCIe link at gen {gen or '?'} x{width or '?'} "
+                f"while {g.utilization_gpu_percent}% busy, below its maximum gen {gen_max or '?'} "
+                f"x{width_max or '?'}; copies between host and GPU get slower.",
+                "Seat the card in a full-length x16 slot wired to the CPU (the motherboard manual "
+                "says which), without a riser cable or with a better one; check the slot's PCIe "
+                "setting in the BIOS. `nvidia-smi -q -d PCIE` shows the link.",
+            )
+        )
+    return findings
+
+
+def rule_old_gpu_for_bf16(report: HardwareReport) -> list[Finding]:
+    """A GPU below compute capability 8.0: no native bf16, no FlashAttention."""
+    if report.backend == "rocm":  # ROCm's "capability" numbers are AMD architectures
+        return []
+    findings = []
+    for g in report.gpus:
+        cc = _version_tuple(g.compute_capability or "")[:2]
+        if len(cc) != 2 or cc >= (8, 0):
+            continue
+        findings.append(
+            Finding(
+                "info",
+                "old-gpu-for-bf16",
+                f"GPU {g.index} ({g.name}) has compute capability {g.compute_capability}, below "
+                f"8.0: bf16 runs without native Tensor Core support (slowly, or not at all), and "
+                f"PyTorch's FlashAttention kernels need 8.0 or newer.",
+                "Use fp16 instead of bf16 (torch.autocast(device_type='cuda', dtype=torch.float16) "
+                "with torch.amp.GradScaler for training), and let scaled_dot_product_attention use "
+                "the memory-efficient backend (SDPBackend.EFFICIENT_ATTENTION).",
+            )
+        )
+    return findings
+
+
+def rule_low_free_ram(report: HardwareReport) -> list[Finding]:
+    """Less than 2 GiB of RAM available for the data loader."""
+    available = report.ram_available_bytes
+    if available is None or available >= LOW_FREE_RAM_BYTES:
+        return []
+    total = "?" if report.ram_total_bytes is None else f"{report.ram_total_bytes / GIB:.1f}"
+    return [
+        Finding(
+            "warning",
+            "low-free-ram",
+            f"Only {available / GIB:.1f} GiB of {total} GiB RAM is available; data-loader "
+            f"workers and pinned memory will compete for it, and the machine may start swapping "
+            f"or kill the notebook.",
+            "Close other programs and notebook kernels, run the notebooks with quick=True, and use "
+            "fewer DataLoader workers (num_workers=0 to 2) and pin_memory=False.",
+        )
+    ]
+
+
 def rule_no_gpu(report: HardwareReport) -> list[Finding]:
     """No GPU at all: say that the course runs on the CPU, and why no GPU was found."""
     if report.backend != "cpu" or _nvidia_present(report) or report.amd_device_files:
@@ -352,7 +511,13 @@ RULES: list[Rule] = [
     rule_gpus_hidden,
     rule_driver_too_old,
     rule_arch_not_in_build,
+    rule_nvml_missing,
     rule_low_free_vram,
+    rule_gpu_memory_taken,
+    rule_gpu_throttled,
+    rule_pcie_link_degraded,
+    rule_low_free_ram,
+    rule_old_gpu_for_bf16,
     rule_no_gpu,
 ]
 

@@ -40,6 +40,18 @@ GIB = 1024**3
 VISIBILITY_VARS = ("CUDA_VISIBLE_DEVICES", "HIP_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES")
 # Order in which CPUInfo.vector_extensions lists what it found.
 VECTOR_EXTENSIONS = ("AVX2", "AVX-512", "AVX-512 BF16", "AMX", "NEON", "FMA")
+# Why the clocks are below maximum, as GPUInfo.throttle_reasons names them. NVML calls the bits
+# nvmlClocksEventReason<Name> (nvidia-ml-py >= 12.535) or nvmlClocksThrottleReason<Name>.
+THROTTLE_REASONS = (
+    "GpuIdle",
+    "ApplicationsClocksSetting",
+    "SwPowerCap",
+    "HwSlowdown",
+    "SyncBoost",
+    "SwThermalSlowdown",
+    "HwThermalSlowdown",
+    "HwPowerBrakeSlowdown",
+)
 
 
 @dataclass
@@ -65,6 +77,9 @@ class GPUInfo:
     pcie_width_max: int | None = None
     source: str = "nvml"  # "nvml" or "torch"
     uuid: str | None = None  # "GPU-..." as CUDA_VISIBLE_DEVICES may name it
+    utilization_gpu_percent: int | None = None  # share of the last sample period a kernel ran
+    throttle_reasons: list[str] | None = None  # names from THROTTLE_REASONS; [] when none
+    other_processes_memory_bytes: int | None = None  # held by compute processes other than this
 
 
 @dataclass
@@ -259,6 +274,12 @@ def _gpu_rows(g: GPUInfo) -> list[tuple[str, str]]:
         rows.append(("SM clock", f"{g.sm_clock_mhz or '?'} MHz (max {g.max_sm_clock_mhz or '?'})"))
     if g.memory_clock_mhz is not None:
         rows.append(("memory clock", f"{g.memory_clock_mhz} MHz"))
+    if g.utilization_gpu_percent is not None:
+        rows.append(("utilization", f"{g.utilization_gpu_percent} %"))
+    if g.throttle_reasons:
+        rows.append(("clocks held back by", ", ".join(g.throttle_reasons)))
+    if g.other_processes_memory_bytes is not None:
+        rows.append(("other processes", f"{_gib(g.other_processes_memory_bytes)} of GPU memory"))
     if g.pcie_gen_current is not None or g.pcie_width_current is not None:
         rows.append(
             (
@@ -397,6 +418,50 @@ def _milli_to_unit(value: Any) -> float | None:
     return None if value is None else value / 1000
 
 
+def _decode_throttle_reasons(nvml: Any, bits: int) -> list[str]:
+    """Name the set bits of an NVML clocks-event (throttle) reasons mask; skip unknown constants."""
+    names = []
+    for name in THROTTLE_REASONS:
+        mask = getattr(nvml, f"nvmlClocksEventReason{name}", None)
+        if mask is None:
+            mask = getattr(nvml, f"nvmlClocksThrottleReason{name}", None)
+        if mask is not None and int(bits) & int(mask):
+            names.append(name)
+    return names
+
+
+def _nvml_throttle_reasons(
+    nvml: Any, handle: Any, label: str, notes: list[str]
+) -> list[str] | None:
+    """Why the clocks are held back: the "ClocksEvent" call first, then the older "Throttle" one."""
+    errors = []
+    for fn_name in (
+        "nvmlDeviceGetCurrentClocksEventReasons",
+        "nvmlDeviceGetCurrentClocksThrottleReasons",
+    ):
+        fn = getattr(nvml, fn_name, None)
+        if fn is None:
+            continue
+        try:
+            return _decode_throttle_reasons(nvml, fn(handle))
+        except Exception as exc:
+            errors.append(exc)
+    if not errors:
+        notes.append(f"{label} clock throttle reasons: this nvidia-ml-py has no call for them")
+    elif isinstance(errors[-1], getattr(nvml, "NVMLError_NotSupported", ())):
+        notes.append(f"{label} clock throttle reasons: not supported by this GPU or driver")
+    else:
+        notes.append(f"{label} clock throttle reasons could not be read: {errors[-1]}")
+    return None
+
+
+def _other_processes_memory(processes: Any) -> int:
+    """GPU memory held by the compute processes in ``processes`` other than this one."""
+    me = os.getpid()
+    # usedGpuMemory is None where the driver does not tell (e.g. under WSL or without permission).
+    return sum(int(p.usedGpuMemory or 0) for p in processes if p.pid != me)
+
+
 def _nvml_device(nvml: Any, index: int, handle: Any, notes: list[str]) -> GPUInfo:
     """Read every field of one NVML device, each in its own try."""
     label = f"GPU {index}"
@@ -416,6 +481,8 @@ def _nvml_device(nvml: Any, index: int, handle: Any, notes: list[str]) -> GPUInf
     temperature = read(
         "temperature", "nvmlDeviceGetTemperature", getattr(nvml, "NVML_TEMPERATURE_GPU", 0)
     )
+    utilization = read("utilization", "nvmlDeviceGetUtilizationRates")
+    processes = read("compute processes", "nvmlDeviceGetComputeRunningProcesses")
     return GPUInfo(
         index=index,
         name=_text(name) if name is not None else f"NVIDIA GPU {index}",
@@ -433,6 +500,11 @@ def _nvml_device(nvml: Any, index: int, handle: Any, notes: list[str]) -> GPUInf
         pcie_width_current=read("PCIe width", "nvmlDeviceGetCurrPcieLinkWidth"),
         pcie_width_max=read("max PCIe width", "nvmlDeviceGetMaxPcieLinkWidth"),
         source="nvml",
+        utilization_gpu_percent=int(utilization.gpu) if utilization is not None else None,
+        throttle_reasons=_nvml_throttle_reasons(nvml, handle, label, notes),
+        other_processes_memory_bytes=(
+            _other_processes_memory(processes) if processes is not None else None
+        ),
     )
 
 

@@ -311,6 +311,175 @@ def test_unknown_free_vram_is_not_a_finding():
     assert "low-free-vram" not in codes(gpu_report(gpus=[make_gpu(memory_free_bytes=None)]))
 
 
+# --------------------------------------------------------------------------- nvml-missing
+
+NVML_NOT_FOUND = "NVML library not found (no NVIDIA driver installed?)"  # hardware's note
+
+
+def test_nvml_missing_with_device_files():
+    report = make_report(nvidia_device_files=True, notes=[NVML_NOT_FOUND])
+    f = only(report, "nvml-missing")
+    assert f.severity == "warning"
+    assert "/dev/nvidia* exists" in f.message and "libnvidia-ml.so.1" in f.message
+    assert "loader path" in f.message
+    assert "ldconfig -p | grep libnvidia-ml" in f.fix and "LD_LIBRARY_PATH" in f.fix
+
+
+def test_nvml_missing_not_without_device_files():
+    assert "nvml-missing" not in codes(make_report(notes=[NVML_NOT_FOUND]))
+
+
+def test_nvml_missing_not_when_nvml_failed_otherwise():
+    driver_not_loaded = "NVIDIA driver is installed but not loaded (reboot, or check `nvidia-smi`)"
+    report = make_report(nvidia_device_files=True, notes=[driver_not_loaded])
+    assert "nvml-missing" not in codes(report)
+    assert "nvml-missing" not in codes(gpu_report())  # NVML works: no such note
+
+
+# --------------------------------------------------------------------------- gpu-memory-taken
+
+
+def test_gpu_memory_taken_by_other_processes():
+    report = gpu_report(gpus=[make_gpu(other_processes_memory_bytes=18 * GIB)])
+    f = only(report, "gpu-memory-taken")
+    assert f.severity == "warning"
+    assert "18.0 GiB of the 24.0 GiB of GPU 0" in f.message and "75%" in f.message
+    assert "nvidia-smi" in f.fix
+
+
+def test_gpu_memory_half_taken_is_not_a_finding():
+    report = gpu_report(gpus=[make_gpu(other_processes_memory_bytes=12 * GIB)])  # exactly 50%
+    assert "gpu-memory-taken" not in codes(report)
+    assert "gpu-memory-taken" not in codes(gpu_report(gpus=[make_gpu(memory_total_bytes=None)]))
+    unknown = gpu_report(gpus=[make_gpu(other_processes_memory_bytes=None)])
+    assert "gpu-memory-taken" not in codes(unknown)
+
+
+# --------------------------------------------------------------------------- gpu-throttled
+
+
+def throttled(reasons, utilization, **overrides) -> HardwareReport:
+    gpu = make_gpu(throttle_reasons=reasons, utilization_gpu_percent=utilization, **overrides)
+    return gpu_report(gpus=[gpu])
+
+
+@pytest.mark.parametrize(
+    "reason",
+    ["SwPowerCap", "HwSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown", "SwThermalSlowdown"],
+)
+def test_gpu_throttled_under_load(reason):
+    f = only(throttled([reason], 95), "gpu-throttled")
+    assert f.severity == "warning"
+    assert f"throttled under load by {reason}" in f.message and "95% busy" in f.message
+
+
+def test_gpu_throttled_message_has_the_numbers():
+    report = throttled(
+        ["GpuIdle", "HwThermalSlowdown"],
+        50,
+        sm_clock_mhz=1800,
+        max_sm_clock_mhz=3105,
+        temperature_c=91.0,
+        power_draw_w=300.0,
+        power_limit_w=450.0,
+    )
+    f = only(report, "gpu-throttled")
+    assert "by HwThermalSlowdown (50% busy; SM clock 1800 of 3105 MHz; 91 C; 300 W of a 450 W" in (
+        f.message
+    )
+    assert "airflow" in f.fix and "nvidia-smi -q -d POWER,PERFORMANCE" in f.fix
+
+
+def test_idle_gpu_clocking_down_is_not_a_finding():
+    assert "gpu-throttled" not in codes(throttled(["GpuIdle"], 0))
+    assert "gpu-throttled" not in codes(throttled(["GpuIdle"], 90))  # idle reason only
+    assert "gpu-throttled" not in codes(throttled(["SwPowerCap"], 10))  # GPU nearly idle
+    assert "gpu-throttled" not in codes(throttled(["SwPowerCap"], None))  # load unknown
+
+
+def test_non_power_reasons_are_not_a_finding():
+    assert "gpu-throttled" not in codes(throttled(["SyncBoost", "ApplicationsClocksSetting"], 99))
+    assert "gpu-throttled" not in codes(throttled([], 99))
+    assert "gpu-throttled" not in codes(throttled(None, 99))
+
+
+# --------------------------------------------------------------------------- pcie-link-degraded
+
+
+def pcie(gen, gen_max, width, width_max, utilization) -> HardwareReport:
+    gpu = make_gpu(
+        pcie_gen_current=gen,
+        pcie_gen_max=gen_max,
+        pcie_width_current=width,
+        pcie_width_max=width_max,
+        utilization_gpu_percent=utilization,
+    )
+    return gpu_report(gpus=[gpu])
+
+
+def test_pcie_link_narrow_under_load():
+    f = only(pcie(4, 4, 8, 16, 80), "pcie-link-degraded")
+    assert f.severity == "warning"
+    assert "gen 4 x8 while 80% busy, below its maximum gen 4 x16" in f.message
+    assert "x16 slot" in f.fix
+
+
+def test_pcie_link_slow_generation_under_load():
+    f = only(pcie(3, 4, 16, 16, 50), "pcie-link-degraded")
+    assert "gen 3 x16" in f.message and "maximum gen 4 x16" in f.message
+
+
+def test_idle_pcie_link_stepped_down_is_not_a_finding():
+    assert "pcie-link-degraded" not in codes(pcie(1, 4, 16, 16, 0))  # gen 1 at idle: power saving
+    assert "pcie-link-degraded" not in codes(pcie(1, 4, 8, 16, 49))
+    assert "pcie-link-degraded" not in codes(pcie(1, 4, 8, 16, None))
+
+
+def test_full_pcie_link_under_load_is_not_a_finding():
+    assert "pcie-link-degraded" not in codes(pcie(4, 4, 16, 16, 100))
+    assert "pcie-link-degraded" not in codes(pcie(None, None, None, None, 100))
+
+
+# --------------------------------------------------------------------------- old-gpu-for-bf16
+
+
+@pytest.mark.parametrize("capability", ["7.5", "7.0", "6.1"])
+def test_old_gpu_for_bf16(capability):
+    report = gpu_report(gpus=[make_gpu(name="Tesla T4", compute_capability=capability)])
+    f = only(report, "old-gpu-for-bf16")
+    assert f.severity == "info"
+    assert f"GPU 0 (Tesla T4) has compute capability {capability}, below 8.0" in f.message
+    assert "bf16" in f.message and "FlashAttention" in f.message
+    assert "float16" in f.fix and "EFFICIENT_ATTENTION" in f.fix
+
+
+@pytest.mark.parametrize("capability", ["8.0", "8.6", "9.0", "12.0", None])
+def test_ampere_and_newer_are_fine_for_bf16(capability):
+    report = gpu_report(gpus=[make_gpu(compute_capability=capability)])
+    assert "old-gpu-for-bf16" not in codes(report)
+
+
+def test_old_gpu_rule_skips_rocm():
+    rocm = gpu_report(backend="rocm", gpus=[make_gpu(name="AMD MI50", compute_capability="7.0")])
+    assert "old-gpu-for-bf16" not in codes(rocm)
+
+
+# --------------------------------------------------------------------------- low-free-ram
+
+
+def test_low_free_ram():
+    f = only(make_report(ram_available_bytes=int(1.5 * GIB)), "low-free-ram")
+    assert f.severity == "warning"
+    assert "Only 1.5 GiB of 32.0 GiB RAM is available" in f.message
+    assert "data-loader workers and pinned memory" in f.message
+    assert "num_workers" in f.fix
+
+
+def test_enough_free_ram():
+    assert "low-free-ram" not in codes(make_report(ram_available_bytes=2 * GIB))
+    assert "low-free-ram" not in codes(make_report(ram_available_bytes=None))
+
+
 # --------------------------------------------------------------------------- no-gpu and torch-missing
 
 

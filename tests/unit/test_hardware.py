@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from types import SimpleNamespace
 
@@ -31,6 +32,7 @@ cpu_only = pytest.mark.skipif(
 GIB = 1024**3
 UUID0 = "GPU-11111111-aaaa-bbbb-cccc-000000000000"
 UUID1 = "GPU-22222222-aaaa-bbbb-cccc-111111111111"
+OTHER_PID = os.getpid() + 1
 
 
 # --------------------------------------------------------------------------- a fake NVML
@@ -69,6 +71,14 @@ def full_gpu(name: str, uuid: str) -> dict:
         "pcie_gen_max": 4,
         "pcie_width": 16,
         "pcie_width_max": 16,
+        "utilization": SimpleNamespace(gpu=87, memory=40),
+        # SwPowerCap | HwThermalSlowdown, in the bits of the fake's constants below
+        "clocks_event_reasons": 0x4 | 0x40,
+        "processes": [
+            SimpleNamespace(pid=os.getpid(), usedGpuMemory=1 * GIB),  # this process: not counted
+            SimpleNamespace(pid=OTHER_PID, usedGpuMemory=3 * GIB),
+            SimpleNamespace(pid=OTHER_PID + 1, usedGpuMemory=None),  # driver would not say
+        ],
     }
 
 
@@ -82,6 +92,15 @@ class FakeNVML:
     NVML_CLOCK_SM = 1
     NVML_CLOCK_MEM = 2
     NVML_TEMPERATURE_GPU = 0
+    # The clocks-event reason bits under their new names (the values of nvml.h).
+    nvmlClocksEventReasonGpuIdle = 0x1
+    nvmlClocksEventReasonApplicationsClocksSetting = 0x2
+    nvmlClocksEventReasonSwPowerCap = 0x4
+    nvmlClocksEventReasonHwSlowdown = 0x8
+    nvmlClocksEventReasonSyncBoost = 0x10
+    nvmlClocksEventReasonSwThermalSlowdown = 0x20
+    nvmlClocksEventReasonHwThermalSlowdown = 0x40
+    nvmlClocksEventReasonHwPowerBrakeSlowdown = 0x80
 
     def __init__(self, gpus=(), fail=(), init_error=None, cuda=12040, driver="550.54.14"):
         self.gpus = list(gpus)
@@ -157,6 +176,18 @@ class FakeNVML:
 
     def nvmlDeviceGetMaxPcieLinkWidth(self, h):
         return self._get("pcie_width_max", h)
+
+    def nvmlDeviceGetUtilizationRates(self, h):
+        return self._get("utilization", h)
+
+    def nvmlDeviceGetCurrentClocksEventReasons(self, h):
+        return self._get("clocks_event_reasons", h)
+
+    def nvmlDeviceGetCurrentClocksThrottleReasons(self, h):  # the older name of the same call
+        return self._get("clocks_event_reasons", h)
+
+    def nvmlDeviceGetComputeRunningProcesses(self, h):
+        return self._get("processes", h)
 
 
 def two_gpus(**kwargs) -> FakeNVML:
@@ -238,6 +269,9 @@ def test_two_gpus_full_data_parsed():
         16,
         16,
     )
+    assert g.utilization_gpu_percent == 87
+    assert g.throttle_reasons == ["SwPowerCap", "HwThermalSlowdown"]
+    assert g.other_processes_memory_bytes == 3 * GIB  # own process and unknown sizes left out
     assert fake.shutdown_calls == 1
 
 
@@ -263,6 +297,76 @@ def test_nvml_unsupported_field_is_none_with_a_note():
     gpus, _, notes = hardware._nvml_gpus(ALL, fake)
     assert gpus[0].power_draw_w is None and gpus[0].power_limit_w == pytest.approx(450.0)
     assert "GPU 0 power draw: not supported by this GPU or driver" in notes
+
+
+def test_decode_throttle_reasons_with_real_pynvml_constants():
+    bits = pynvml.nvmlClocksThrottleReasonGpuIdle | pynvml.nvmlClocksThrottleReasonSwPowerCap
+    assert hardware._decode_throttle_reasons(pynvml, bits) == ["GpuIdle", "SwPowerCap"]
+    assert hardware._decode_throttle_reasons(pynvml, 0) == []
+
+
+def test_decode_throttle_reasons_old_names_and_missing_constants():
+    old = SimpleNamespace(nvmlClocksThrottleReasonHwSlowdown=0x8)  # no other constant known
+    assert hardware._decode_throttle_reasons(old, 0xFF) == ["HwSlowdown"]
+
+
+def test_throttle_reasons_fall_back_to_the_old_call():
+    fake = two_gpus()
+    fake.nvmlDeviceGetCurrentClocksEventReasons = None  # an nvidia-ml-py before 12.535
+    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    assert gpus[0].throttle_reasons == ["SwPowerCap", "HwThermalSlowdown"] and notes == []
+
+
+def test_throttle_reasons_fall_back_when_the_new_call_fails():
+    fake = two_gpus()
+
+    def new_call_fails(h):
+        raise FakeNVMLError("Function Not Found")
+
+    fake.nvmlDeviceGetCurrentClocksEventReasons = new_call_fails  # old driver, new library
+    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    assert gpus[1].throttle_reasons == ["SwPowerCap", "HwThermalSlowdown"] and notes == []
+
+
+def test_throttle_reasons_unreadable_are_none_with_a_note():
+    fake = two_gpus(fail={("clocks_event_reasons", "unsupported")})
+    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    assert gpus[0].throttle_reasons is None
+    assert "GPU 0 clock throttle reasons: not supported by this GPU or driver" in notes
+    fake = two_gpus()
+    fake.nvmlDeviceGetCurrentClocksEventReasons = None
+    fake.nvmlDeviceGetCurrentClocksThrottleReasons = None
+    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    assert gpus[0].throttle_reasons is None
+    assert "GPU 0 clock throttle reasons: this nvidia-ml-py has no call for them" in notes
+
+
+def test_no_throttle_reason_is_an_empty_list():
+    fake = two_gpus()
+    fake.gpus[0]["clocks_event_reasons"] = 0
+    gpus, _, _ = hardware._nvml_gpus(ALL, fake)
+    assert gpus[0].throttle_reasons == []
+
+
+def test_utilization_and_processes_unreadable_are_none():
+    fake = two_gpus(fail={("utilization", 0), ("processes", 0)})
+    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    assert gpus[0].utilization_gpu_percent is None
+    assert gpus[0].other_processes_memory_bytes is None
+    assert gpus[0].throttle_reasons == ["SwPowerCap", "HwThermalSlowdown"]  # read on its own
+    assert gpus[1].utilization_gpu_percent == 87
+    assert gpus[1].other_processes_memory_bytes == 3 * GIB
+    assert notes == [
+        "GPU 0 utilization could not be read: utilization failed on GPU 0",
+        "GPU 0 compute processes could not be read: processes failed on GPU 0",
+    ]
+
+
+def test_no_other_process_is_zero_bytes():
+    fake = two_gpus()
+    fake.gpus[0]["processes"] = [SimpleNamespace(pid=os.getpid(), usedGpuMemory=5 * GIB)]
+    gpus, _, _ = hardware._nvml_gpus(ALL, fake)
+    assert gpus[0].other_processes_memory_bytes == 0
 
 
 def test_nvml_shutdown_even_when_listing_fails():
@@ -534,6 +638,18 @@ def test_report_str():
     assert "20.2 GiB free of 24.0 GiB" in text
     assert "550.54.14 (supports CUDA 12.4)" in text
     assert "  - a <note>" in text
+
+
+def test_report_shows_load_throttling_and_other_processes():
+    report = sample_report()
+    report.gpus[0].utilization_gpu_percent = 87
+    report.gpus[0].throttle_reasons = ["SwPowerCap"]
+    report.gpus[0].other_processes_memory_bytes = 3 * GIB
+    text = str(report)
+    assert "utilization         : 87 %" in text
+    assert "clocks held back by : SwPowerCap" in text
+    assert "other processes     : 3.0 GiB of GPU memory" in text
+    assert "utilization" not in str(sample_report())  # unknown fields are left out
 
 
 def test_report_html_escapes():
