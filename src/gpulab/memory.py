@@ -34,6 +34,7 @@ __all__ = [
     "bits_per_weight",
     "estimate_inference",
     "estimate_training",
+    "require_spec",
     "largest_batch",
     "gpu_layers_that_fit",
     "largest_context",
@@ -98,6 +99,13 @@ WEIGHT_FORMATS: dict[str, WeightFormat] = {f.name: f for f in [
 KV_FORMATS = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 # Activations are held in the compute precision.
 ACTIVATION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
+
+
+def require_spec(spec) -> None:
+    """Raise GpulabConfigError unless `spec` is a ModelSpec (the estimators' first argument)."""
+    if not isinstance(spec, ModelSpec):
+        raise GpulabConfigError(f"spec must be a ModelSpec (ModelSpec.from_hf_config or "
+                                f"gpulab.models.get), not {type(spec).__name__}")
 
 
 def _format(name: str) -> WeightFormat:
@@ -284,8 +292,7 @@ def estimate_inference(
     allocator_slack: float | None = None,
 ) -> Breakdown:
     """Memory to serve `batch` sequences of `seq_len` tokens: weights, KV cache, activations, overhead."""
-    if not isinstance(spec, ModelSpec):
-        raise GpulabConfigError(f"spec must be a ModelSpec (ModelSpec.from_hf_config), not {type(spec).__name__}")
+    require_spec(spec)
     require_positive_ints(batch=batch, seq_len=seq_len)
     w = weight_bytes(spec, weights)
     kv = kv_cache_bytes(spec, seq_len, batch, kv_cache, mla_expanded)
@@ -375,8 +382,7 @@ def estimate_training(
     allocator_slack: float | None = None,
 ) -> Breakdown:
     """Memory of one training step: weights, gradients, optimizer states, activations, overhead."""
-    if not isinstance(spec, ModelSpec):
-        raise GpulabConfigError(f"spec must be a ModelSpec (ModelSpec.from_hf_config), not {type(spec).__name__}")
+    require_spec(spec)
     if precision not in TRAINING_PRECISIONS:
         raise GpulabConfigError(f"precision={precision!r} is not a known recipe; use one of "
                                 f"{', '.join(TRAINING_PRECISIONS)}")

@@ -18,17 +18,18 @@ twice the forward, so training is 3 x forward (Kaplan et al. 2020: C ~ 6 N D).
 from __future__ import annotations
 
 from gpulab.errors import GpulabConfigError, require_positive, require_positive_ints
-from gpulab.memory import WEIGHT_FORMATS, ModelSpec, bits_per_weight, kv_cache_bytes, weight_bytes
+from gpulab.memory import (
+    WEIGHT_FORMATS,
+    ModelSpec,
+    bits_per_weight,
+    kv_cache_bytes,
+    require_spec,
+    weight_bytes,
+)
 
 __all__ = ["attention_flops_per_token", "decode_bytes_per_step", "decode_tokens_per_s",
            "offloaded_tokens_per_s",
            "forward_flops", "matmul_params", "mfu", "prefill_seconds", "training_flops"]
-
-
-def _check_spec(spec) -> None:
-    if not isinstance(spec, ModelSpec):
-        raise GpulabConfigError(f"spec must be a ModelSpec (ModelSpec.from_hf_config or "
-                                f"gpulab.models.get), not {type(spec).__name__}")
 
 
 def matmul_params(spec: ModelSpec) -> int:
@@ -64,7 +65,7 @@ def forward_flops(spec: ModelSpec, tokens: int, seq_len: int | None = None) -> f
     `seq_len` is the context each token attends to (for a full sequence, its length); None
     leaves attention out, which is what "2 FLOPs per parameter per token" means.
     """
-    _check_spec(spec)
+    require_spec(spec)
     require_positive_ints(tokens=tokens)
     per_token = 2.0 * matmul_params(spec)
     if seq_len is not None:
@@ -100,7 +101,7 @@ def decode_bytes_per_step(spec: ModelSpec, weights: str = "bf16", kv_cache: str 
     parameters): a lower bound on the bytes, so the tokens/s that follows is an upper bound.
     At batch > 1 different sequences pick different experts and more of them are read.
     """
-    _check_spec(spec)
+    require_spec(spec)
     require_positive_ints(batch=batch, seq_len=seq_len)
     resident = weight_bytes(spec, weights)
     inactive = (spec.n_params - spec.n_active_params) * bits_per_weight(weights) / 8
