@@ -148,3 +148,96 @@ def memory_breakdown(breakdowns: dict, capacities: dict | None = None, title: st
     ax.set_title(title or "Memory estimate")
     fig.tight_layout()
     return fig
+
+
+def throughput_vs_batch(curves: dict, title: str = "") -> Figure:
+    """Samples/s against batch size, one line per device, log-log (chapter 5's batch sweep)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, points in curves.items():
+        ax.plot([p.batch for p in points], [p.samples_per_s for p in points], marker="o",
+                label=label)
+    ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
+    ax.set_xlabel("batch size (samples per call)")
+    ax.set_ylabel("samples per second")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(frameon=False)
+    ax.set_title(title or "Throughput grows with the work per launch")
+    fig.tight_layout()
+    return fig
+
+
+def cost_over_time(curves: dict, local_label: str, title: str = "",
+                   xlabel: str = "months") -> Figure:
+    """Cumulative cost of buying (one line) against renting (one dashed line per rate), chapter 6."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    curve = None
+    for label, curve in curves.items():
+        ax.plot(curve.months, curve.cloud, "--", label=label)
+    if curve is not None:
+        ax.plot(curve.months, curve.local, color="black", label=local_label)
+        ax.set_ylabel(f"{curve.currency} spent so far")
+    ax.set(xlabel=xlabel, title=title or "Buying against renting")
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def break_even_by_hours(hours: list, years: dict, title: str = "",
+                        useful_life_years: float | None = None) -> Figure:
+    """Years until buying pays off against hours of use a day, one line per rental (chapter 6)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, values in years.items():
+        ax.plot(hours, [float("nan") if v is None else v for v in values], "o-", label=label)
+    if useful_life_years:
+        ax.axhline(useful_life_years, color="grey", linestyle=":",
+                   label=f"{useful_life_years:g} years of use")
+    ax.set(xlabel="hours a day at full load", ylabel="years until buying pays off", yscale="log",
+           title=title or "When buying pays off")
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def stacked_counts(counts: dict, categories, title: str = "", ylabel: str = "count",
+                   colors=None) -> Figure:
+    """Stacked bars: one bar per group, one segment per category (the fact check's verdicts)."""
+    import matplotlib.pyplot as plt
+
+    categories = list(categories)
+    colors = colors or [None] * len(categories)
+    fig, ax = plt.subplots(figsize=(7, 3))
+    labels = list(counts)
+    bottom = [0] * len(labels)
+    for category, color in zip(categories, colors, strict=True):
+        heights = [counts[g].get(category, 0) for g in labels]
+        ax.bar(labels, heights, bottom=bottom, label=category, color=color)
+        bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.legend(fontsize=8, ncols=max(1, len(categories)), loc="upper center",
+              bbox_to_anchor=(0.5, -0.15), frameon=False)
+    fig.tight_layout()
+    return fig
+
+
+def lines_with_reference(x: list, series: dict, reference: tuple[float, str] | None = None,
+                         xlabel: str = "", ylabel: str = "", title: str = "") -> Figure:
+    """One line per series against x, and an optional horizontal reference line (value, label)."""
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 4))
+    for label, values in series.items():
+        ax.plot(x, values, "o-", label=label)
+    if reference is not None:
+        ax.axhline(reference[0], color="black", linestyle="--", label=reference[1])
+    ax.set(xlabel=xlabel, ylabel=ylabel, title=title)
+    ax.legend(frameon=False)
+    fig.tight_layout()
+    return fig

@@ -26,10 +26,14 @@ class Table:
     """Rows of dicts shown as an aligned text table or an HTML table (introduced in chapter 1)."""
 
     rows: Sequence[dict]
-    columns: Sequence[str]  # keys of the rows, in display order
+    columns: Sequence[str] = ()  # keys of the rows, in display order; default: the first row's
     headers: dict[str, str] = field(default_factory=dict)  # key -> column title
     formats: dict[str, Callable[[Any], str]] = field(default_factory=dict)  # key -> formatter
     title: str = ""
+
+    def __post_init__(self) -> None:
+        if not self.columns and self.rows:
+            self.columns = list(self.rows[0])
 
     def _cells(self) -> tuple[list[str], list[list[str]]]:
         heads = [self.headers.get(c, c) for c in self.columns]

@@ -46,3 +46,45 @@ def test_roofline_plot_has_roof_ridge_and_points():
     fig = plots.roofline(1e12, 1e11, _points())
     labels = [t.get_text() for t in fig.axes[0].texts]
     assert any("ridge 10 FLOP/B" in t for t in labels) and labels.count("matmul") == 2
+
+
+def test_table_columns_default_to_the_first_rows_keys():
+    from gpulab.tables import Table
+
+    t = Table([{"a": 1, "b": 2.5}, {"a": 3, "b": None}])
+    assert list(t.columns) == ["a", "b"]
+    assert "2.5" in str(t) and "-" in str(t)
+
+
+def test_throughput_vs_batch_draws_one_line_per_device():
+    from gpulab import plots
+    from gpulab.batching import BatchPoint
+
+    pts = [BatchPoint(1, 1e-4, 1e4, 1e9), BatchPoint(8, 2e-4, 4e4, 4e9)]
+    fig = plots.throughput_vs_batch({"cpu": pts, "cuda:0": pts})
+    ax = fig.axes[0]
+    assert len(ax.lines) == 2
+    assert list(ax.lines[0].get_xdata()) == [1, 8]
+    assert ax.get_xscale() == "log"
+
+
+def test_cost_plots_draw_the_curves_they_are_given():
+    from gpulab import cost, plots
+
+    box = cost.LocalSetup(15000, 350, 0.6, 10)
+    rate = cost.CloudRate(12)
+    fig = plots.cost_over_time({"A100": cost.cost_over_time(box, rate, 12)}, "buy")
+    assert [line.get_label() for line in fig.axes[0].lines] == ["A100", "buy"]
+    fig = plots.break_even_by_hours([1, 2], {"A100": [5.0, None]}, useful_life_years=3)
+    assert len(fig.axes[0].lines) == 2
+
+
+def test_stacked_counts_and_reference_lines():
+    from gpulab import plots
+
+    fig = plots.stacked_counts({"ch. 1": {"correct": 2, "wrong": 1}, "ch. 2": {"wrong": 3}},
+                               ["correct", "wrong"])
+    bars = fig.axes[0].patches
+    assert [b.get_height() for b in bars] == [2, 0, 1, 3]
+    fig = plots.lines_with_reference([0, 1], {"a": [1, 2]}, reference=(1.5, "ref"))
+    assert [line.get_label() for line in fig.axes[0].lines] == ["a", "ref"]

@@ -1,0 +1,45 @@
+"""Hidden synchronisations (chapter 5): every way of reading the loss computes the same loss."""
+
+import pytest
+
+from gpulab import syncs
+from gpulab.errors import GpulabConfigError
+
+SMALL = syncs.SyncConfig(batch=8, width=16, steps=5)
+
+
+def test_every_variant_gives_the_same_running_loss():
+    totals = {v: syncs.run_variant(v, "cpu", SMALL) for v in syncs.VARIANTS}
+    first = totals["on-device"]
+    assert first > 0
+    for variant, total in totals.items():
+        assert total == pytest.approx(first, rel=1e-5), variant
+
+
+def test_compare_times_each_variant():
+    results = syncs.compare("cpu", SMALL, min_run_time=0.01)
+    assert [r.variant for r in results] == list(syncs.VARIANTS)
+    assert all(r.seconds_per_step > 0 for r in results)
+    assert len({round(r.total_loss, 3) for r in results}) == 1
+
+
+def test_print_variant_prints_nothing_to_the_reader(capsys):
+    syncs.run_variant("print", "cpu", SMALL)
+    assert capsys.readouterr().out == ""
+
+
+def test_unknown_variant_and_bad_config_are_named():
+    with pytest.raises(GpulabConfigError, match="variant='sync'"):
+        syncs.run_variant("sync", "cpu", SMALL)
+    with pytest.raises(GpulabConfigError, match="steps"):
+        syncs.compare("cpu", syncs.SyncConfig(steps=0))
+
+
+def test_unsynchronised_timing_on_the_cpu_matches_the_synchronised_one():
+    import torch
+
+    a = torch.randn(128, 128)
+    unsynced, synced = syncs.unsynchronised_seconds(lambda: a @ a, "cpu", calls=20)
+    assert unsynced > 0 and synced > 0
+    with pytest.raises(GpulabConfigError, match="calls"):
+        syncs.unsynchronised_seconds(lambda: None, "cpu", calls=0)
