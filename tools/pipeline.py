@@ -27,7 +27,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 BUILD = ROOT / "_build"
-NOTEBOOK_DIRS = ("notebooks", "labs")
+NOTEBOOK_DIRS = ("notebooks", "labs", "book/appendix")
 LEARNER_DIR = "learner"  # labs/learner/ holds generated learner copies; they are not executed
 QUICK_BUDGET_S = 60.0  # per notebook, quick mode, on the 2-core CI machine
 WIDGET_ASSETS = ROOT / "node_modules" / "@jupyter-widgets" / "html-manager" / "dist"

@@ -463,8 +463,9 @@ def _largest(total_for: Callable[[int], int], budget_bytes: int, limit: int) -> 
 def gpus_that_fit(total_bytes: int, gpus: dict | None = None, count: int = 1) -> list[dict]:
     """Each GPU of the spec table with its memory, whether `total_bytes` fits on `count` of them.
 
-    A card's capacity is its marketed memory (decimal GB); the estimate's overhead already
-    counts what the runtime takes. Sorted by memory, smallest first.
+    A card's capacity is `GPUSpec.model_memory_bytes`: its marketed memory (decimal GB; for an
+    Apple chip the share macOS lets the GPU use); the estimate's overhead already counts what
+    the runtime takes. Sorted by memory, smallest first.
     """
     from gpulab import specs
 
@@ -472,7 +473,7 @@ def gpus_that_fit(total_bytes: int, gpus: dict | None = None, count: int = 1) ->
     table = specs.load_gpus() if gpus is None else gpus
     rows = []
     for name, gpu in table.items():
-        capacity = int(gpu.memory_gb * 1e9) * count
+        capacity = gpu.model_memory_bytes * count
         rows.append({"gpu": name, "memory_gb": gpu.memory_gb * count, "fits": total_bytes <= capacity,
                      "headroom_gb": (capacity - total_bytes) / 1e9})
     return sorted(rows, key=lambda r: r["memory_gb"])

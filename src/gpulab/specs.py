@@ -29,6 +29,7 @@ if TYPE_CHECKING:  # only for annotations: importing hardware is not needed to r
     from gpulab.hardware import HardwareReport
 
 __all__ = [
+    "APPLE_GPU_SHARE",
     "DTYPES",
     "CPUPeakEstimate",
     "CPUSpec",
@@ -50,6 +51,11 @@ DTYPES = ("fp32", "tf32", "bf16", "fp16", "fp8", "fp4", "int8")
 # Reported memory over marketed memory for the same GPU: NVML counts GiB (x1.074) minus what
 # the driver reserves and ECC takes; anything outside this band is another variant or a slice.
 _MEMORY_RATIO = (0.85, 1.12)
+# macOS lets the GPU wire about 75% of unified memory on machines with more than 36 GB (Metal's
+# recommendedMaxWorkingSetSize; Ollama reports about 96 GB usable on a 128 GB Mac: stencel.io,
+# "Apple silicon limitations with usage on local LLM"; thinkdifferent.blog: ~65-70% at 36 GB or
+# less). `sudo sysctl iogpu.wired_limit_mb=...` raises it, at the OS's expense.
+APPLE_GPU_SHARE = 0.75
 
 
 @dataclass(frozen=True)
@@ -85,6 +91,16 @@ class GPUSpec:
         _check_dtype(dtype)
         tflops = self.peak_tflops.get(dtype)
         return None if tflops is None else tflops * 1e12
+
+    @property
+    def model_memory_bytes(self) -> int:
+        """Memory one card offers a model: marketed decimal GB (Apple: the GPU's share of it).
+
+        The memory estimates' overhead already counts what the runtime takes, so nothing
+        else is subtracted here.
+        """
+        share = APPLE_GPU_SHARE if self.vendor == "Apple" else 1.0
+        return int(self.memory_gb * 1e9 * share)
 
     @property
     def bandwidth_bytes_per_s(self) -> float:

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 import http.server
+import shutil
 import threading
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import pytest
 
@@ -38,3 +40,40 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
 
     def log_message(self, *args) -> None:
         pass
+
+
+CHROMIUM = next(filter(None, (shutil.which(n) for n in ("chromium", "chromium-browser"))), None)
+ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
+        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """A headless Chromium driven by Playwright."""
+    if CHROMIUM is None:
+        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium); .ci/run installs it")
+    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
+        yield b
+        b.close()
+
+
+def open_offline(browser):
+    """A new tab in which every request outside 127.0.0.1 is refused and recorded.
+
+    Returns (tab, outside): the test asserts `outside` is empty once the page has loaded.
+    """
+    tab = browser.new_page()
+    outside: list[str] = []
+
+    def guard(route):
+        host = urlsplit(route.request.url).hostname
+        if route.request.url.startswith("data:") or host == "127.0.0.1":
+            route.continue_()
+        else:
+            outside.append(route.request.url)
+            route.abort()
+
+    tab.route("**/*", guard)
+    return tab, outside

@@ -7,42 +7,12 @@ exists; `.ci/run` installs Debian's chromium so CI does not skip.
 
 from __future__ import annotations
 
-import shutil
-from urllib.parse import urlsplit
-
-import pytest
-
-CHROMIUM = next(filter(None, (shutil.which(n) for n in ("chromium", "chromium-browser"))), None)
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """A headless Chromium driven by Playwright."""
-    if CHROMIUM is None:
-        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium); .ci/run installs it")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
-        yield b
-        b.close()
+from tests.site.conftest import open_offline
 
 
 def test_setup_page_renders_offline(browser, site, site_url):
     """Title, result, plot, widget and math are in the DOM; every request stays on 127.0.0.1."""
-    page = browser.new_page()
-    outside: list[str] = []
-
-    def guard(route):
-        host = urlsplit(route.request.url).hostname
-        if route.request.url.startswith("data:") or host == "127.0.0.1":
-            route.continue_()
-        else:
-            outside.append(route.request.url)
-            route.abort()
-
-    page.route("**/*", guard)
+    page, outside = open_offline(browser)
     page.goto(f"{site_url}/notebooks/00_check_your_setup.html", wait_until="networkidle")
     assert "Check your setup" in page.title()
     body = page.inner_text("body")

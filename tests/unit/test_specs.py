@@ -367,3 +367,61 @@ def test_cpu_table_rows_have_sources_and_bad_input_is_named():
         specs.get_cpu("Pentium 4")
     with pytest.raises(GpulabConfigError, match="clock='max'"):
         specs.get_cpu("Core i9-13900K").peak_fp32_flops("max")
+
+
+# --------------------------------------------------------------------------- chapter 6 rows
+
+# Cards the articles' buying questions name (consumer, workstation, data centre, Apple).
+CHAPTER6_ROWS = ("RTX 4070", "RTX 4080", "RTX 5070 Ti", "RTX A6000", "RTX 6000 Ada Generation",
+                 "L40S", "GTX 1650 GDDR5", "Apple M2 Ultra", "Apple M3 Ultra")
+
+
+@pytest.mark.parametrize("name", CHAPTER6_ROWS)
+def test_chapter6_rows_have_sources_and_the_fields_chapter6_reads(name):
+    spec = GPUS[name]
+    assert len(spec.source) > 80  # names where each figure comes from, not just a site
+    assert spec.launch_date is not None
+    if spec.vendor == "Apple":
+        assert spec.cpu_cores and spec.board_power_w is None and not spec.peak_tflops
+    else:
+        assert spec.board_power_w and spec.compute_capability
+        assert spec.derived_fp32_tflops() == pytest.approx(spec.peak_tflops["fp32"], rel=0.02)
+        assert spec.derived_bandwidth_gbs() == pytest.approx(spec.bandwidth_gbs, rel=0.02)
+
+
+def test_every_price_has_its_date():
+    for spec in GPUS.values():
+        assert spec.launch_price_usd is None or spec.launch_date is not None, spec.name
+
+
+def test_chapter6_rows_figures_by_hand():
+    # 48 GB cards the articles' "70B needs >= 48 GB" points to
+    assert [GPUS[n].memory_gb for n in ("RTX A6000", "RTX 6000 Ada Generation", "L40S")] == [48] * 3
+    assert GPUS["RTX A6000"].interconnect["nvlink_gbs"] == 112.5
+    assert GPUS["L40S"].interconnect["nvlink_gbs"] is None
+    # 256 bits / 8 x 22.4 Gbit/s = 716.8 GB/s
+    assert GPUS["RTX 4080"].derived_bandwidth_gbs() == pytest.approx(716.8)
+    assert (GPUS["Apple M3 Ultra"].memory_gb, GPUS["Apple M3 Ultra"].bandwidth_gbs) == (512, 819)
+
+
+@pytest.mark.parametrize(
+    ("reported", "row"),
+    [
+        ("NVIDIA GeForce RTX 4080", "RTX 4080"),
+        ("NVIDIA GeForce RTX 4070", "RTX 4070"),
+        ("NVIDIA GeForce RTX 5070 Ti", "RTX 5070 Ti"),
+        ("NVIDIA RTX A6000", "RTX A6000"),
+        ("NVIDIA RTX 6000 Ada Generation", "RTX 6000 Ada Generation"),
+        ("NVIDIA L40S", "L40S"),
+        ("Apple M3 Ultra", "Apple M3 Ultra"),
+    ],
+)
+def test_find_gpu_on_chapter6_names(reported, row):
+    spec = find_gpu(reported)
+    assert spec is not None and spec.name == row
+
+
+@pytest.mark.parametrize("reported", ["NVIDIA GeForce RTX 4070 Ti", "NVIDIA GeForce RTX 4080 SUPER",
+                                      "NVIDIA L40", "NVIDIA GeForce GTX 1650"])
+def test_find_gpu_does_not_guess_near_chapter6_rows(reported):
+    assert find_gpu(reported) is None

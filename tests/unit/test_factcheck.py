@@ -1,0 +1,169 @@
+"""gpulab.factcheck and data/fact_check.json: every listed claim checked, every computation runs."""
+
+from __future__ import annotations
+
+import copy
+import csv
+import json
+from importlib import resources
+from pathlib import Path
+
+import pytest
+
+from gpulab import factcheck
+from gpulab.errors import GpulabConfigError
+
+CSV = Path(__file__).resolve().parents[3] / "shared" / "reference" / "seed_claims.csv"
+
+
+def _raw() -> dict:
+    text = (resources.files("gpulab") / "data" / "fact_check.json").read_text(encoding="utf-8")
+    return json.loads(text)
+
+
+@pytest.fixture(scope="module")
+def claims():
+    return factcheck.load()
+
+
+@pytest.fixture(scope="module")
+def rows(claims):
+    return factcheck.check_all(claims)
+
+
+def _csv_ids() -> set[int]:
+    if CSV.exists():
+        with CSV.open(encoding="utf-8") as f:
+            return {int(r["id"]) for r in csv.DictReader(f)}
+    return set(range(1, 120))  # the list's ids when ../shared is not beside the checkout
+
+
+def test_every_listed_claim_has_a_verdict_and_a_value_or_reason(claims):
+    """Each id of seed_claims.csv is present with a valid verdict and a correct value or a reason."""
+    by_id = {c.id: c for c in claims}
+    missing = sorted(_csv_ids() - set(by_id))
+    assert not missing, f"claims without a fact-check entry: {missing}"
+    for c in claims:
+        assert c.verdict in factcheck.VERDICTS
+        if c.verdict == "not checkable":
+            assert c.reason.strip(), c.id
+        else:
+            assert c.correct_value.strip(), c.id
+
+
+def test_new_claims_follow_the_list_and_name_their_article(claims):
+    """Claims the list missed take ids from 120 on, with a seed file and a quote."""
+    ids = [c.id for c in claims]
+    assert ids == sorted(ids) and len(ids) == len(set(ids))
+    extra = [c for c in claims if c.id >= 120]
+    assert extra, "the fact-check should add the claims the list missed"
+    assert all(c.seed_file in factcheck.SEED_FILES and c.quote.strip() for c in extra)
+
+
+def test_every_computed_derivation_is_registered_runs_and_matches_the_data(claims, rows):
+    """A computed derivation names a registered function; its headline appears in correct_value."""
+    computed = [c for c in claims if c.computed_name]
+    assert len(computed) >= 40
+    assert all(c.computed_name in factcheck.REGISTRY for c in computed)
+    drift = [(r["id"], r["computed"]) for r in rows if r["consistent"] is False]
+    assert not drift, f"correct_value no longer contains the computed value: {drift}"
+    assert sum(r["consistent"] is True for r in rows) == len(computed)
+
+
+def test_every_registered_function_is_used(claims):
+    """No dead computations: each registered function backs at least one claim."""
+    used = {c.computed_name for c in claims if c.computed_name}
+    assert set(factcheck.REGISTRY) == used
+
+
+def test_sourced_claims_cite_something(claims):
+    for c in claims:
+        if not c.computed_name:
+            assert len(c.derivation["source"]) > 3, c.id
+
+
+@pytest.mark.parametrize("field, value, words", [
+    ("verdict", "half true", ["claim 2", "verdict", "correct, wrong, misleading, not checkable"]),
+    ("chapter", 9, ["claim 2", "chapter", "0"]),
+    ("derivation", {"computed": "no_such_function"}, ["claim 2", "derivation", "no_such_function"]),
+    ("derivation", {"computed": "rtx4090_bandwidth", "source": "x"}, ["claim 2", "exactly one"]),
+    ("seed_file", "other.txt", ["claim 2", "seed_file"]),
+    ("quote", "  ", ["claim 2", "quote", "non-empty"]),
+])
+def test_validation_names_the_claim_and_the_field(field, value, words):
+    data = copy.deepcopy(_raw())
+    entry = next(e for e in data["claims"] if e["id"] == 2)
+    entry[field] = value
+    with pytest.raises(GpulabConfigError) as err:
+        factcheck.validate(data)
+    for word in words:
+        assert word in str(err.value)
+
+
+def test_validation_catches_missing_fields_duplicates_and_reasons():
+    data = copy.deepcopy(_raw())
+    del data["claims"][0]["correct_value"]
+    with pytest.raises(GpulabConfigError, match="claim 1, field 'correct_value': is missing"):
+        factcheck.validate(data)
+    data = copy.deepcopy(_raw())
+    data["claims"].append(copy.deepcopy(data["claims"][0]))
+    with pytest.raises(GpulabConfigError, match="claim 1, field 'id': appears more than once"):
+        factcheck.validate(data)
+    data = copy.deepcopy(_raw())
+    entry = next(e for e in data["claims"] if e["verdict"] == "not checkable")
+    entry["reason"] = ""
+    with pytest.raises(GpulabConfigError, match="'reason': is required"):
+        factcheck.validate(data)
+    with pytest.raises(GpulabConfigError, match='"claims" list'):
+        factcheck.validate({"claims": "no"})
+    with pytest.raises(GpulabConfigError, match="not a registered function"):
+        factcheck.compute("nope")
+
+
+def test_key_values_against_hand_arithmetic():
+    """A few headline numbers, recomputed by hand."""
+    assert factcheck.compute("llama3_70b_fp16_weights").value == pytest.approx(70_553_706_496 * 2 / 1e9)
+    assert factcheck.compute("rtx4090_vs_rtx3060").value == pytest.approx(1008 / 360)
+    assert factcheck.compute("electricity_cost_4090").value == pytest.approx(0.6 * 0.35 * 10 * 365)
+    assert factcheck.compute("cloud_cost_year").value == pytest.approx(2.8 * 10 * 365)
+    assert factcheck.compute("autodl_week_cost").value == pytest.approx(2.8 * 24 * 7)
+    assert factcheck.compute("power_limit_fraction_4090").value == pytest.approx(350 / 450)
+    assert factcheck.compute("comfyui_speedup").text == "2.9x"
+    assert factcheck.compute("int4_vs_fp16_ratio").value == pytest.approx(16 / 4.125)
+    assert factcheck.compute("decode_bound_llama2_7b_rtx4090").value == pytest.approx(
+        1008e9 / (6_738_415_616 * 2), rel=1e-6)
+    r1 = factcheck.compute("deepseek_r1_on_4_a100")
+    assert r1.value > 320  # int4 weights do not fit on four 80 GB A100s
+    assert factcheck.compute("fp4_vs_fp16_rtx5090").value == pytest.approx(4.0)
+    assert factcheck.compute("cuda_12_6_min_driver").text.startswith("560.28.03")
+
+
+def test_counts_chapters_and_markdown(claims, rows):
+    n = factcheck.counts(claims)
+    assert list(n) == list(factcheck.VERDICTS) and sum(n.values()) == len(claims)
+    chapters = factcheck.by_chapter(claims)
+    assert set(chapters) <= set(factcheck.CHAPTERS)
+    assert sorted(i for ids in chapters.values() for i in ids) == [c.id for c in claims]
+    md = factcheck.markdown([c for c in claims if c.id in (2, 5)])
+    assert '<a id="claim-2"></a>' in md and '<a id="claim-5"></a>' in md
+    assert "Why not checkable" in md and "Computed in this page" in md
+    text = str(factcheck.table(rows[:3]))
+    assert text.splitlines()[0].split() == ["id", "verdict", "computed", "consistent"]
+
+
+def test_verdicts_by_chapter_adds_up(claims):
+    table = factcheck.verdicts_by_chapter(claims)
+    assert sum(sum(v.values()) for v in table.values()) == len(claims)
+    assert all(list(v) == list(factcheck.VERDICTS) for v in table.values())
+
+
+def test_sections_follow_the_article_and_are_validated(claims):
+    groups = factcheck.by_section(claims, factcheck.SEED_FILES[1])
+    assert [name for name, _ in groups][0] == "1. What a GPU is"
+    assert sum(len(g) for _, g in groups) == sum(c.seed_file == factcheck.SEED_FILES[1] for c in claims)
+    data = copy.deepcopy(_raw())
+    data["claims"][0]["section"] = "Nowhere"
+    with pytest.raises(GpulabConfigError, match="claim 1, field 'section'"):
+        factcheck.validate(data)
+    with pytest.raises(GpulabConfigError, match="seed_file"):
+        factcheck.by_section(claims, "x.txt")
