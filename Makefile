@@ -31,7 +31,7 @@ help:
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(VENV_PYTHON) || $(BOOTSTRAP_PYTHON) -m venv $(VENV)
-	$(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[dev]"
+	$(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[dev,workshop]"
 	@# Triton (the kernels extra) has no macOS wheels; the lab says so there and skips its kernels.
 	@if [ "$$(uname)" != Darwin ]; then $(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[kernels]"; fi
 	$(VENV_PYTHON) tools/install_kernels.py
@@ -54,11 +54,12 @@ lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=$(CURDIR) --MappingKernelManager.default_kernel_name=gpulab
 
 lint: setup
-	$(VENV_PYTHON) -m ruff check src tests tools benchmarks
+	$(VENV_PYTHON) -m ruff check src tests tools benchmarks workshop labs/07_distributed
 	$(VENV_PYTHON) tools/nbcheck.py
 
 test: setup widgets-js lint
 	GPULAB_QUICK=1 $(VENV_PYTHON) -m pytest tests/unit -m "not gpu"
+	$(VENV_PYTHON) -m pytest tests/workshop
 	GPULAB_QUICK=1 $(VENV_PYTHON) -m pytest tests/notebooks
 	$(VENV_PYTHON) tools/pipeline.py site --mode quick
 	$(VENV_PYTHON) -m pytest tests/site

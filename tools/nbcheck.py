@@ -181,19 +181,22 @@ def record_references(path: Path, executed: Path) -> int:
     return count
 
 
+def colab_links(config: dict, path: Path, root: Path = ROOT) -> str:
+    """Markdown Colab link(s) for a notebook: exercise and solution for a lab, else one link."""
+    rel = path.relative_to(root).as_posix()
+    if path.parent.name == "labs":
+        learner = labs.learner_path(path).relative_to(root).as_posix()
+        return f"[exercise]({colab_url(config, learner)}) · [solution]({colab_url(config, rel)})"
+    return f"[open]({colab_url(config, rel)})"
+
+
 def readme_table(config: dict, root: Path = ROOT) -> str:
     """The README's table of notebooks, with their Colab links."""
     rows = ["| notebook | what it is | open in Colab |", "|---|---|---|"]
     for path in discover(root):
-        rel = str(path.relative_to(root))
+        rel = path.relative_to(root).as_posix()
         title = title_of(json.loads(path.read_text(encoding="utf-8")))
-        if path.parent.name == "labs":
-            learner = str(labs.learner_path(path).relative_to(root))
-            links = (f"[exercise]({colab_url(config, learner)}) · "
-                     f"[solution]({colab_url(config, rel)})")
-        else:
-            links = f"[open]({colab_url(config, rel)})"
-        rows.append(f"| [`{rel}`]({rel}) | {title} | {links} |")
+        rows.append(f"| [`{rel}`]({rel}) | {title} | {colab_links(config, path, root)} |")
     return "\n".join(rows)
 
 
@@ -214,6 +217,13 @@ def fix_readme(config: dict, root: Path = ROOT) -> None:
     _, tail = rest.split(README_END)
     path.write_text(f"{head}{README_START}\n{readme_table(config, root)}\n{README_END}{tail}",
                     encoding="utf-8")
+
+
+def _attendee_links():
+    """The workshop's attendee-page generator (imported late: it imports this module)."""
+    from workshop import attendee_links
+
+    return attendee_links
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -238,6 +248,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in labs.write_learner_copies(ROOT / "labs"):
             print(f"regenerated {path.relative_to(ROOT)}")
         fix_readme(config)
+        _attendee_links().fix()
     report = []
     for path in discover():
         report += [f"{path.relative_to(ROOT)}: {p}" for p in problems(path, config)]
@@ -246,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
     report += [f"{p.relative_to(ROOT)}: out of date with its solution (run --fix)"
                for p in labs.out_of_date(ROOT / "labs")]
     report += readme_problems(config)
+    report += _attendee_links().problems()
     for line in report:
         print(line)
     if report:

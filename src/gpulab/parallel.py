@@ -1,0 +1,531 @@
+"""Training and inference on several GPUs: memory per GPU and bytes moved per step (chapter 7).
+
+    from gpulab import models, parallel
+
+    spec = models.get("Llama-3-70B")
+    zero3 = parallel.Strategy("ZeRO-3", zero_stage=3)
+    b = parallel.memory_per_gpu(spec, zero3, n_gpus=8, global_batch=8, seq_len=4096,
+                                activation_checkpointing=True)      # a memory.Breakdown, bytes
+    moves = parallel.communication_per_step(spec, zero3, n_gpus=8, global_batch=8, seq_len=4096)
+    parallel.step_communication_seconds(moves, parallel.nvlink("H100 SXM").bytes_per_s)
+
+The memory side reuses chapter 2's estimator (gpulab.memory): its bytes per parameter for the
+weights, gradients and optimizer states of a recipe, and its activation count, split the way
+each strategy splits them. The communication side counts the collectives each strategy runs
+per step (ZeRO paper, Megatron-LM) and prices them with the ring model of gpulab.collectives.
+Every figure is a model: no overlap of communication with compute, no framework buffers.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import math
+from dataclasses import dataclass
+
+from gpulab import collectives, memory, specs
+from gpulab.errors import GpulabConfigError, require_positive, require_positive_ints
+from gpulab.memory import Breakdown
+from gpulab.modelspec import ModelSpec
+
+__all__ = [
+    "LORA_TARGETS",
+    "NETWORKS",
+    "PCIE_GENERATIONS",
+    "Link",
+    "Strategy",
+    "Transfer",
+    "bubble_fraction",
+    "communication_per_step",
+    "gpu_link",
+    "layer_split_tokens_per_s",
+    "lora_params",
+    "memory_per_gpu",
+    "nvlink",
+    "pcie",
+    "split_inference",
+    "standard_strategies",
+    "step_communication_seconds",
+    "tensor_parallel_tokens_per_s",
+    "transfer_seconds",
+]
+
+# ---------------------------------------------------------------- strategies
+
+
+@dataclass(frozen=True)
+class Strategy:
+    """How a training job splits a model over GPUs (combinations allowed: t x p x d = GPUs)."""
+
+    name: str  # a label for tables: "DP", "ZeRO-3", "TP=8", ...
+    # ZeRO stage over the data-parallel ranks (collectives.ZERO_STAGES): 0 = plain data parallel
+    # (PyTorch DDP), 1 = optimizer states sharded, 2 = + gradients, 3 = + parameters (FSDP).
+    zero_stage: int = 0
+    tensor: int = 1  # tensor-parallel degree t: every layer's matrices split t ways (Megatron-LM)
+    pipeline: int = 1  # pipeline-parallel degree p: the layers cut into p consecutive stages
+    micro_batch: int = 1  # sequences per micro-batch when pipeline > 1 (1F1B schedule)
+
+    def __post_init__(self) -> None:
+        """Validate the degrees and the ZeRO stage."""
+        if self.zero_stage not in collectives.ZERO_STAGES:
+            raise GpulabConfigError(f"zero_stage={self.zero_stage!r} must be one of "
+                                    f"{sorted(collectives.ZERO_STAGES)}")
+        require_positive_ints(tensor=self.tensor, pipeline=self.pipeline, micro_batch=self.micro_batch)
+
+    def data_degree(self, n_gpus: int) -> int:
+        """Data-parallel replicas d = n_gpus / (tensor x pipeline); raises if it does not divide."""
+        require_positive_ints(n_gpus=n_gpus)
+        model_parallel = self.tensor * self.pipeline
+        if n_gpus % model_parallel:
+            raise GpulabConfigError(f"n_gpus={n_gpus} must be a multiple of tensor x pipeline = "
+                                    f"{self.tensor} x {self.pipeline} for strategy {self.name!r}")
+        return n_gpus // model_parallel
+
+
+def standard_strategies(n_gpus: int) -> list[Strategy]:
+    """The six ways chapter 7 compares: DP, ZeRO-1, ZeRO-2, ZeRO-3/FSDP, TP=n, PP=n."""
+    require_positive_ints(n_gpus=n_gpus)
+    return [Strategy("DP"), Strategy("ZeRO-1", zero_stage=1), Strategy("ZeRO-2", zero_stage=2),
+            Strategy("ZeRO-3 / FSDP", zero_stage=3), Strategy(f"TP={n_gpus}", tensor=n_gpus),
+            Strategy(f"PP={n_gpus}", pipeline=n_gpus)]
+
+
+def bubble_fraction(pipeline: int, micro_batches: int) -> float:
+    """Idle time of a 1F1B pipeline over its useful time: (p - 1) / m (Narayanan et al. 2021)."""
+    # arXiv:2104.04473, section 2.2.1: bubble time fraction = (p - 1) / m.
+    require_positive_ints(pipeline=pipeline, micro_batches=micro_batches)
+    return (pipeline - 1) / micro_batches
+
+
+# ---------------------------------------------------------------- what each GPU holds
+
+
+def _check_setup(spec: ModelSpec, strategy: Strategy, n_gpus: int, global_batch: int) -> int:
+    """Validate a (model, strategy, GPUs, batch) combination; return the data-parallel degree."""
+    memory.require_spec(spec)
+    if not isinstance(strategy, Strategy):
+        raise GpulabConfigError(f"strategy must be a parallel.Strategy, not {type(strategy).__name__}")
+    d = strategy.data_degree(n_gpus)
+    require_positive_ints(global_batch=global_batch)
+    if global_batch % d:
+        raise GpulabConfigError(f"global_batch={global_batch} must be a multiple of the "
+                                f"{d} data-parallel replicas of {strategy.name!r}")
+    if spec.n_heads % strategy.tensor:
+        raise GpulabConfigError(f"tensor={strategy.tensor} must divide the model's "
+                                f"{spec.n_heads} attention heads (Megatron-LM splits by head)")
+    if strategy.pipeline > spec.n_layers:
+        raise GpulabConfigError(f"pipeline={strategy.pipeline} must be at most the model's "
+                                f"{spec.n_layers} layers")
+    if strategy.pipeline > 1 and (global_batch // d) % strategy.micro_batch:
+        raise GpulabConfigError(f"micro_batch={strategy.micro_batch} must divide the "
+                                f"{global_batch // d} sequences of each replica")
+    return d
+
+
+def _stages(spec: ModelSpec, pipeline: int) -> list[range]:
+    """Consecutive layer ranges of each pipeline stage, as even as possible."""
+    base, extra = divmod(spec.n_layers, pipeline)
+    bounds, start = [], 0
+    for i in range(pipeline):
+        size = base + (1 if i < extra else 0)
+        bounds.append(range(start, start + size))
+        start += size
+    return bounds
+
+
+def _stage_params(spec: ModelSpec, layers: range, first: bool, last: bool) -> tuple[int, int]:
+    """(parameters, of which norm parameters) a pipeline stage holds.
+
+    The first stage holds the embedding, the last the final norm and the output head (a copy
+    of the embedding when they are tied, as Megatron-LM keeps one on the last stage).
+    """
+    parts = spec.params_by_component()
+    per_norm = parts["norms"] // (2 * spec.n_layers + 1)  # every norm has the same width
+    params = sum(spec.layer_params(i) for i in layers)
+    norms = 2 * len(layers) * per_norm
+    if first:
+        params += parts["embedding"]
+    if last:
+        params += per_norm + parts["lm_head"]
+        norms += per_norm
+        if spec.tie_embeddings and not first:
+            params += parts["embedding"]  # the tied head's copy on the last stage
+    return params, norms
+
+
+def _held(spec: ModelSpec, strategy: Strategy, stage: int, layers: range) -> float:
+    """Parameters one GPU of a pipeline stage holds: a 1/t share of all but the norms."""
+    params, norms = _stage_params(spec, layers, stage == 0, stage == strategy.pipeline - 1)
+    return (params - norms) / strategy.tensor + norms  # tensor parallelism replicates the norms
+
+
+def _activation_terms(spec: ModelSpec, batch: int, seq_len: int, dtype: str) -> dict[str, int]:
+    """Chapter 2's activation count split into its per-layer and once-per-model terms.
+
+    memory.training_activation_bytes is linear in the layer count, so the same model with one
+    layer less gives the per-layer term, and the rest is the loss's logits (or, with
+    checkpointing, the logits and the one layer rebuilt at a time): no formula is copied here.
+    """
+    def act(n_layers: int, ckpt: bool) -> int:
+        s = dataclasses.replace(spec, n_layers=n_layers)
+        return memory.training_activation_bytes(s, batch, seq_len, dtype, ckpt)
+
+    n = spec.n_layers
+    layer = act(n, False) - act(n - 1, False)  # everything one layer keeps for its backward
+    kept = act(n, True) - act(n - 1, True)  # with checkpointing: the layer's input only
+    head = act(n, False) - n * layer
+    return {"layer": layer, "checkpoint": kept, "head": head}
+
+
+def _stage_activations(terms: dict[str, int], n_layers: int, in_flight: int, last: bool,
+                       ckpt: bool) -> int:
+    """Activations a pipeline stage keeps: its layers for each micro-batch in flight."""
+    if ckpt:  # inputs of its layers per micro-batch in flight, plus one layer being rebuilt
+        kept = in_flight * n_layers * terms["checkpoint"] + terms["layer"]
+    else:
+        kept = in_flight * n_layers * terms["layer"]
+    return kept + (terms["head"] if last else 0)  # the loss: one micro-batch at a time
+
+
+def memory_per_gpu(spec: ModelSpec, strategy: Strategy, n_gpus: int, global_batch: int = 8,
+                   seq_len: int = 4096, precision: str = "bf16-mixed", optimizer: str = "adamw",
+                   activation_checkpointing: bool = False) -> Breakdown:
+    """Memory of the fullest GPU in a training step under `strategy` (a memory.Breakdown).
+
+    `global_batch` sequences of `seq_len` tokens per step, over all GPUs. The parts follow
+    what each strategy splits:
+    - model states: chapter 2's bytes per parameter for the recipe, times the parameters the
+      GPU holds (a 1/t share of every matrix under tensor parallelism, norms replicated; its
+      stage's layers under pipeline parallelism), then sharded over the d data-parallel ranks
+      by ZeRO stage (collectives.sharded_bytes_per_rank);
+    - ZeRO-3 also gathers whole units for a moment: the unit computed and the one prefetched
+      (weights) and one unit's full gradient before its reduce-scatter;
+    - activations: chapter 2's count for the replica's global_batch / d sequences, divided by
+      t (tensor parallelism with sequence parallelism, Korthikanti et al., arXiv:2205.05198);
+      a pipeline stage keeps them for every micro-batch in flight: p - s on stage s with the
+      1F1B schedule (Narayanan et al., arXiv:2104.04473), so stage 0 keeps the most.
+    The total is every part at once, an upper bound; the overhead is chapter 2's.
+    """
+    d = _check_setup(spec, strategy, n_gpus, global_batch)
+    require_positive_ints(seq_len=seq_len)
+    full = memory.estimate_training(spec, precision, optimizer, batch=1, seq_len=1)
+    per_param = {part: getattr(full, part) / spec.n_params
+                 for part in ("weights", "gradients", "optimizer")}
+    dtype = memory.TRAINING_PRECISIONS[precision]["activations"]
+    t, p = strategy.tensor, strategy.pipeline
+    replica_batch = global_batch // d
+
+    micro = replica_batch // strategy.micro_batch  # micro-batches per step (pipeline only)
+    terms = _activation_terms(spec, strategy.micro_batch, seq_len, dtype) if p > 1 else {}
+    worst = None
+    for s, layers in enumerate(_stages(spec, p)):
+        held = _held(spec, strategy, s, layers)
+        states = collectives.sharded_bytes_per_rank(
+            int(held * per_param["weights"]), int(held * per_param["gradients"]),
+            int(held * per_param["optimizer"]), world_size=d, stage=strategy.zero_stage)
+        weights, grads = states["params"], states["grads"]
+        notes = [f"{strategy.name} on {n_gpus} GPUs: t={t}, p={p}, d={d}; "
+                 f"{collectives.ZERO_STAGES[strategy.zero_stage]}"]
+        if strategy.zero_stage == 3 and d > 1:
+            # FSDP's units: one per decoder layer, and the embedding and head where this stage has them.
+            embedding = spec.params_by_component()["embedding"]
+            ends = [embedding] if s == 0 or s == p - 1 else []
+            unit = max([spec.layer_params(i) for i in layers] + ends) / t
+            weights += int(2 * unit * per_param["weights"])  # FSDP: current + prefetched unit
+            grads += int(unit * per_param["gradients"])  # one unit's gradient before reduce-scatter
+            notes.append("ZeRO-3 working set: two gathered units (current, prefetched) and one "
+                         "unit's full gradient")
+        if p > 1:
+            act = _stage_activations(terms, len(layers), min(p - s, micro), s == p - 1,
+                                     activation_checkpointing)
+            notes.append(f"pipeline stage {s} of {p}: layers {layers.start}-{layers.stop - 1}, "
+                         f"{min(p - s, micro)} of {micro} micro-batches in flight")
+        else:
+            act = memory.training_activation_bytes(spec, replica_batch, seq_len, dtype,
+                                                   activation_checkpointing)
+        act = int(act / t)
+        optimizer_bytes = states["optimizer"]
+        tensors = weights + grads + optimizer_bytes + act
+        b = Breakdown(weights=weights, gradients=grads, optimizer=optimizer_bytes, activations=act,
+                      overhead=memory.runtime_overhead(tensors), notes=tuple(notes))
+        if worst is None or b.total > worst.total:
+            worst = b
+    return worst
+
+
+# ---------------------------------------------------------------- communication per step
+
+_FACTORS = {"all-reduce": 2.0, "reduce-scatter": 1.0, "all-gather": 1.0}
+
+
+@dataclass(frozen=True)
+class Transfer:
+    """One kind of collective a training step runs: what, how large, how often, among whom."""
+
+    collective: str  # "all-reduce", "reduce-scatter", "all-gather" or "send/recv"
+    what: str  # the tensors moved: "gradients", "parameters", "activations", ...
+    nbytes: int  # one call's buffer: the full array S (nccl-tests' S), or one message
+    calls: int  # calls per step
+    group: int  # ranks taking part in each call
+    source: str  # where the count comes from
+
+    @property
+    def bytes_per_rank(self) -> float:
+        """Bytes each rank sends per step: calls x factor x S.
+
+        nccl-tests doc/PERFORMANCE.md: a rank sends 2(n-1)/n x S in an all-reduce and
+        (n-1)/n x S in a reduce-scatter or an all-gather; a send/recv moves S once.
+        """
+        if self.collective == "send/recv":
+            return float(self.calls * self.nbytes)
+        half = collectives.allreduce_bus_factor(self.group) / 2  # (n - 1) / n
+        return self.calls * _FACTORS[self.collective] * half * self.nbytes
+
+
+def communication_per_step(spec: ModelSpec, strategy: Strategy, n_gpus: int, global_batch: int = 8,
+                           seq_len: int = 4096, precision: str = "bf16-mixed",
+                           activation_checkpointing: bool = False) -> list[Transfer]:
+    """The collectives one training step runs under `strategy`, on the busiest GPU.
+
+    - Data parallel (ZeRO-0): one all-reduce of the gradients, 2(d-1)/d x gradient bytes per
+      rank. ZeRO-1/2: a reduce-scatter of the gradients and an all-gather of the updated
+      parameters, the same volume. ZeRO-3: parameters all-gathered in the forward and again in
+      the backward pass, gradients reduce-scattered: 1.5 x (ZeRO, arXiv:1910.02054, 7.2).
+    - Tensor parallel: two all-reduces of the layer's activations (tokens x hidden) per layer
+      in the forward pass and two in the backward pass (Megatron-LM, arXiv:1909.08053, 3);
+      two more per layer when checkpointing recomputes the forward pass.
+    - Pipeline parallel: each micro-batch's activations sent to the next stage and their
+      gradient sent back; a middle stage sends both, m times per step.
+    Small collectives (embedding, loss, norms' gradients under tensor parallelism) are left out.
+    """
+    d = _check_setup(spec, strategy, n_gpus, global_batch)
+    require_positive_ints(seq_len=seq_len)
+    if precision not in memory.TRAINING_PRECISIONS:
+        raise GpulabConfigError(f"precision={precision!r} is not a known recipe; use one of "
+                                f"{', '.join(memory.TRAINING_PRECISIONS)}")
+    recipe = memory.TRAINING_PRECISIONS[precision]
+    act_bytes = memory.ACTIVATION_BYTES[recipe["activations"]]
+    t, p = strategy.tensor, strategy.pipeline
+    stages = _stages(spec, p)
+    # The busiest GPU: the stage with the most parameters (gradient traffic) and the most layers.
+    held = max(_held(spec, strategy, i, r) for i, r in enumerate(stages))
+    layers = max(len(r) for r in stages)
+    grad_bytes = int(held * recipe["gradients"])
+    # Parameters are gathered in their stored precision, which is the gradients' (autocast's
+    # extra bf16 copies are made on each GPU, not sent).
+    param_bytes = int(held * min(recipe["weights"], recipe["gradients"]))
+    replica_batch = global_batch // d
+    moves: list[Transfer] = []
+    zero = "ZeRO, arXiv:1910.02054, section 7.2"
+    if d > 1:
+        if strategy.zero_stage == 0:
+            moves.append(Transfer("all-reduce", "gradients", grad_bytes, 1, d,
+                                  "data parallel: gradients summed over replicas"))
+        elif strategy.zero_stage in (1, 2):
+            moves += [Transfer("reduce-scatter", "gradients", grad_bytes, 1, d, zero),
+                      Transfer("all-gather", "updated parameters", param_bytes, 1, d, zero)]
+        else:
+            moves += [Transfer("all-gather", "parameters (forward)", param_bytes, 1, d, zero),
+                      Transfer("all-gather", "parameters (backward)", param_bytes, 1, d, zero),
+                      Transfer("reduce-scatter", "gradients", grad_bytes, 1, d, zero)]
+    micro = strategy.micro_batch if p > 1 else replica_batch
+    n_micro = replica_batch // micro
+    boundary = micro * seq_len * spec.hidden_size * act_bytes  # (micro, seq, hidden)
+    if t > 1:
+        per_layer = 6 if activation_checkpointing else 4
+        moves.append(Transfer("all-reduce", "layer activations", boundary, per_layer * layers * n_micro,
+                              t, "Megatron-LM, arXiv:1909.08053, section 3: 2 forward + 2 backward "
+                              "per layer" + (", +2 recomputed" if activation_checkpointing else "")))
+    if p > 1:
+        # With tensor parallelism each of the t GPUs sends its 1/t slice (Megatron-LM's
+        # scatter/gather across stages, Narayanan et al., arXiv:2104.04473, section 4.1).
+        moves.append(Transfer("send/recv", "stage-boundary activations and their gradients",
+                              boundary // t, 2 * n_micro, 2,
+                              "pipeline: forward to the next stage, gradient back, per micro-batch"))
+    return moves
+
+
+def transfer_seconds(transfer: Transfer, bus_bytes_per_s: float, latency_s: float = 0.0) -> float:
+    """Ring-model time of one step's worth of a transfer (collectives.allreduce_seconds for all-reduce)."""
+    require_positive(bus_bytes_per_s=bus_bytes_per_s)
+    if transfer.collective == "all-reduce":
+        one = collectives.allreduce_seconds(transfer.nbytes, transfer.group, bus_bytes_per_s, latency_s)
+        return transfer.calls * one
+    return transfer.calls * latency_s + transfer.bytes_per_rank / bus_bytes_per_s
+
+
+def step_communication_seconds(transfers: list[Transfer], bus_bytes_per_s: float,
+                               latency_s: float = 0.0) -> float:
+    """Seconds a step spends communicating if nothing overlaps with compute (an upper bound)."""
+    require_positive(bus_bytes_per_s=bus_bytes_per_s)
+    return sum(transfer_seconds(x, bus_bytes_per_s, latency_s) for x in transfers)
+
+
+# ---------------------------------------------------------------- links
+
+# PCIe per lane and direction: transfer rate (GT/s) x encoding efficiency / 8 bits per byte.
+# PCI-SIG base specifications, as tabulated in https://en.wikipedia.org/wiki/PCI_Express
+# ("Comparison table"): gens 1-2 use 8b/10b, gens 3-5 128b/130b; gen 6 uses PAM4 with FLIT
+# encoding (no line code), whose FLIT overhead is not counted here.
+PCIE_GENERATIONS = {1: (2.5, 8 / 10), 2: (5.0, 8 / 10), 3: (8.0, 128 / 130), 4: (16.0, 128 / 130),
+                    5: (32.0, 128 / 130), 6: (64.0, 1.0)}
+PCIE_SOURCE = "PCI-SIG base specifications (GT/s, encoding); https://en.wikipedia.org/wiki/PCI_Express"
+
+
+@dataclass(frozen=True)
+class Link:
+    """A connection a GPU talks over, with its peak rate in one direction."""
+
+    name: str  # "PCIe 4.0 x16", "NVLink (RTX 3090)", "InfiniBand NDR", ...
+    bytes_per_s: float  # peak, per direction (what a ring all-reduce's bus bandwidth is held to)
+    source: str  # where the rate comes from
+
+
+def pcie(gen: int, lanes: int = 16) -> Link:
+    """A PCIe link's peak per direction: GT/s x encoding / 8 x lanes (4.0 x16: 31.5 GB/s)."""
+    if gen not in PCIE_GENERATIONS:
+        raise GpulabConfigError(f"gen={gen!r} is not a PCIe generation; use one of "
+                                f"{', '.join(map(str, PCIE_GENERATIONS))}")
+    if lanes not in (1, 2, 4, 8, 16):
+        raise GpulabConfigError(f"lanes={lanes!r} must be 1, 2, 4, 8 or 16")
+    gts, encoding = PCIE_GENERATIONS[gen]
+    return Link(f"PCIe {gen}.0 x{lanes}", gts * 1e9 * encoding / 8 * lanes, PCIE_SOURCE)
+
+
+def _gpu(gpu: specs.GPUSpec | str) -> specs.GPUSpec:
+    return gpu if isinstance(gpu, specs.GPUSpec) else specs.get_gpu(gpu)
+
+
+def nvlink(gpu: specs.GPUSpec | str) -> Link | None:
+    """A GPU's NVLink per direction (the table's both-directions figure / 2); None without one."""
+    g = _gpu(gpu)
+    total = g.interconnect.get("nvlink_gbs")
+    if not total:
+        return None
+    return Link(f"NVLink ({g.name})", total / 2 * 1e9,
+                f"gpulab.specs: {total} GB/s counting both directions, halved")
+
+
+def gpu_link(gpu: specs.GPUSpec | str, kind: str = "auto") -> Link:
+    """The link a GPU's collectives run over: "nvlink", "pcie", or "auto" (NVLink when it has one)."""
+    g = _gpu(gpu)
+    if kind not in ("auto", "nvlink", "pcie"):
+        raise GpulabConfigError(f"kind={kind!r} must be 'auto', 'nvlink' or 'pcie'")
+    if kind in ("auto", "nvlink"):
+        link = nvlink(g)
+        if link is not None:
+            return link
+        if kind == "nvlink":
+            raise GpulabConfigError(f"{g.name} has no NVLink in the spec table; use kind='pcie'")
+    gen, lanes = g.interconnect.get("pcie_gen"), g.interconnect.get("pcie_lanes")
+    if gen is None:
+        raise GpulabConfigError(f"{g.name} has no PCIe generation in the spec table")
+    return pcie(gen, lanes or 16)
+
+
+# Between machines, per port and direction. Line rates from the standards' and vendors' pages.
+NETWORKS = {link.name: link for link in [
+    Link("10 Gb Ethernet", 10e9 / 8, "IEEE 802.3ae: 10 Gb/s"),
+    Link("100 Gb Ethernet", 100e9 / 8, "IEEE 802.3ba: 100 Gb/s"),
+    Link("400 Gb Ethernet", 400e9 / 8, "IEEE 802.3bs: 400 Gb/s"),
+    Link("InfiniBand HDR", 200e9 / 8, "InfiniBand Trade Association roadmap: HDR 4x = 200 Gb/s"),
+    Link("InfiniBand NDR", 400e9 / 8, "InfiniBand Trade Association roadmap: NDR 4x = 400 Gb/s; "
+         "NVIDIA ConnectX-7: up to 400 Gb/s"),
+]}
+
+
+# ---------------------------------------------------------------- fine-tuning with adapters
+
+LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")  # every linear layer of a decoder block
+
+
+def lora_params(spec: ModelSpec, rank: int = 16, targets: tuple[str, ...] = LORA_TARGETS) -> int:
+    """Trainable parameters of LoRA adapters: rank x (inputs + outputs) per adapted matrix, per layer.
+
+    LoRA (Hu et al., arXiv:2106.09685) adds B (out x r) and A (r x in) beside a frozen matrix;
+    only these are trained, so only their gradients are exchanged between GPUs. Dense models
+    with ordinary attention only.
+    """
+    memory.require_spec(spec)
+    require_positive_ints(rank=rank)
+    if spec.is_moe or spec.attention_type == "mla":
+        raise GpulabConfigError(f"lora_params counts dense models with ordinary attention; "
+                                f"{spec.name} is a mixture of experts or uses MLA")
+    if not spec.gated_mlp and any(x == "gate" for x in targets):
+        raise GpulabConfigError(f"{spec.name} has no gate projection; drop 'gate' from targets")
+    h, f = spec.hidden_size, spec.intermediate_size
+    q, kv = spec.n_heads * spec.head_dim, spec.n_kv_heads * spec.head_dim
+    shapes = {"q": (h, q), "k": (h, kv), "v": (h, kv), "o": (q, h),
+              "gate": (h, f), "up": (h, f), "down": (f, h)}  # (inputs, outputs)
+    unknown = [x for x in targets if x not in shapes]
+    if unknown or not targets:
+        raise GpulabConfigError(f"targets={targets!r} must be a non-empty subset of {LORA_TARGETS}")
+    return spec.n_layers * sum(rank * sum(shapes[x]) for x in targets)
+
+
+# ---------------------------------------------------------------- inference on several GPUs
+
+
+def split_inference(spec: ModelSpec, n_gpus: int, weights: str = "int4", kv_cache: str = "bf16",
+                    batch: int = 1, seq_len: int = 4096, prefill_chunk: int | None = None) -> Breakdown:
+    """Memory of each of `n_gpus` cards holding 1/n of the layers (weights and KV cache).
+
+    Chapter 2's estimate with the weights and the cache divided evenly; each card runs its own
+    layers on the whole batch, so the transient activations are not divided, and each card has
+    its own runtime context (chapter 2's overhead). `prefill_chunk` tokens of the prompt are
+    processed at a time (llama.cpp's default physical batch, -ub, is 512); None: the whole
+    prompt in one pass, as chapter 2 assumes. An even split: the card that also holds the
+    output head holds a little more.
+    """
+    require_positive_ints(n_gpus=n_gpus)
+    whole = memory.estimate_inference(spec, weights=weights, kv_cache=kv_cache, batch=batch,
+                                      seq_len=seq_len)
+    act = whole.activations
+    if prefill_chunk is not None:
+        require_positive_ints(prefill_chunk=prefill_chunk)
+        act = memory.inference_activation_bytes(spec, batch, min(prefill_chunk, seq_len))
+    w, kv = math.ceil(whole.weights / n_gpus), math.ceil(whole.kv_cache / n_gpus)
+    return Breakdown(weights=w, kv_cache=kv, activations=act,
+                     overhead=memory.runtime_overhead(w + kv + act),
+                     notes=(f"1/{n_gpus} of the layers of {spec.name} in {weights}",))
+
+
+def layer_split_tokens_per_s(spec: ModelSpec, bandwidths_gbs: list[float], weights: str = "int4",
+                             kv_cache: str = "bf16", batch: int = 1, seq_len: int = 4096) -> float:
+    """Decode bound with the layers split evenly over cards that run one after the other.
+
+    llama.cpp's layer split and pipeline inference: a token passes card 1's layers, then card
+    2's; each card reads its share of the bytes at its own bandwidth while the others wait, so
+    the time per token is the sum of share / bandwidth. Equal cards give one card's bound on
+    the whole model: the capacity adds up, the bandwidth does not. The activations handed
+    from card to card (batch x hidden x 2 bytes per boundary) are left out.
+    """
+    from gpulab import perf
+
+    if not bandwidths_gbs:
+        raise GpulabConfigError("bandwidths_gbs must list at least one card's bandwidth in GB/s")
+    for i, bw in enumerate(bandwidths_gbs):
+        require_positive(**{f"bandwidths_gbs[{i}]": bw})
+    step = perf.decode_bytes_per_step(spec, weights, kv_cache, batch, seq_len)
+    seconds = sum(step / len(bandwidths_gbs) / (bw * 1e9) for bw in bandwidths_gbs)
+    return batch / seconds
+
+
+def tensor_parallel_tokens_per_s(spec: ModelSpec, bandwidth_gbs: float, degree: int,
+                                 link_bytes_per_s: float, weights: str = "int4",
+                                 kv_cache: str = "bf16", batch: int = 1, seq_len: int = 4096,
+                                 latency_s: float = 0.0) -> float:
+    """Decode bound with every layer split over `degree` cards that read at the same time.
+
+    Each card reads 1/degree of the bytes, so the reads take bytes / (degree x bandwidth); each
+    layer then needs two all-reduces of (batch x hidden) 16-bit activations (Megatron-LM), each
+    costing collectives.allreduce_seconds on the link plus `latency_s`, which is what limits
+    tensor parallelism over PCIe at batch 1 (the lab measures a latency).
+    """
+    from gpulab import perf
+
+    require_positive(bandwidth_gbs=bandwidth_gbs, link_bytes_per_s=link_bytes_per_s)
+    require_positive_ints(degree=degree)
+    read = perf.decode_bytes_per_step(spec, weights, kv_cache, batch, seq_len) / (degree * bandwidth_gbs * 1e9)
+    message = batch * spec.hidden_size * 2  # (batch, hidden) in bf16
+    talk = 2 * spec.n_layers * collectives.allreduce_seconds(message, degree, link_bytes_per_s, latency_s)
+    return batch / (read + talk)
