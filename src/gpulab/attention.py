@@ -63,7 +63,7 @@ def random_qkv(batch: int, heads: int, seq: int, head_dim: int, device: Any = "c
 
 
 @contextlib.contextmanager
-def _quiet_stderr():
+def quiet_stderr():
     """Silence the profiler's start/stop lines, which C++ writes to file descriptor 2."""
     sys.stderr.flush()
     saved = os.dup(2)
@@ -81,7 +81,7 @@ def sdpa_kernel(q, k, v, causal: bool = True) -> str:
     import torch
     from torch.profiler import ProfilerActivity, profile
 
-    with _quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof, torch.inference_mode():
+    with quiet_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof, torch.inference_mode():
         sdpa(q, k, v, causal)
     names = {e.key for e in prof.key_averages()}
     for name, what in SDPA_KERNELS.items():

@@ -94,7 +94,7 @@ def matmul_precisions(device: Any, vector_extensions: Iterable[str] = (),
     return ["fp32", "bf16", "fp16"]
 
 
-def _progress(items: list, description: str, show: bool):
+def progress_bar(items: list, description: str, show: bool):
     """Items wrapped in a progress bar when asked for (tqdm's notebook bar in Jupyter).
 
     The execution pipeline sets GPULAB_PROGRESS=0: a bar frozen at 0% in an executed copy
@@ -138,7 +138,7 @@ def matmul_sweep(device: Any, sizes: Iterable[int], precisions: Iterable[str],
     """Square matrix products of each size and precision; sizes over the budget are skipped."""
     jobs = [(p, n) for p in precisions for n in sizes]
     points = []
-    for precision, n in _progress(jobs, "matmul sweep", progress):
+    for precision, n in progress_bar(jobs, "matmul sweep", progress):
         point = matmul_point(device, n, n, n, precision, min_run_time)
         if point is not None:
             points.append(point)
@@ -148,7 +148,7 @@ def matmul_sweep(device: Any, sizes: Iterable[int], precisions: Iterable[str],
 def best_matmul(device: Any, shapes: Iterable[tuple[int, int, int]], precision: str,
                 min_run_time: float = 0.1, progress: bool = True) -> RatePoint:
     """The (m, n, k) among the candidates that reaches the highest FLOP/s."""
-    points = [p for shape in _progress(list(shapes), f"best {precision} matmul", progress)
+    points = [p for shape in progress_bar(list(shapes), f"best {precision} matmul", progress)
               if (p := matmul_point(device, *shape, precision, min_run_time)) is not None]
     if not points:
         raise GpulabConfigError("shapes: none of the candidate shapes fits the memory budget")
@@ -184,7 +184,7 @@ def bandwidth_sweep(device: Any, sizes_bytes: Iterable[int], kinds: Iterable[str
     """Copy and triad bandwidth for buffer sizes from cache-resident to beyond the caches."""
     jobs = [(k, s) for k in kinds for s in sizes_bytes]
     points = []
-    for kind, nbytes in _progress(jobs, "bandwidth sweep", progress):
+    for kind, nbytes in progress_bar(jobs, "bandwidth sweep", progress):
         point = bandwidth_point(device, nbytes, kind, min_run_time)
         if point is not None:
             points.append(point)
@@ -236,7 +236,7 @@ def host_to_device(device: Any, sizes_bytes: Iterable[int], pinned: bool,
         raise GpulabConfigError(f"device={str(device)!r}: host-to-device copies need a CUDA GPU")
     points = []
     label = "pinned" if pinned else "pageable"
-    for nbytes in _progress(list(sizes_bytes), f"host to device ({label})", progress):
+    for nbytes in progress_bar(list(sizes_bytes), f"host to device ({label})", progress):
         if not (budget.fits(device, nbytes) and budget.fits("cpu", nbytes)):
             continue
         host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pinned)

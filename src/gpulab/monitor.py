@@ -112,7 +112,11 @@ def _cpu_sampler() -> tuple[Callable[[float], Sample] | None, str]:
 
 def watch(load: Callable[[], Any], device: Any = "cpu", interval_s: float = 0.1,
           min_seconds: float = 1.0) -> Watch:
-    """Run `load()` repeatedly for at least `min_seconds` while a thread samples the device."""
+    """Run `load()` repeatedly for at least `min_seconds` while a thread samples the device.
+
+    Samples are taken every `interval_s` after the start, so `min_seconds` should be several
+    intervals long.
+    """
     import torch
 
     if not callable(load):
@@ -132,9 +136,9 @@ def watch(load: Callable[[], Any], device: Any = "cpu", interval_s: float = 0.1,
     start = time.perf_counter()
 
     def sample_loop():
-        while not stop.is_set():
+        # the first reading comes one interval in: utilisation is measured since the last call
+        while not stop.wait(interval_s):
             result.samples.append(read(time.perf_counter() - start))
-            stop.wait(interval_s)
 
     thread = threading.Thread(target=sample_loop, daemon=True) if read else None
     if thread:

@@ -628,7 +628,7 @@ def measure(configs: dict[str, LoopConfig] | list[tuple[str, LoopConfig]], steps
             device: Any = "cpu", repeats: int = 3, seed: int = 0, task: Task | None = None,
             progress: bool = True) -> dict[str, Timed]:
     """Run every config `repeats` times, interleaved (a, b, a, b...), so drift hits all alike."""
-    from gpulab.measure import _progress
+    from gpulab.measure import progress_bar
 
     require_positive_ints(repeats=repeats)
     items = list(configs.items()) if isinstance(configs, dict) else list(configs)
@@ -641,7 +641,7 @@ def measure(configs: dict[str, LoopConfig] | list[tuple[str, LoopConfig]], steps
     for config in shared:  # one untimed step each: first-run costs are no config's bill
         run_loop(config, 1, device, seed, task)
     runs = [config for _ in range(repeats) for config in shared]
-    for config in _progress(runs, "training loops", progress):
+    for config in progress_bar(runs, "training loops", progress):
         shared[config].append(run_loop(config, steps, device, seed, task))
     return {label: Timed(label, config, shared[config]) for label, config in items}
 
@@ -702,17 +702,17 @@ def profile_loop(config: LoopConfig, steps: int, device: Any = "cpu", seed: int 
 
 def _start_quietly(prof) -> None:
     """Start a profiler without the line its C++ side writes to file descriptor 2."""
-    from gpulab.attention import _quiet_stderr
+    from gpulab.attention import quiet_stderr
 
-    with _quiet_stderr():
+    with quiet_stderr():
         prof.start()
 
 
 def _stop_quietly(prof) -> None:
     """Stop a profiler without the line its C++ side writes to file descriptor 2."""
-    from gpulab.attention import _quiet_stderr
+    from gpulab.attention import quiet_stderr
 
-    with _quiet_stderr():
+    with quiet_stderr():
         prof.stop()
 
 

@@ -4,6 +4,7 @@ import pytest
 
 from gpulab import monitor
 from gpulab.errors import GpulabConfigError
+from gpulab.hardware import THROTTLE_REASONS
 
 
 def test_watch_runs_the_load_and_samples_the_cpu():
@@ -39,3 +40,33 @@ def test_bad_arguments_are_named():
         monitor.watch(42)
     with pytest.raises(GpulabConfigError, match="interval_s"):
         monitor.watch(lambda: None, interval_s=0)
+
+
+def test_the_gpu_sampler_reads_nvml(monkeypatch):
+    """On a (fake) NVML, a sample holds the SM clock, temperature, power, load and reasons."""
+    import sys
+
+    from tests.unit.test_hardware import two_gpus
+
+    fake = two_gpus()
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    read, max_clock, note = monitor._gpu_sampler(0)
+    assert note.startswith("NVML readings")
+    handle = fake.nvmlDeviceGetHandleByIndex(0)
+    assert max_clock == fake.nvmlDeviceGetMaxClockInfo(handle, fake.NVML_CLOCK_SM)
+    s = read(0.5)
+    assert s.t == 0.5
+    assert s.clock_mhz == fake.nvmlDeviceGetClockInfo(handle, fake.NVML_CLOCK_SM)
+    assert s.temperature_c == fake.nvmlDeviceGetTemperature(handle, fake.NVML_TEMPERATURE_GPU)
+    assert s.power_w == fake.nvmlDeviceGetPowerUsage(handle) / 1000
+    assert s.utilization_percent == fake.nvmlDeviceGetUtilizationRates(handle).gpu
+    assert set(s.reasons) <= set(THROTTLE_REASONS)
+
+
+def test_no_nvml_means_no_gpu_readings_and_says_why(monkeypatch):
+    import sys
+
+    monkeypatch.setitem(sys.modules, "pynvml", None)  # import pynvml raises ImportError
+    read, max_clock, note = monitor._gpu_sampler(0)
+    assert read is None and max_clock is None
+    assert "NVML unavailable" in note
