@@ -103,7 +103,6 @@ def _cpu_sampler() -> tuple[Callable[[float], Sample] | None, str]:
         util = psutil.cpu_percent(interval=None)
         return Sample(t, statistics.mean(clocks) if clocks else None, temperature(), None, util)
 
-    psutil.cpu_percent(interval=None)  # the first call only starts the measurement
     note = "the CPU frequency the OS reports"
     if all(f.max == 0 for f in freq):
         note += " (no maximum exposed: in a VM this is often the host's nominal clock, not live)"
@@ -136,7 +135,9 @@ def watch(load: Callable[[], Any], device: Any = "cpu", interval_s: float = 0.1,
     start = time.perf_counter()
 
     def sample_loop():
-        # the first reading comes one interval in: utilisation is measured since the last call
+        # utilisation is measured since the previous call in the same thread (psutil keeps it
+        # per thread), so one reading is discarded and the first kept one comes an interval in
+        read(0.0)
         while not stop.wait(interval_s):
             result.samples.append(read(time.perf_counter() - start))
 
