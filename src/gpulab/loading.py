@@ -14,7 +14,6 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from gpulab import budget
 from gpulab.errors import GpulabConfigError, require_positive_ints
@@ -76,10 +75,13 @@ def make_checkpoint(nbytes: int, tensors: int = 8, seed: int = 0) -> dict:
     return {f"layer{i}.weight": torch.randn(per, generator=g) for i in range(tensors)}
 
 
-def checkpoint_size(device: Any = "cpu", quick: bool = False) -> int:
-    """A checkpoint size that fits the RAM budget three times over (file cache, loaded copy, source)."""
+def checkpoint_size(quick: bool = False) -> int:
+    """A checkpoint size that fits the RAM budget three times over (file cache, loaded copy, source).
+
+    The checkpoint is written from and loaded into RAM, whatever device the notebook uses.
+    """
     cap = 32 * 2**20 if quick else 1 * 2**30
-    return int(min(cap, budget.allowance(device) // 3))
+    return int(min(cap, budget.allowance("cpu") // 3))
 
 
 def save_both(state: dict, folder: Path) -> dict[str, Path]:

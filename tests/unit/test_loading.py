@@ -40,8 +40,8 @@ def test_direct_read_measures_or_says_none(tmp_path):
 
 def test_checkpoint_size_respects_the_budget(monkeypatch):
     monkeypatch.setattr(loading.budget, "allowance", lambda device: 30 * 2**20)
-    assert loading.checkpoint_size("cpu") == 10 * 2**20
-    assert loading.checkpoint_size("cpu", quick=True) <= 32 * 2**20
+    assert loading.checkpoint_size() == 10 * 2**20
+    assert loading.checkpoint_size(quick=True) <= 32 * 2**20
 
 
 def test_bad_inputs_are_named():
