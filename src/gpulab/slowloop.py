@@ -650,7 +650,7 @@ def measure(configs: dict[str, LoopConfig] | list[tuple[str, LoopConfig]], steps
 class ProfileReport:
     """Where a run's time went: the loop's phases, and the torch operators that cost most."""
 
-    phases: list[dict]  # {"phase", "seconds", "share"} over the loop's wall time
+    phases: list[dict]  # {"phase", "calls", "seconds", "share"} over the loop's wall time
     ops: list[dict]  # {"op", "calls", "seconds", "share"}: self time, largest first
     seconds: float  # wall time of the profiled run (the profiler's own overhead included)
     device: str
@@ -682,8 +682,8 @@ def profile_loop(config: LoopConfig, steps: int, device: Any = "cpu", seed: int 
         raise
     events = prof.key_averages()
     wall_us = result.seconds * 1e6
-    phases = [{"phase": e.key.removeprefix("loop: "), "seconds": e.cpu_time_total / 1e6,
-               "share": e.cpu_time_total / wall_us}
+    phases = [{"phase": e.key.removeprefix("loop: "), "calls": e.count,
+               "seconds": e.cpu_time_total / 1e6, "share": e.cpu_time_total / wall_us}
               for e in events if e.key.startswith("loop: ")]
     phases.sort(key=lambda p: -p["seconds"])
 

@@ -332,7 +332,10 @@ def test_profile_shows_the_phases_and_the_top_operators():
     assert report.device_busy is None  # kernels' busy share is measured on CUDA only
     fixed = slowloop.profile_loop(slowloop.fixed_config("cpu", TINY), 2, "cpu", task=TINY)
     counted = {p["phase"]: p for p in fixed.phases}["class weights"]
-    assert counted["seconds"] < phases["class weights"]["seconds"] / 4  # once, not 8 times
+    # counted once before the loop, not at each of the 2 x 16 / 4 = 8 micro-batches (calls, not
+    # seconds: no timing is asserted on a CPU CI machine)
+    assert counted["calls"] == 1
+    assert phases["class weights"]["calls"] == 2 * TINY.batch // SLOW.micro_batch
 
 
 def test_long_kernel_names_are_cut():
