@@ -13,7 +13,7 @@ the value with gpulab (the catalogue, the spec table, the memory and perf estima
 :class:`Computed` whose ``text`` must appear verbatim in the entry's ``correct_value``:
 ``check_all()`` reports any entry where the data and the arithmetic have drifted apart.
 
-    from gpulab import factcheck
+    from gpulab import cost, factcheck
     claims = factcheck.load()             # validated, sorted by id
     rows = factcheck.check_all(claims)    # every computed derivation, run now
     factcheck.table(rows)                 # a gpulab.tables.Table for the notebook
@@ -34,7 +34,7 @@ from pathlib import Path
 from types import MappingProxyType
 from typing import Any
 
-from gpulab import doctor, memory, models, perf, specs
+from gpulab import cost, doctor, memory, models, perf, specs
 from gpulab.errors import GpulabConfigError
 from gpulab.tables import Table
 
@@ -205,9 +205,7 @@ def compute(name: str) -> Computed:
 # Inputs that gpulab's tables do not hold, with their sources (as cited in chapters 1-4).
 DDR4_3200_DUAL_GBS = 2 * 8 * 3200 / 1e3  # 51.2: two 64-bit channels x 3200 MT/s (i7-12700H, ch. 3)
 DDR5_4800_DUAL_GBS = 2 * 8 * 4800 / 1e3  # 76.8: the same at 4800 MT/s
-GTX1650_GDDR5_GBS = 128.0  # 128-bit x 8 GT/s (launch specifications, informatyk-szczecin.com/?p=390)
 GTX1650_GDDR6_GBS = 192.0  # 128-bit x 12 Gbps (pcpartdb, gigabyte-gtx-1650-eagle-oc-gddr6)
-M3_ULTRA_GBS = 819.2  # Apple via TechPowerUp news (819 GB/s), Ars Technica 819.2
 BERT_BASE_PARAMS = 110e6  # Devlin et al. 2018, "Total Parameters=110M"
 LINEAR_BENCH_FLOP = 2 * 10000 * 4096 * 4096  # the article's nn.Linear(4096, 4096) on 10000 rows
 
@@ -526,7 +524,7 @@ def _d7900() -> Computed:
 
 @register("decode_bound_llama2_7b_m3_ultra")
 def _dm3() -> Computed:
-    return _decode_bound(M3_ULTRA_GBS, "M3 Ultra (TechPowerUp/Ars Technica)")
+    return _decode_bound(_gpu("Apple M3 Ultra").bandwidth_gbs, "M3 Ultra")
 
 
 @register("decode_bound_llama3_70b_rtx4090")
@@ -565,9 +563,10 @@ def _laptop() -> Computed:
 
 @register("gtx1650_vs_laptop_ratio")
 def _gtx() -> Computed:
-    lo, hi = GTX1650_GDDR5_GBS / DDR5_4800_DUAL_GBS, GTX1650_GDDR6_GBS / DDR4_3200_DUAL_GBS
+    gddr5 = _gpu("GTX 1650 GDDR5").bandwidth_gbs
+    lo, hi = gddr5 / DDR5_4800_DUAL_GBS, GTX1650_GDDR6_GBS / DDR4_3200_DUAL_GBS
     return Computed(hi, "x", f"{lo:.1f}–{hi:.2f}x",
-                    f"GTX 1650 {GTX1650_GDDR5_GBS:g} (GDDR5) to {GTX1650_GDDR6_GBS:g} GB/s (GDDR6) over a "
+                    f"GTX 1650 {gddr5:g} (GDDR5) to {GTX1650_GDDR6_GBS:g} GB/s (GDDR6) over a "
                     f"dual-channel laptop's {DDR4_3200_DUAL_GBS:g}-{DDR5_4800_DUAL_GBS:g} GB/s")
 
 
@@ -649,28 +648,39 @@ def _cc() -> Computed:
     return Computed(float(lo), "cc", f"{lo}–{hi}", ", ".join(f"{n} {c}" for n, c in ccs.items()))
 
 
+def _seed_box(power_w: float) -> cost.LocalSetup:
+    """The article's machine: 0.6 CNY/kWh, 10 hours a day at `power_w` (gpulab.cost)."""
+    return cost.LocalSetup(hardware_price=0, power_load_w=power_w, electricity_per_kwh=0.6,
+                           hours_per_day=10)
+
+
 @register("electricity_cost_4090")
 def _power_cost() -> Computed:
-    day = 0.6 * 0.350 * 10
-    year = day * 365
-    full = 0.6 * _gpu("RTX 4090").board_power_w / 1000 * 10 * 365
+    box = _seed_box(350)
+    day, year = cost.electricity_per_day(box), cost.electricity_per_year(box)
+    full = cost.electricity_per_year(_seed_box(_gpu("RTX 4090").board_power_w))
     return Computed(year, "CNY", f"{year:.1f} CNY/year",
                     f"0.6 CNY/kWh x 0.35 kW x 10 h = {day:.2f} CNY/day; x 365 = {year:.1f}; at the 450 W "
-                    f"board power {full:.1f} CNY/year")
+                    f"board power {full:.1f} CNY/year (gpulab.cost)")
+
+
+def _rent_per_year(price_per_hour: float, hours_per_day: float) -> float:
+    """A year of renting at `price_per_hour` for `hours_per_day` hours a day (gpulab.cost)."""
+    monthly = cost.cloud_monthly_cost(cost.CloudRate(price_per_hour), hours_per_day)
+    return monthly * cost.DAYS_PER_YEAR / cost.DAYS_PER_MONTH
 
 
 @register("cloud_cost_year")
 def _cloud() -> Computed:
-    a100 = 12 * 10 * 365
-    r4090 = 2.8 * 10 * 365
+    a100, r4090 = _rent_per_year(12, 10), _rent_per_year(2.8, 10)
     return Computed(r4090, "CNY", f"{r4090:,.0f} CNY/year",
-                    f"A100 at 12 CNY/h x 10 h x 365 = {a100:,} CNY; the like-for-like rental, the article's "
+                    f"A100 at 12 CNY/h x 10 h x 365 = {a100:,.0f} CNY; the like-for-like rental, the article's "
                     f"own RTX 4090 at 2.8 CNY/h x 10 h x 365 = {r4090:,.0f} CNY")
 
 
 @register("autodl_week_cost")
 def _week() -> Computed:
-    week = 2.8 * 24 * 7
+    week = _rent_per_year(2.8, 24) * 7 / cost.DAYS_PER_YEAR
     return Computed(week, "CNY", f"{week:.1f} CNY",
                     f"2.8 CNY/h x 24 h x 7 days = {week:.1f} CNY; 60 CNY buys {60 / 2.8:.1f} hours")
 

@@ -88,7 +88,7 @@ def grads_between_steps(model, batch: int, seq_len: int, set_to_none: bool) -> i
     """Bytes of gradient tensors still allocated after one step and `zero_grad(set_to_none=...)`."""
     import torch
 
-    from gpulab.memprobe import _tensor_bytes
+    from gpulab.memprobe import tensor_bytes
 
     device = next(model.parameters()).device
     ids = torch.randint(0, model.config.vocab_size, (batch, seq_len), device=device)
@@ -97,7 +97,7 @@ def grads_between_steps(model, batch: int, seq_len: int, set_to_none: bool) -> i
     model(input_ids=ids, labels=ids).loss.backward()
     opt.step()
     opt.zero_grad(set_to_none=set_to_none)
-    held = _tensor_bytes(p.grad for p in model.parameters())
+    held = tensor_bytes(p.grad for p in model.parameters())
     opt.zero_grad(set_to_none=True)
     model.eval()
     return held

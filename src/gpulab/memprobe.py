@@ -52,7 +52,7 @@ def build_model(config: dict, dtype: Any = None, device: Any = "cpu", seed: int 
     return model.eval()
 
 
-def _tensor_bytes(tensors) -> int:
+def tensor_bytes(tensors) -> int:
     """Bytes of distinct storages among tensors (tied weights counted once)."""
     seen, total = set(), 0
     for t in tensors:
@@ -96,7 +96,7 @@ def measure_inference(model, batch: int, seq_len: int, logits: str = "last") -> 
     device = _device_of(model)
     vocab = model.config.vocab_size
     ids = torch.randint(0, vocab, (batch, seq_len), device=device)
-    weights = _tensor_bytes([*model.parameters(), *model.buffers()])
+    weights = tensor_bytes([*model.parameters(), *model.buffers()])
     keep = 1 if logits == "last" else 0  # 0: logits for every position
     tracker = category_tracker()
     tracker.track_external(model)
@@ -107,7 +107,7 @@ def measure_inference(model, batch: int, seq_len: int, logits: str = "last") -> 
         out = model(input_ids=ids, use_cache=True, logits_to_keep=keep)
     # transformers 5 names it `cache` (`past_key_values` is deprecated); 4.x has only the latter
     cache = out.cache if "cache" in getattr(out, "__dataclass_fields__", {}) else out.past_key_values
-    kv = _tensor_bytes(t for layer in getattr(cache, "layers", []) for t in (layer.keys, layer.values))
+    kv = tensor_bytes(t for layer in getattr(cache, "layers", []) for t in (layer.keys, layer.values))
     peak = tracker.get_tracker_snapshot("peak")
     total_peak = max(snap["Total"] for snap in peak.values())
     # The cache is written during the pass and is counted as activations by the tracker.
@@ -134,9 +134,9 @@ def measure_training(model, batch: int, seq_len: int, optimizer: str = "adamw",
     def step():
         loss = model(input_ids=ids, labels=ids).loss
         loss.backward()
-        sizes["gradients"] = _tensor_bytes(p.grad for p in model.parameters())
+        sizes["gradients"] = tensor_bytes(p.grad for p in model.parameters())
         opt.step()
-        sizes["optimizer"] = _tensor_bytes(t for state in opt.state.values()
+        sizes["optimizer"] = tensor_bytes(t for state in opt.state.values()
                                            for t in state.values() if torch.is_tensor(t))
         opt.zero_grad(set_to_none=True)
 
@@ -154,7 +154,7 @@ def measure_training(model, batch: int, seq_len: int, optimizer: str = "adamw",
     model.eval()
     # Weights, gradients and optimizer states are the exact sizes of those tensors; the
     # activations are the most the tracker saw kept for the backward pass at any moment.
-    weights = _tensor_bytes([*model.parameters(), *model.buffers()])
+    weights = tensor_bytes([*model.parameters(), *model.buffers()])
     return Measured(weights=weights, activations=peaks.get("ACT", 0), gradients=sizes["gradients"],
                     optimizer=sizes["optimizer"], peak=total_peak, device=str(device),
                     allocator_peak=allocator,

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 
 from gpulab import collectives, memory, specs
 from gpulab.errors import GpulabConfigError, require_positive, require_positive_ints
+from gpulab.measure import PCIE_LANE_GBS, pcie_peak_bytes_per_s
 from gpulab.memory import Breakdown
 from gpulab.modelspec import ModelSpec
 
@@ -362,12 +363,9 @@ def step_communication_seconds(transfers: list[Transfer], bus_bytes_per_s: float
 
 # ---------------------------------------------------------------- links
 
-# PCIe per lane and direction: transfer rate (GT/s) x encoding efficiency / 8 bits per byte.
-# PCI-SIG base specifications, as tabulated in https://en.wikipedia.org/wiki/PCI_Express
-# ("Comparison table"): gens 1-2 use 8b/10b, gens 3-5 128b/130b; gen 6 uses PAM4 with FLIT
-# encoding (no line code), whose FLIT overhead is not counted here.
-PCIE_GENERATIONS = {1: (2.5, 8 / 10), 2: (5.0, 8 / 10), 3: (8.0, 128 / 130), 4: (16.0, 128 / 130),
-                    5: (32.0, 128 / 130), 6: (64.0, 1.0)}
+# PCIe per lane and direction comes from chapter 1's table (gpulab.measure.PCIE_LANE_GBS: transfer
+# rate x line encoding / 8, from the PCI-SIG base specifications).
+PCIE_GENERATIONS = tuple(PCIE_LANE_GBS)
 PCIE_SOURCE = "PCI-SIG base specifications (GT/s, encoding); https://en.wikipedia.org/wiki/PCI_Express"
 
 
@@ -387,8 +385,7 @@ def pcie(gen: int, lanes: int = 16) -> Link:
                                 f"{', '.join(map(str, PCIE_GENERATIONS))}")
     if lanes not in (1, 2, 4, 8, 16):
         raise GpulabConfigError(f"lanes={lanes!r} must be 1, 2, 4, 8 or 16")
-    gts, encoding = PCIE_GENERATIONS[gen]
-    return Link(f"PCIe {gen}.0 x{lanes}", gts * 1e9 * encoding / 8 * lanes, PCIE_SOURCE)
+    return Link(f"PCIe {gen}.0 x{lanes}", pcie_peak_bytes_per_s(gen, lanes), PCIE_SOURCE)
 
 
 def _gpu(gpu: specs.GPUSpec | str) -> specs.GPUSpec:
