@@ -12,9 +12,18 @@ from __future__ import annotations
 
 import argparse
 
-from gpulab import budget, generation, hardware, measure, memprobe, perf, specs, timing
-from gpulab.memory import ModelSpec
-from gpulab.tables import Table
+from gpulab import (
+    budget,
+    generation,
+    hardware,
+    measure,
+    peaks,
+    perf,
+    torch_models,
+    units,
+)
+from gpulab.estimate.memory import ModelSpec
+from gpulab.ui.tables import Table
 
 SIZES = {  # hidden, layers, heads, kv heads, MLP width; vocab 32000 as in Llama-2
     "tiny (~20M)": (256, 4, 8, 2, 688),
@@ -52,7 +61,7 @@ def main() -> None:
     for name, shape in sizes.items():
         cfg = config_for(*shape)
         spec = ModelSpec.from_hf_config(cfg, name)
-        model = memprobe.build_model(cfg, device=device)
+        model = torch_models.build_model(cfg, device=device)
         result = generation.measure_decode(model, batch=1, prompt_len=prompt, new_tokens=new)
         bound = perf.decode_tokens_per_s(spec, "fp32", "fp32", 1, prompt + new // 2, bw / 1e9)
         step_bytes = perf.decode_bytes_per_step(spec, "fp32", "fp32", 1, prompt + new // 2)
@@ -60,7 +69,7 @@ def main() -> None:
                      "measured tokens/s": result.tokens_per_s, "bound tokens/s": bound,
                      "measured / bound": result.tokens_per_s / bound})
         del model
-    print(f"device {device}; measured bandwidth {timing.format_rate(bw, 'B/s')} (triad, beyond "
+    print(f"device {device}; measured bandwidth {units.format_rate(bw, 'B/s')} (triad, beyond "
           f"the caches); fp32 weights; batch 1, prompt {prompt}, {new} new tokens\n")
     print(Table(rows, list(rows[0]), formats={
         "params": lambda v: f"{v / 1e6:.0f}M", "MB read per token": lambda v: f"{v:.0f}",
@@ -69,13 +78,13 @@ def main() -> None:
     if device.type == "cuda":
         cfg = config_for(*SIZES["small (~100M)"])
         spec = ModelSpec.from_hf_config(cfg)
-        model = memprobe.build_model(cfg, device=device)
-        train = generation.train_steps(model, batch=8, seq_len=512, steps=10, precision="bf16-autocast")
-        peak, _, label = specs.device_peak(report, str(device), "bf16")
+        model = torch_models.build_model(cfg, device=device)
+        train = generation.train_steps(model, batch=8, seq_len=512, steps=10, precision="autocast-bf16")
+        peak, _, label = peaks.device_peak(report, str(device), "bf16")
         if peak:
             share = perf.mfu(train.tokens_per_s, spec, peak / 1e12, training=True, seq_len=512)
             print(f"\ntraining step, bf16 autocast, batch 8 x 512: {train.tokens_per_s:,.0f} tokens/s, "
-                  f"MFU {share:.1%} of {timing.format_rate(peak)} ({label})")
+                  f"MFU {share:.1%} of {units.format_rate(peak)} ({label})")
 
 
 if __name__ == "__main__":

@@ -16,9 +16,9 @@ import argparse
 
 import torch
 
-from gpulab import hardware, memprobe
-from gpulab.memory import ModelSpec, estimate_inference, estimate_training
-from gpulab.tables import Table
+from gpulab import hardware, memprobe, torch_models
+from gpulab.estimate.memory import ModelSpec, estimate_inference, estimate_training
+from gpulab.ui.tables import Table
 
 GOAL = 10.0
 MIB = 2**20
@@ -68,10 +68,10 @@ def rows_for(name: str, config: dict, device, batch: int, seq_len: int) -> list[
     dev = device.type
     infer_pred = estimate_inference(spec, weights="fp32", kv_cache="fp32", batch=batch,
                                     seq_len=seq_len, activations="fp32", device=dev)
-    infer_meas = memprobe.measure_inference(memprobe.build_model(config, device=device), batch, seq_len)
+    infer_meas = memprobe.measure_inference(torch_models.build_model(config, device=device), batch, seq_len)
     train_pred = estimate_training(spec, precision="fp32", optimizer="adamw", batch=batch,
                                    seq_len=seq_len, device=dev)
-    train_meas = memprobe.measure_training(memprobe.build_model(config, device=device), batch, seq_len)
+    train_meas = memprobe.measure_training(torch_models.build_model(config, device=device), batch, seq_len)
     out = []
     for mode, pred, meas in (("inference", infer_pred, infer_meas), ("training", train_pred, train_meas)):
         for row in memprobe.compare(pred, meas):

@@ -1,11 +1,11 @@
 """The slow training loop of lab 5, one fix at a time, on this machine (chapter 5).
 
-Runs `gpulab.slowloop.SLOW` and each stage of `slowloop.stages(device)` (every fix of
-`slowloop.FIXES` added to the ones before, ending at `slowloop.fixed_config`), interleaved and
+Runs `gpulab.slowloop.SLOW` and each stage of `slowloop_grading.stages(device)` (every fix of
+`slowloop_grading.FIXES` added to the ones before, ending at `slowloop.fixed_config`), interleaved and
 repeated, and prints samples/s, the speed-up over the original loop, the share of time spent
 waiting for data, and whether each stage's losses match the original's. Exits 1 when a stage's
 losses do not match, when the fixed loop is slower than the original, or, on a CUDA GPU, when it
-is less than `slowloop.GPU_SPEEDUP_GOAL` times faster. On a CUDA GPU it writes its figures to
+is less than `slowloop_grading.GPU_SPEEDUP_GOAL` times faster. On a CUDA GPU it writes its figures to
 src/gpulab/data/measured/ with their provenance.
 
     python benchmarks/slow_loop.py [--device auto] [--quick] [--repeats 3]
@@ -18,8 +18,8 @@ import sys
 
 import torch
 
-from gpulab import hardware, measured, slowloop
-from gpulab.tables import Table
+from gpulab import hardware, measured, slowloop, slowloop_grading, slowloop_profile
+from gpulab.ui.tables import Table
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -32,17 +32,17 @@ def main(argv: list[str] | None = None) -> int:
     device = hardware.pick_device(args.device)
     report = hardware.detect()
     task, steps = slowloop.sizes(device, args.quick)
-    stages = slowloop.stages(device, task)
+    stages = slowloop_grading.stages(device, task)
     print(f"{report.backend} backend, device {device}, {torch.get_num_threads()} torch threads, "
           f"{stages[-1][1].num_workers} loader workers in the fixed loop; {steps} steps of "
           f"{task.batch} samples per run, {args.repeats} interleaved runs per stage")
-    timed = slowloop.measure(stages, steps, device, args.repeats, task=task, progress=False)
+    timed = slowloop_profile.measure(stages, steps, device, args.repeats, task=task, progress=False)
     base = timed["original"]
     rows, failures = [], []
     for label, _ in stages:
         t = timed[label]
         try:
-            slowloop.check_losses(t.runs[0], base.runs[0], label)
+            slowloop_grading.check_losses(t.runs[0], base.runs[0], label)
             agree = "yes"
         except AssertionError as err:
             agree = "NO"
@@ -56,7 +56,7 @@ def main(argv: list[str] | None = None) -> int:
                 title=f"each fix added to the previous ones, median of {args.repeats} runs, "
                       f"measured on {device}"))
     speedup = rows[-1]["speed-up"]
-    goal = slowloop.GPU_SPEEDUP_GOAL if device.type == "cuda" else 1.0
+    goal = slowloop_grading.GPU_SPEEDUP_GOAL if device.type == "cuda" else 1.0
     if speedup < goal:
         failures.append(f"the fixed loop is {speedup:.2f}x the original; the goal here is {goal}x")
     print(f"fixed loop: {speedup:.2f}x the original (goal on {device.type}: >= {goal}x)")

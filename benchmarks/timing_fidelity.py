@@ -20,8 +20,8 @@ import time
 import torch
 from torch.utils import benchmark as torch_benchmark
 
-from gpulab import hardware, measured, specs, timing
-from gpulab.tables import Table
+from gpulab import hardware, measured, peaks, roofline, timing, units
+from gpulab.ui.tables import Table
 
 GOAL = 0.05
 
@@ -76,7 +76,7 @@ def operations(device, quick: bool):
     norm = torch.nn.LayerNorm(1024, device=device)
     small = torch.randn(1024, device=device)
     ops = [
-        (f"matmul {n}^3 {str(dtype).removeprefix('torch.')}", lambda: a @ b, timing.matmul_flops(n, n, n)),
+        (f"matmul {n}^3 {str(dtype).removeprefix('torch.')}", lambda: a @ b, roofline.matmul_flops(n, n, n)),
         (f"add {big:,}", lambda: torch.add(x, y), None),
         (f"copy {big:,}", lambda: y.copy_(x), None),
         (f"softmax {big // 1024}x1024", lambda: torch.softmax(rows, -1), None),
@@ -125,19 +125,19 @@ def main() -> None:
     print(f"device {device}; torch {torch.__version__}; gpulab and torch.utils.benchmark both on "
           f"{threads} threads; perf_counter loop on the process's {torch.get_num_threads()} threads\n")
     print(Table(rows, ["op", "reference", "ours", "theirs", "ratio", "within 5%"],
-                formats={"ours": timing.format_seconds, "theirs": timing.format_seconds,
+                formats={"ours": units.format_seconds, "theirs": units.format_seconds,
                          "ratio": lambda v: f"{v:.3f}"}))
     misses = sum(r["within 5%"] == "NO" for r in rows)
     print(f"\n{len(rows) - misses} of {len(rows)} comparisons within {GOAL:.0%} "
           f"(each the median of {args.rounds} interleaved rounds)")
 
     precision = "bf16" if dtype == torch.bfloat16 else "fp32"
-    peak, _, label = specs.device_peak(report, str(device), precision)
+    peak, _, label = peaks.device_peak(report, str(device), precision)
     matmul_name, _, flops = ops[0]
     achieved = flops / figures[matmul_name]["median_s"]
-    share = timing.percent_of_peak(achieved, peak)
-    share_text = "peak unknown" if share is None else f"{share:.0f}% of {timing.format_rate(peak)} ({label})"
-    print(f"best matmul here: {matmul_name}: {timing.format_rate(achieved)}, {share_text}")
+    share = roofline.percent_of_peak(achieved, peak)
+    share_text = "peak unknown" if share is None else f"{share:.0f}% of {units.format_rate(peak)} ({label})"
+    print(f"best matmul here: {matmul_name}: {units.format_rate(achieved)}, {share_text}")
 
     if device.type == "cuda":
         gpu = report.gpus[device.index or 0] if report.gpus else None

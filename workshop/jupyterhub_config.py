@@ -38,7 +38,7 @@ import os
 import sys
 from pathlib import Path
 
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 
 c = get_config()  # noqa: F821  (traitlets provides get_config to config files)
 

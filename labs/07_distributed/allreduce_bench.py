@@ -17,7 +17,7 @@ import torch.distributed as dist
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from gpulab import budget
-from gpulab.collectives import algorithm_bandwidth, bus_bandwidth
+from gpulab.estimate.collectives import algorithm_bandwidth, bus_bandwidth
 
 KIB, MIB = 2**10, 2**20
 

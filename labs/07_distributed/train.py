@@ -23,7 +23,7 @@ from torch import nn
 from torch.distributed.elastic.multiprocessing.errors import record
 
 from gpulab import budget
-from gpulab.collectives import ZERO_STAGES, sharded_bytes_per_rank
+from gpulab.estimate.collectives import ZERO_STAGES, sharded_bytes_per_rank
 
 STRATEGIES = {"ddp": 0, "zero1": 1, "fsdp": 3}  # name -> ZeRO stage it corresponds to
 LR = 1e-3

@@ -1,7 +1,61 @@
 """gpulab: the library behind the course "GPU Acceleration for AI, hands-on".
 
-Each module has one concern (see DESIGN.md): ``hardware`` detects the machine,
-``doctor`` turns that report into findings, ``labs`` checks exercises.
+The package is cut into layers, each a subpackage that owns one kind of concern and imports
+only the layers below it (CONTRIBUTING.md has the map; an import-linter contract in
+``make test`` enforces it):
+
+    course     teaching support: exercise checks, the slow loop and its grading, the fact-check
+    ui         tables, plots, widgets, static calculators: presentation only
+    bench      code that runs kernels and times them
+    estimate   pure formulas (no torch): memory, speed bounds, parallelism, choice, cost
+    machine    what this machine is and what is wrong with it (estimate's sibling)
+    reference  data with sources: GPU and CPU specs, models, formats, drivers, links
+    core       errors, the validation layer, units
+
+Notebooks import modules by their short names, ``from gpulab import memory, timing, specs``:
+every module of every layer is importable that way, loaded the first time it is used.
 """
 
+from __future__ import annotations
+
+import importlib
+from types import ModuleType
+
 __version__ = "0.1.0"
+
+# The layers, bottom to top, and the modules each owns. A module's short name is unique
+# across layers, so `from gpulab import memory` means gpulab.estimate.memory.
+LAYERS: dict[str, tuple[str, ...]] = {
+    "core": ("errors", "validate", "units"),
+    "reference": ("specs", "modelspec", "hf_config", "models", "formats", "drivers", "links",
+                  "measured"),
+    "machine": ("hardware", "report", "visible", "nvml", "torch_probe", "host", "device",
+                "peaks", "doctor", "rules", "versions", "monitor", "budget", "next_steps"),
+    "estimate": ("memory", "perf", "roofline", "parallel", "serving", "collectives", "choose",
+                 "cost", "power", "levers", "calculator"),
+    "bench": ("timing", "measure", "memprobe", "torch_models", "generation", "attention",
+              "syncs", "batching", "oom", "quantize", "workloads", "loading", "compiled",
+              "triton_support", "launch", "precision", "progress", "quiet", "record"),
+    "ui": ("tables", "plots", "widgets", "calculators"),
+    "course": ("labs", "slowloop", "slowloop_grading", "slowloop_profile", "textdata",
+               "derivations", "claims_hardware", "claims_models", "factcheck"),
+}
+MODULES: dict[str, str] = {name: f"gpulab.{layer}.{name}"
+                           for layer, names in LAYERS.items() for name in names}
+
+__all__ = ["LAYERS", "MODULES", "__version__"]  # `import *` should not load every layer
+
+
+def __getattr__(name: str) -> ModuleType:
+    """Import ``gpulab.<name>`` from its layer the first time it is asked for (PEP 562)."""
+    path = MODULES.get(name)
+    if path is None:
+        raise AttributeError(f"module 'gpulab' has no attribute {name!r}")
+    module = importlib.import_module(path)
+    globals()[name] = module  # later lookups skip this function
+    return module
+
+
+def __dir__() -> list[str]:
+    """The short names, for tab completion."""
+    return sorted([*__all__, *MODULES])

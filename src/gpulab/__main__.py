@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from gpulab import __version__, doctor
+from gpulab import __version__
+from gpulab.machine import doctor
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from gpulab import calculators
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 from tests.site.conftest import open_offline
 
 PAGE = "notebooks/06_choosing_hardware.html"

@@ -54,7 +54,7 @@ def test_score_matrix_bytes():
 
 def test_compile_result_arithmetic():
     """Speed-up and the calls needed to repay the compile time."""
-    from gpulab.timing import Measurement
+    from gpulab.bench.timing import Measurement
 
     r = compiled.CompileResult(10.0, Measurement("e", (0.004,), 1, 1, "cpu"),
                                Measurement("c", (0.002,), 1, 1, "cpu"), 0.0)

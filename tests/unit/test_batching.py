@@ -3,7 +3,7 @@
 import pytest
 
 from gpulab import batching
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 
 
 def test_sweep_reports_consistent_rates():

@@ -11,7 +11,7 @@ import re
 import pytest
 
 from gpulab import calculators, cost, memory
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 
 
 @pytest.fixture(scope="module")

@@ -7,8 +7,8 @@ import dataclasses
 import pytest
 
 from gpulab import memory, models, perf, specs
-from gpulab.choose import APPLE_GPU_SHARE, Candidate, Workload, evaluate, recommend
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
+from gpulab.estimate.choose import APPLE_GPU_SHARE, Candidate, Workload, evaluate, recommend
 
 LLAMA70_INT4_8K = Workload("Llama-3-70B", weight_format="int4", context_tokens=8192)
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab.collectives import (
+from gpulab.core.errors import GpulabConfigError
+from gpulab.estimate.collectives import (
     ZERO_STAGES,
     algorithm_bandwidth,
     allreduce_bus_factor,
@@ -13,7 +14,6 @@ from gpulab.collectives import (
     fit_ring_model,
     sharded_bytes_per_rank,
 )
-from gpulab.errors import GpulabConfigError
 
 
 @pytest.mark.parametrize("n, factor", [(1, 0.0), (2, 1.0), (4, 1.5), (8, 1.75)])

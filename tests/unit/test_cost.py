@@ -7,7 +7,7 @@ import math
 import pytest
 
 from gpulab import cost, specs
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 
 # The GPU tutorial's example (seed 000, FAQ "云端GPU和本地GPU哪个更好"): electricity at
 # 0.6 CNY/kWh, an RTX 4090 "at 350 W full load", 10 hours a day.

@@ -8,9 +8,10 @@ import pytest
 import torch
 
 from gpulab import __main__ as cli
-from gpulab import doctor
-from gpulab.doctor import Finding, diagnose, required_drivers
-from gpulab.hardware import CPUInfo, GPUInfo, HardwareReport, TorchInfo
+from gpulab import doctor, drivers
+from gpulab.machine.doctor import Finding, diagnose
+from gpulab.machine.hardware import CPUInfo, GPUInfo, HardwareReport, TorchInfo
+from gpulab.reference.drivers import required_drivers
 
 GIB = 1024**3
 CPU_MACHINE = torch.version.cuda is None and torch.version.hip is None
@@ -557,7 +558,7 @@ def test_exit_code():
 
 
 def test_driver_table_loads_and_every_row_has_a_source():
-    table = doctor.load_driver_table()
+    table = drivers.load_driver_table()
     assert "cuda-toolkit-release-notes" in table["url"]
     rows = table["toolkit_drivers"] + table["minor_version_compatibility"]
     assert rows
@@ -568,15 +569,15 @@ def test_driver_table_loads_and_every_row_has_a_source():
 
 
 def test_driver_table_is_consistent():
-    table = doctor.load_driver_table()
+    table = drivers.load_driver_table()
     minimum = {row["major"]: row for row in table["minor_version_compatibility"]}
     for row in table["toolkit_drivers"]:
         major = int(row["cuda"].split(".")[0])
         for os_family in ("linux", "windows"):
             if row[os_family] is None:
                 continue
-            have = doctor._version_tuple(row[os_family])
-            assert have >= doctor._version_tuple(minimum[major][os_family]), row
+            have = drivers.version_tuple(row[os_family])
+            assert have >= drivers.version_tuple(minimum[major][os_family]), row
 
 
 def test_required_drivers_lookup():

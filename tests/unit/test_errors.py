@@ -2,7 +2,7 @@
 
 import pytest
 
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 
 
 def test_config_error_is_a_value_error():

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from gpulab import factcheck
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 
 CSV = Path(__file__).resolve().parents[3] / "shared" / "reference" / "seed_claims.csv"
 

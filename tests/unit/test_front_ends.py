@@ -9,7 +9,7 @@ import pytest
 
 matplotlib.use("Agg")
 
-from gpulab import doctor, hardware, next_steps, plots, widgets  # noqa: E402
+from gpulab import calculator, doctor, hardware, next_steps, plots, widgets  # noqa: E402
 
 GIB = 1024**3
 
@@ -98,15 +98,15 @@ def test_memory_breakdown_plot_stacks_parts():
 
 def test_calculator_estimates_and_verdicts():
     """The calculator's logic: catalogue or pasted config, inference or training, verdict lines."""
-    spec, b = widgets.calculator_estimate("Llama-3-70B", "", "inference", "q4_k_m", "bf16",
-                                          "bf16-mixed", "adamw", 4096, 1)
-    lines = widgets.calculator_lines(spec, b, [("RTX 4090", 24 * 2**30)])
+    spec, b = calculator.estimate_for("Llama-3-70B", "", "inference", "q4_k_m", "bf16",
+                                      "bf16-mixed", "adamw", 4096, 1)
+    lines = calculator.fit_verdicts(b, [("RTX 4090", 24 * 2**30)])
     assert lines[0] == "your RTX 4090 (26 GB): does not fit"
     assert lines[-1].startswith("fits on one:") and "H100 SXM" in lines[-1]
     cfg = '{"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, ' \
           '"num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 1000}'
-    spec, b = widgets.calculator_estimate(widgets.PASTE, cfg, "training", "int4", "bf16",
-                                          "fp32", "adamw", 128, 2)
+    spec, b = calculator.estimate_for(calculator.PASTE, cfg, "training", "int4", "bf16",
+                                      "fp32", "adamw", 128, 2)
     assert b.gradients == spec.n_params * 4
 
 
@@ -115,8 +115,8 @@ def test_calculator_estimates_and_verdicts():
 def test_calculator_bad_config_says_why(text, message):
     """A pasted config that cannot be read raises a ValueError that says why."""
     with pytest.raises(ValueError, match=message):
-        widgets.calculator_estimate(widgets.PASTE, text, "inference", "int4", "bf16",
-                                    "bf16-mixed", "adamw", 4096, 1)
+        calculator.estimate_for(calculator.PASTE, text, "inference", "int4", "bf16",
+                                "bf16-mixed", "adamw", 4096, 1)
 
 
 def test_memory_calculator_builds_its_controls():

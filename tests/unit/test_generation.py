@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gpulab import generation, memprobe
-from gpulab.errors import GpulabConfigError
+from gpulab import generation, torch_models
+from gpulab.core.errors import GpulabConfigError
 
 TINY = dict(model_type="llama", hidden_size=64, intermediate_size=128,
             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
@@ -16,7 +16,7 @@ TINY = dict(model_type="llama", hidden_size=64, intermediate_size=128,
 @pytest.fixture(scope="module")
 def model64():
     """float64, so cached and uncached logits cannot differ by rounding at a near tie."""
-    return memprobe.build_model(TINY, dtype=torch.float64)
+    return torch_models.build_model(TINY, dtype=torch.float64)
 
 
 def test_cached_and_uncached_greedy_decoding_give_the_same_tokens(model64):
@@ -32,7 +32,7 @@ def test_cached_and_uncached_greedy_decoding_give_the_same_tokens(model64):
 
 def test_the_cache_processes_fewer_positions_and_is_faster_at_a_long_prompt():
     """With the cache a step sees one position per sequence; without it, all of them."""
-    model = memprobe.build_model(TINY)
+    model = torch_models.build_model(TINY)
     prompt, new, batch = 256, 8, 2
     cached = generation.measure_decode(model, batch, prompt, new, use_cache=True)
     uncached = generation.measure_decode(model, batch, prompt, new, use_cache=False)
@@ -49,15 +49,15 @@ def test_the_cache_processes_fewer_positions_and_is_faster_at_a_long_prompt():
 
 def test_prefill_is_a_measurement():
     """measure_prefill times a forward pass with timing.benchmark."""
-    model = memprobe.build_model(TINY)
+    model = torch_models.build_model(TINY)
     m = generation.measure_prefill(model, batch=1, prompt_len=32, min_run_time=0.02)
     assert m.median > 0 and m.device == "cpu" and "prefill" in m.label
 
 
-@pytest.mark.parametrize("precision", ["fp32", "bf16-autocast"])
+@pytest.mark.parametrize("precision", ["fp32", "autocast-bf16"])
 def test_training_steps_lower_the_loss(precision):
     """Training on one batch memorises it: the loss falls over a few steps."""
-    model = memprobe.build_model(TINY)
+    model = torch_models.build_model(TINY)
     r = generation.train_steps(model, batch=2, seq_len=32, steps=5, precision=precision,
                                lr=3e-3)
     assert len(r.losses) == 5 and r.losses[-1] < r.losses[0]
@@ -71,7 +71,7 @@ def test_training_steps_lower_the_loss(precision):
 
 def test_activation_checkpointing_lowers_the_peak_and_is_undone():
     """Checkpointing keeps fewer activations; afterwards no_grad forwards work again."""
-    model = memprobe.build_model(TINY)
+    model = torch_models.build_model(TINY)
     plain = generation.train_steps(model, batch=4, seq_len=64, steps=2)
     ckpt = generation.train_steps(model, batch=4, seq_len=64, steps=2,
                                   activation_checkpointing=True)
@@ -84,17 +84,17 @@ def test_activation_checkpointing_lowers_the_peak_and_is_undone():
 def test_fp16_autocast_is_refused_on_the_cpu():
     """fp16 autocast with a GradScaler needs CUDA; on the CPU the error says what to use
     instead."""
-    model = memprobe.build_model(TINY)
-    with pytest.raises(GpulabConfigError, match="fp16-autocast.*CUDA.*bf16-autocast"):
+    model = torch_models.build_model(TINY)
+    with pytest.raises(GpulabConfigError, match="autocast-fp16.*CUDA.*autocast-bf16"):
         generation.train_steps(model, batch=1, seq_len=8, steps=1,
-                               precision="fp16-autocast")
+                               precision="autocast-fp16")
     with pytest.raises(GpulabConfigError, match="precision='fp8'"):
         generation.train_steps(model, batch=1, seq_len=8, steps=1, precision="fp8")
 
 
 def test_grad_modes_compare_three_modes():
     """inference_mode and no_grad keep no graph: their peak is at most autograd's."""
-    model = memprobe.build_model(TINY)
+    model = torch_models.build_model(TINY)
     modes = generation.grad_modes(model, batch=2, seq_len=64, min_run_time=0.02)
     assert list(modes) == ["inference_mode", "no_grad", "autograd"]
     assert all(seconds > 0 and peak > 0 for seconds, peak in modes.values())
@@ -105,8 +105,8 @@ def test_grad_modes_compare_three_modes():
 def test_operators_per_decode_step_grow_with_the_layers():
     """Each layer adds the same operators to a step; an expression counts its own ops."""
     assert generation.count_ops(lambda: torch.ones(3) + 1) == 2
-    two = generation.ops_per_decode_step(memprobe.build_model(TINY), 1, prompt_len=8)
-    deeper = memprobe.build_model(dict(TINY, num_hidden_layers=4))
+    two = generation.ops_per_decode_step(torch_models.build_model(TINY), 1, prompt_len=8)
+    deeper = torch_models.build_model(dict(TINY, num_hidden_layers=4))
     four = generation.ops_per_decode_step(deeper, 1, prompt_len=8)
     per_layer = (four - two) / 2
     assert per_layer > 10 and per_layer == int(per_layer)

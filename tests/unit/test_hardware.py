@@ -11,9 +11,9 @@ import pynvml
 import pytest
 import torch
 
-from gpulab import hardware
-from gpulab.errors import GpulabConfigError
-from gpulab.hardware import (
+from gpulab import hardware, host, nvml, torch_probe
+from gpulab.core.errors import GpulabConfigError
+from gpulab.machine.hardware import (
     CPUInfo,
     GPUInfo,
     HardwareReport,
@@ -83,7 +83,7 @@ def full_gpu(name: str, uuid: str) -> dict:
 
 
 class FakeNVML:
-    """Enough of the pynvml module for hardware._nvml_gpus; ``fail`` names calls that raise."""
+    """Enough of the pynvml module for nvml.nvml_gpus; ``fail`` names calls that raise."""
 
     NVMLError = FakeNVMLError
     NVMLError_LibraryNotFound = FakeLibraryNotFound
@@ -206,7 +206,7 @@ ALL = parse_visible_devices(None)
 
 def test_no_pynvml_installed(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` raise ImportError
-    gpus, present, notes = hardware._nvml_gpus(ALL)
+    gpus, present, notes = nvml.nvml_gpus(ALL)
     assert gpus is None and present == 0
     assert notes == ["nvidia-ml-py (pynvml) is not installed"]
 
@@ -221,7 +221,7 @@ def test_no_pynvml_installed_detect_still_works(monkeypatch, tmp_path):
 def test_nvml_library_missing_with_fake_classes(monkeypatch):
     fake = FakeNVML(init_error=FakeLibraryNotFound("NVML Shared Library Not Found"))
     monkeypatch.setitem(sys.modules, "pynvml", fake)  # detect() imports it by name
-    gpus, present, notes = hardware._nvml_gpus(ALL)
+    gpus, present, notes = nvml.nvml_gpus(ALL)
     assert gpus is None and present == 0
     assert notes == ["NVML library not found (no NVIDIA driver installed?)"]
 
@@ -229,28 +229,28 @@ def test_nvml_library_missing_with_fake_classes(monkeypatch):
 def test_nvml_library_missing_with_real_pynvml_exceptions():
     fake = FakeNVML(init_error=pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND))
     fake.NVMLError_LibraryNotFound = pynvml.NVMLError_LibraryNotFound
-    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
     assert gpus is None
     assert "NVML library not found" in notes[0]
 
 
 def test_nvml_driver_not_loaded():
     fake = FakeNVML(init_error=FakeDriverNotLoaded("Driver Not Loaded"))
-    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
     assert gpus is None
     assert "not loaded" in notes[0]
 
 
 def test_nvml_other_error_keeps_its_message():
     fake = FakeNVML(init_error=FakeNVMLError("Insufficient Permissions"))
-    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
     assert gpus is None
     assert notes == ["NVML could not start: Insufficient Permissions"]
 
 
 def test_two_gpus_full_data_parsed():
     fake = two_gpus()
-    gpus, present, notes = hardware._nvml_gpus(ALL, fake)
+    gpus, present, notes = nvml.nvml_gpus(ALL, fake)
     assert present == 2 and notes == []
     assert [g.name for g in gpus] == ["NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4080"]
     g = gpus[0]
@@ -277,12 +277,12 @@ def test_two_gpus_full_data_parsed():
 
 @pytest.mark.parametrize(("raw", "expected"), [(12040, "12.4"), (11080, "11.8"), (13000, "13.0")])
 def test_cuda_version_from_int(raw, expected):
-    assert hardware._cuda_version_from_int(raw) == expected
+    assert nvml._cuda_version_from_int(raw) == expected
 
 
 def test_nvml_call_failing_in_the_middle():
     fake = two_gpus(fail={("memory", 0)})
-    gpus, present, notes = hardware._nvml_gpus(ALL, fake)
+    gpus, present, notes = nvml.nvml_gpus(ALL, fake)
     assert present == 2
     assert gpus[0].name == "NVIDIA GeForce RTX 4090"  # read before the failing call
     assert gpus[0].memory_total_bytes is None and gpus[0].memory_free_bytes is None
@@ -294,26 +294,26 @@ def test_nvml_call_failing_in_the_middle():
 
 def test_nvml_unsupported_field_is_none_with_a_note():
     fake = two_gpus(fail={("power_mw", "unsupported")})
-    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
     assert gpus[0].power_draw_w is None and gpus[0].power_limit_w == pytest.approx(450.0)
     assert "GPU 0 power draw: not supported by this GPU or driver" in notes
 
 
 def test_decode_throttle_reasons_with_real_pynvml_constants():
     bits = pynvml.nvmlClocksThrottleReasonGpuIdle | pynvml.nvmlClocksThrottleReasonSwPowerCap
-    assert hardware._decode_throttle_reasons(pynvml, bits) == ["GpuIdle", "SwPowerCap"]
-    assert hardware._decode_throttle_reasons(pynvml, 0) == []
+    assert nvml._decode_throttle_reasons(pynvml, bits) == ["GpuIdle", "SwPowerCap"]
+    assert nvml._decode_throttle_reasons(pynvml, 0) == []
 
 
 def test_decode_throttle_reasons_old_names_and_missing_constants():
     old = SimpleNamespace(nvmlClocksThrottleReasonHwSlowdown=0x8)  # no other constant known
-    assert hardware._decode_throttle_reasons(old, 0xFF) == ["HwSlowdown"]
+    assert nvml._decode_throttle_reasons(old, 0xFF) == ["HwSlowdown"]
 
 
 def test_throttle_reasons_fall_back_to_the_old_call():
     fake = two_gpus()
     fake.nvmlDeviceGetCurrentClocksEventReasons = None  # an nvidia-ml-py before 12.535
-    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
     assert gpus[0].throttle_reasons == ["SwPowerCap", "HwThermalSlowdown"] and notes == []
 
 
@@ -324,19 +324,19 @@ def test_throttle_reasons_fall_back_when_the_new_call_fails():
         raise FakeNVMLError("Function Not Found")
 
     fake.nvmlDeviceGetCurrentClocksEventReasons = new_call_fails  # old driver, new library
-    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
     assert gpus[1].throttle_reasons == ["SwPowerCap", "HwThermalSlowdown"] and notes == []
 
 
 def test_throttle_reasons_unreadable_are_none_with_a_note():
     fake = two_gpus(fail={("clocks_event_reasons", "unsupported")})
-    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
     assert gpus[0].throttle_reasons is None
     assert "GPU 0 clock throttle reasons: not supported by this GPU or driver" in notes
     fake = two_gpus()
     fake.nvmlDeviceGetCurrentClocksEventReasons = None
     fake.nvmlDeviceGetCurrentClocksThrottleReasons = None
-    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
     assert gpus[0].throttle_reasons is None
     assert "GPU 0 clock throttle reasons: this nvidia-ml-py has no call for them" in notes
 
@@ -344,13 +344,13 @@ def test_throttle_reasons_unreadable_are_none_with_a_note():
 def test_no_throttle_reason_is_an_empty_list():
     fake = two_gpus()
     fake.gpus[0]["clocks_event_reasons"] = 0
-    gpus, _, _ = hardware._nvml_gpus(ALL, fake)
+    gpus, _, _ = nvml.nvml_gpus(ALL, fake)
     assert gpus[0].throttle_reasons == []
 
 
 def test_utilization_and_processes_unreadable_are_none():
     fake = two_gpus(fail={("utilization", 0), ("processes", 0)})
-    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
     assert gpus[0].utilization_gpu_percent is None
     assert gpus[0].other_processes_memory_bytes is None
     assert gpus[0].throttle_reasons == ["SwPowerCap", "HwThermalSlowdown"]  # read on its own
@@ -365,14 +365,14 @@ def test_utilization_and_processes_unreadable_are_none():
 def test_no_other_process_is_zero_bytes():
     fake = two_gpus()
     fake.gpus[0]["processes"] = [SimpleNamespace(pid=os.getpid(), usedGpuMemory=5 * GIB)]
-    gpus, _, _ = hardware._nvml_gpus(ALL, fake)
+    gpus, _, _ = nvml.nvml_gpus(ALL, fake)
     assert gpus[0].other_processes_memory_bytes == 0
 
 
 def test_nvml_shutdown_even_when_listing_fails():
     fake = two_gpus()
     fake.nvmlDeviceGetHandleByIndex = None  # calling None raises TypeError inside the listing
-    gpus, _, notes = hardware._nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
     assert gpus == []
     assert fake.shutdown_calls == 1
     assert notes
@@ -382,7 +382,7 @@ def test_nvml_shutdown_even_when_listing_fails():
 
 
 def visible_gpus(value: str):
-    return hardware._nvml_gpus(parse_visible_devices(value), two_gpus())
+    return nvml.nvml_gpus(parse_visible_devices(value), two_gpus())
 
 
 def test_visible_devices_empty_hides_all():
@@ -461,20 +461,20 @@ def test_detect_notes_hip_hiding(tmp_path):
 
 @cpu_only
 def test_torch_info_cpu_build():
-    info, notes = hardware._torch_info()
+    info, notes = torch_probe.torch_info()
     assert info.installed and info.build == "cpu-only"
     assert info.cuda_version is None and not info.cuda_available
     assert info.arch_list == [] and info.device_count == 0
-    assert hardware._backend(info) == "cpu"
+    assert torch_probe.backend_of(info) == "cpu"
     assert any("CPU-only build" in n for n in notes)
 
 
 def test_torch_not_installed(monkeypatch):
     monkeypatch.setitem(sys.modules, "torch", None)
-    info, notes = hardware._torch_info()
+    info, notes = torch_probe.torch_info()
     assert not info.installed and info.build == "not installed"
     assert "torch is not installed" in notes[0]
-    assert hardware._backend(info) == "cpu"
+    assert torch_probe.backend_of(info) == "cpu"
 
 
 def fake_torch(hip=None, cuda="12.4", available=True):
@@ -521,7 +521,7 @@ def test_cuda_build_backend(tmp_path):
 def test_read_meminfo(tmp_path):
     path = tmp_path / "meminfo"
     path.write_text("MemTotal:       16384000 kB\nMemFree:  1 kB\nMemAvailable:    8192000 kB\n")
-    assert hardware._read_meminfo(str(path)) == (16384000 * 1024, 8192000 * 1024)
+    assert host.read_meminfo(str(path)) == (16384000 * 1024, 8192000 * 1024)
 
 
 def test_no_meminfo_and_psutil_fails(tmp_path, monkeypatch):
@@ -532,7 +532,7 @@ def test_no_meminfo_and_psutil_fails(tmp_path, monkeypatch):
 
     monkeypatch.setattr(psutil, "virtual_memory", broken)
     missing = str(tmp_path / "no-meminfo")
-    assert hardware._read_meminfo(missing) is None
+    assert host.read_meminfo(missing) is None
     report = detect(environ={}, meminfo_path=missing, nvml=two_gpus(), dev_dir=str(tmp_path))
     assert report.ram_total_bytes is None and report.ram_available_bytes is None
     assert any(n.startswith("RAM size unknown") for n in report.notes)
@@ -540,7 +540,7 @@ def test_no_meminfo_and_psutil_fails(tmp_path, monkeypatch):
 
 def test_no_meminfo_falls_back_to_psutil(tmp_path):
     notes: list[str] = []
-    total, available = hardware._ram(str(tmp_path / "missing"), notes)
+    total, available = host.ram(str(tmp_path / "missing"), notes)
     assert total and total > 0 and available is not None and notes == []
 
 
@@ -550,36 +550,36 @@ def test_cpu_flags_x86(tmp_path):
         "processor\t: 0\nmodel name\t: Test CPU 9000\ncpu MHz\t\t: 2599.998\n"
         "flags\t\t: fpu sse avx2 fma avx512f avx512_bf16 amx_tile\n"
     )
-    flags = hardware._read_cpu_flags(str(path))
+    flags = host.read_cpu_flags(str(path))
     assert {"avx2", "avx512f"} <= flags
-    assert hardware._extensions_from_flags(flags) == [
+    assert host.extensions_from_flags(flags) == [
         "AVX2",
         "AVX-512",
         "AVX-512 BF16",
         "AMX",
         "FMA",
     ]
-    assert hardware._cpu_info(str(path)).model == "Test CPU 9000"
-    assert hardware._cpu_info(str(path)).reported_frequency_mhz == 2599.998
+    assert host.cpu_info(str(path)).model == "Test CPU 9000"
+    assert host.cpu_info(str(path)).reported_frequency_mhz == 2599.998
 
 
 def test_cpu_flags_arm(tmp_path):
     path = tmp_path / "cpuinfo"
     path.write_text("processor\t: 0\nFeatures\t: fp asimd evtstrm aes\n")
-    assert hardware._extensions_from_flags(hardware._read_cpu_flags(str(path))) == ["NEON"]
+    assert host.extensions_from_flags(host.read_cpu_flags(str(path))) == ["NEON"]
 
 
 def test_cpu_flags_missing_file(tmp_path):
-    assert hardware._read_cpu_flags(str(tmp_path / "none")) is None
-    cpu = hardware._cpu_info(str(tmp_path / "none"))
+    assert host.read_cpu_flags(str(tmp_path / "none")) is None
+    cpu = host.cpu_info(str(tmp_path / "none"))
     assert cpu.vector_extensions == [] or sys.platform == "darwin"
     assert cpu.logical_cores and cpu.logical_cores >= 1
 
 
 def test_macos_sysctl_extensions():
     values = {"hw.optional.avx2_0": "1", "hw.optional.avx512f": "0", "hw.optional.fma": "1"}
-    assert hardware._extensions_from_sysctl(values, "x86_64") == ["AVX2", "FMA"]
-    assert hardware._extensions_from_sysctl({}, "arm64") == ["NEON"]
+    assert host.extensions_from_sysctl(values, "x86_64") == ["AVX2", "FMA"]
+    assert host.extensions_from_sysctl({}, "arm64") == ["NEON"]
 
 
 def test_colab_detection():

@@ -15,8 +15,8 @@ from pathlib import Path
 import pytest
 
 from gpulab import launch
-from gpulab.errors import GpulabConfigError
-from gpulab.launch import DistributedJobError, parse_failure_summary, plan_job, run_torchrun
+from gpulab.bench.launch import DistributedJobError, parse_failure_summary, plan_job, run_torchrun
+from gpulab.core.errors import GpulabConfigError
 
 LAB = Path(__file__).resolve().parents[2] / "labs" / "07_distributed"
 

@@ -2,8 +2,8 @@
 
 import pytest
 
-from gpulab import levers, memprobe, models
-from gpulab.errors import GpulabConfigError
+from gpulab import levers, memprobe, models, torch_models
+from gpulab.core.errors import GpulabConfigError
 
 TINY = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128,
             num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4)
@@ -28,20 +28,20 @@ def test_accumulation_keeps_gradients_beside_the_activations():
 
 
 def test_set_to_none_frees_the_gradients():
-    model = memprobe.build_model(TINY)
-    kept = levers.grads_between_steps(model, 2, 16, set_to_none=False)
-    freed = levers.grads_between_steps(model, 2, 16, set_to_none=True)
+    model = torch_models.build_model(TINY)
+    kept = memprobe.grads_between_steps(model, 2, 16, set_to_none=False)
+    freed = memprobe.grads_between_steps(model, 2, 16, set_to_none=True)
     assert freed == 0
     assert kept == 4 * sum(p.numel() for p in model.parameters())
 
 
 def test_empty_cache_demo_is_cuda_only():
-    assert levers.empty_cache_demo("cpu", 1024) is None
+    assert memprobe.empty_cache_demo("cpu", 1024) is None
 
 
 @pytest.mark.gpu
 def test_empty_cache_does_not_free_a_referenced_tensor():
-    steps = {s.step: s for s in levers.empty_cache_demo("cuda", 64 * 2**20)}
+    steps = {s.step: s for s in memprobe.empty_cache_demo("cuda", 64 * 2**20)}
     held = steps["empty_cache() while it is referenced"]
     assert held.allocated_bytes >= 64 * 2**20
     assert steps["del the tensor"].reserved_bytes >= 64 * 2**20  # cached, not returned

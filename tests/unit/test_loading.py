@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from gpulab import loading
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 
 
 def test_disk_bounds_follow_from_line_rates():

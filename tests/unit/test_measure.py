@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gpulab import budget, measure
-from gpulab.errors import GpulabConfigError
+from gpulab import budget, links, measure
+from gpulab.core.errors import GpulabConfigError
 
 
 def test_matmul_point_counts_work_and_intensity():
@@ -77,9 +77,9 @@ def test_unknown_names_are_refused():
 
 def test_pcie_peaks():
     """PCIe 4.0 x16: 16 GT/s x 128/130 / 8 bits x 16 lanes = 31.5 GB/s; unknown link -> None."""
-    assert measure.pcie_peak_bytes_per_s(4, 16) == pytest.approx(31.508e9, rel=1e-3)
-    assert measure.pcie_peak_bytes_per_s(3, 16) == pytest.approx(15.754e9, rel=1e-3)
-    assert measure.pcie_peak_bytes_per_s(None, 16) is None
+    assert links.pcie_peak_bytes_per_s(4, 16) == pytest.approx(31.508e9, rel=1e-3)
+    assert links.pcie_peak_bytes_per_s(3, 16) == pytest.approx(15.754e9, rel=1e-3)
+    assert links.pcie_peak_bytes_per_s(None, 16) is None
 
 
 def test_host_to_device_needs_a_cuda_gpu():

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from gpulab import measured
+from gpulab import measured, record
 
 
 def test_save_and_load_with_provenance(tmp_path):
     """Two sections for one GPU land in one file named after it, each with its provenance."""
-    prov = measured.provenance("NVIDIA H200", "570.86", command="benchmarks/x.py")
+    prov = record.provenance("NVIDIA H200", "570.86", "cuda", command="benchmarks/x.py")
     assert prov["torch"] and prov["date"] and prov["command"] == "benchmarks/x.py"
     path = measured.save("NVIDIA H200", "timing", {"matmul_tflops": 700.0}, prov, tmp_path)
     measured.save("NVIDIA H200", "decode", {"tokens_per_s": 10.0}, prov, tmp_path)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import pytest
 
 from gpulab import memory, models
-from gpulab.errors import GpulabConfigError
-from gpulab.memory import ModelSpec, estimate_inference, estimate_training
+from gpulab.core.errors import GpulabConfigError
+from gpulab.estimate.memory import ModelSpec, estimate_inference, estimate_training
 
 LLAMA_70B = models.get("Llama-3-70B")
 LLAMA_8B = models.get("Llama-3-8B")

@@ -4,15 +4,16 @@ from __future__ import annotations
 
 import json
 import warnings
+from importlib import resources
 from pathlib import Path
 
 import pytest
 
 from gpulab import models
-from gpulab.errors import GpulabConfigError
-from gpulab.modelspec import ModelSpec
+from gpulab.core.errors import GpulabConfigError
+from gpulab.reference.modelspec import ModelSpec
 
-CONFIG_DIR = Path(models.__file__).parent / "data" / "model_configs"
+CONFIG_DIR = Path(str(resources.files("gpulab"))) / "data" / "model_configs"
 REQUIRED = ("Llama-3-8B", "Llama-3-70B", "Llama-3.1-8B", "Llama-3.2-1B", "Llama-3.2-3B",
             "Qwen2.5-7B", "Qwen2.5-72B", "Mistral-7B", "Mixtral-8x7B", "Phi-3-mini",
             "DeepSeek-R1")

@@ -12,8 +12,8 @@ import warnings
 
 import pytest
 
-from gpulab.errors import GpulabConfigError
-from gpulab.modelspec import SUPPORTED_MODEL_TYPES, ModelSpec
+from gpulab.core.errors import GpulabConfigError
+from gpulab.reference.modelspec import SUPPORTED_MODEL_TYPES, ModelSpec
 
 torch = pytest.importorskip("torch")
 transformers = pytest.importorskip("transformers")
@@ -223,7 +223,7 @@ def test_name_and_architectures_only_config():
     ({"head_dim": -8}, "head_dim=-8"),
     ({"n_heads": 6, "n_kv_heads": 6}, "n_heads=6 does not divide hidden_size=64"),
     ({"n_kv_heads": 3}, "n_kv_heads=3 must divide n_heads=8"),
-    ({"norm": "batchnorm"}, "norm='batchnorm' is not one of"),
+    ({"norm": "batchnorm"}, "norm='batchnorm' is not a known norm; use one of: rmsnorm, layernorm"),
     ({"n_routed_experts": 4, "experts_per_token": 5, "moe_intermediate_size": 8},
      "experts_per_token=5 must be between 1 and n_routed_experts=4"),
     ({"n_routed_experts": 4, "experts_per_token": 0, "moe_intermediate_size": 8},

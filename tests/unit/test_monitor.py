@@ -3,8 +3,8 @@
 import pytest
 
 from gpulab import monitor
-from gpulab.errors import GpulabConfigError
-from gpulab.hardware import THROTTLE_REASONS
+from gpulab.core.errors import GpulabConfigError
+from gpulab.machine.hardware import THROTTLE_REASONS
 
 
 def test_watch_runs_the_load_and_samples_the_cpu():

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gpulab import budget, oom
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 
 MIB = 2**20
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab import memory, models, parallel, perf
-from gpulab.errors import GpulabConfigError
-from gpulab.parallel import Strategy
+from gpulab import links, memory, models, parallel, perf, serving
+from gpulab.core.errors import GpulabConfigError
+from gpulab.estimate.parallel import Strategy
 
 LLAMA_70B = models.get("Llama-3-70B")
 LLAMA_7B = models.get("Llama-2-7B")
@@ -127,7 +127,7 @@ def test_combined_strategy_adds_data_parallel_sync_over_its_shard():
 def test_two_gpu_gradient_all_reduce_over_pcie_4_by_hand():
     """7B full gradients in bf16 over PCIe 4.0 x16: 2 x 6.74e9 bytes x 2(2-1)/2 / 31.5 GB/s."""
     moves = parallel.communication_per_step(LLAMA_7B, Strategy("DP"), 2, 2, 512)
-    link = parallel.pcie(4, 16)
+    link = links.pcie(4, 16)
     want = 2 * LLAMA_7B.n_params * 1.0 / (16e9 * 128 / 130 / 8 * 16)
     assert parallel.step_communication_seconds(moves, link.bytes_per_s) == pytest.approx(want)
     assert parallel.step_communication_seconds(moves, link.bytes_per_s, latency_s=1e-3) \
@@ -135,20 +135,20 @@ def test_two_gpu_gradient_all_reduce_over_pcie_4_by_hand():
 
 
 def test_pcie_rates_per_direction():
-    assert parallel.pcie(3).bytes_per_s == pytest.approx(15.754e9, rel=1e-4)
-    assert parallel.pcie(4).bytes_per_s == pytest.approx(31.508e9, rel=1e-4)
-    assert parallel.pcie(5).bytes_per_s == pytest.approx(63.015e9, rel=1e-4)
-    assert parallel.pcie(4, 8).bytes_per_s == pytest.approx(parallel.pcie(4).bytes_per_s / 2)
+    assert links.pcie(3).bytes_per_s == pytest.approx(15.754e9, rel=1e-4)
+    assert links.pcie(4).bytes_per_s == pytest.approx(31.508e9, rel=1e-4)
+    assert links.pcie(5).bytes_per_s == pytest.approx(63.015e9, rel=1e-4)
+    assert links.pcie(4, 8).bytes_per_s == pytest.approx(links.pcie(4).bytes_per_s / 2)
 
 
 def test_gpu_links_from_the_spec_table():
-    assert parallel.nvlink("RTX 3090").bytes_per_s == 56.25e9  # 112.5 GB/s both ways
-    assert parallel.nvlink("RTX 4090") is None
-    assert parallel.gpu_link("RTX 4090").name == "PCIe 4.0 x16"
-    assert parallel.gpu_link("RTX 3090", "pcie").name == "PCIe 4.0 x16"
-    assert parallel.gpu_link("H100 SXM").bytes_per_s == 450e9
+    assert links.nvlink("RTX 3090").bytes_per_s == 56.25e9  # 112.5 GB/s both ways
+    assert links.nvlink("RTX 4090") is None
+    assert links.gpu_link("RTX 4090").name == "PCIe 4.0 x16"
+    assert links.gpu_link("RTX 3090", "pcie").name == "PCIe 4.0 x16"
+    assert links.gpu_link("H100 SXM").bytes_per_s == 450e9
     with pytest.raises(GpulabConfigError, match="no NVLink"):
-        parallel.gpu_link("RTX 4090", "nvlink")
+        links.gpu_link("RTX 4090", "nvlink")
 
 
 def test_lora_parameters_by_hand():
@@ -164,18 +164,18 @@ def test_lora_parameters_by_hand():
 
 def test_layer_split_reads_at_one_cards_bandwidth():
     """Two equal cards one after the other: the single-card bound on the whole model."""
-    two = parallel.layer_split_tokens_per_s(LLAMA_70B, [936, 936], "q4_k_m")
+    two = serving.layer_split_tokens_per_s(LLAMA_70B, [936, 936], "q4_k_m")
     assert two == pytest.approx(perf.decode_tokens_per_s(LLAMA_70B, "q4_k_m", "bf16", 1, 4096, 936))
-    mixed = parallel.layer_split_tokens_per_s(LLAMA_70B, [936, 1008], "q4_k_m")
+    mixed = serving.layer_split_tokens_per_s(LLAMA_70B, [936, 1008], "q4_k_m")
     harmonic = 2 / (1 / 936 + 1 / 1008)
     assert mixed == pytest.approx(perf.decode_tokens_per_s(LLAMA_70B, "q4_k_m", "bf16", 1, 4096, harmonic))
 
 
 def test_tensor_parallel_decode_adds_bandwidths_minus_all_reduces():
-    one = parallel.tensor_parallel_tokens_per_s(LLAMA_70B, 936, 1, 31.5e9, "q4_k_m")
+    one = serving.tensor_parallel_tokens_per_s(LLAMA_70B, 936, 1, 31.5e9, "q4_k_m")
     assert one == pytest.approx(perf.decode_tokens_per_s(LLAMA_70B, "q4_k_m", "bf16", 1, 4096, 936))
-    free = parallel.tensor_parallel_tokens_per_s(LLAMA_70B, 936, 2, 31.5e9, "q4_k_m")
-    slow = parallel.tensor_parallel_tokens_per_s(LLAMA_70B, 936, 2, 31.5e9, "q4_k_m", latency_s=20e-6)
+    free = serving.tensor_parallel_tokens_per_s(LLAMA_70B, 936, 2, 31.5e9, "q4_k_m")
+    slow = serving.tensor_parallel_tokens_per_s(LLAMA_70B, 936, 2, 31.5e9, "q4_k_m", latency_s=20e-6)
     assert one < free < 2 * one and slow < free
     # 160 all-reduces of 16 KB cost 160 x 16384 / 31.5e9 s on top of the halved reads
     read = perf.decode_bytes_per_step(LLAMA_70B, "q4_k_m") / (2 * 936e9)
@@ -183,15 +183,15 @@ def test_tensor_parallel_decode_adds_bandwidths_minus_all_reduces():
 
 
 def test_split_inference_divides_weights_and_cache():
-    one = parallel.split_inference(LLAMA_70B, 1, "q4_k_m")
+    one = serving.split_inference(LLAMA_70B, 1, "q4_k_m")
     assert one.total == memory.estimate_inference(LLAMA_70B, "q4_k_m").total
-    two = parallel.split_inference(LLAMA_70B, 2, "q4_k_m")
+    two = serving.split_inference(LLAMA_70B, 2, "q4_k_m")
     assert two.weights == -(-one.weights // 2) and two.activations == one.activations
     # int4 (group 128): more than one 24 GB card, less than two
-    assert 24e9 < parallel.split_inference(LLAMA_70B, 1, "int4").total
-    assert parallel.split_inference(LLAMA_70B, 2, "int4").total < 24e9
+    assert 24e9 < serving.split_inference(LLAMA_70B, 1, "int4").total
+    assert serving.split_inference(LLAMA_70B, 2, "int4").total < 24e9
     # Q4_K_M: the 512-token prefill chunks of llama.cpp are what bring it under 24 GB a card
-    chunked = parallel.split_inference(LLAMA_70B, 2, "q4_k_m", prefill_chunk=512)
+    chunked = serving.split_inference(LLAMA_70B, 2, "q4_k_m", prefill_chunk=512)
     assert chunked.total < 24e9 < two.total
     assert chunked.activations == memory.inference_activation_bytes(LLAMA_70B, 1, 512)
 
@@ -214,11 +214,11 @@ def test_bubble_fraction():
     (lambda: parallel.memory_per_gpu({}, Strategy("DP"), 8, 8), "spec"),
     (lambda: parallel.communication_per_step(LLAMA_70B, Strategy("DP"), 8, 8, precision="fp8"),
      "precision"),
-    (lambda: parallel.pcie(7), "gen=7"),
-    (lambda: parallel.pcie(4, 3), "lanes=3"),
-    (lambda: parallel.gpu_link("RTX 4090", "infiniband"), "kind"),
-    (lambda: parallel.layer_split_tokens_per_s(LLAMA_70B, []), "bandwidths_gbs"),
-    (lambda: parallel.layer_split_tokens_per_s(LLAMA_70B, [936, 0]), r"bandwidths_gbs\[1\]"),
+    (lambda: links.pcie(7), "gen=7"),
+    (lambda: links.pcie(4, 3), "lanes=3"),
+    (lambda: links.gpu_link("RTX 4090", "infiniband"), "kind"),
+    (lambda: serving.layer_split_tokens_per_s(LLAMA_70B, []), "bandwidths_gbs"),
+    (lambda: serving.layer_split_tokens_per_s(LLAMA_70B, [936, 0]), r"bandwidths_gbs\[1\]"),
     (lambda: parallel.step_communication_seconds([], 0), "bus_bytes_per_s"),
 ])
 def test_bad_input_names_the_field(call, field):

@@ -6,9 +6,9 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from gpulab import memory, memprobe, models, perf
-from gpulab.errors import GpulabConfigError
-from gpulab.memory import ModelSpec
+from gpulab import memory, models, perf, torch_models
+from gpulab.core.errors import GpulabConfigError
+from gpulab.estimate.memory import ModelSpec
 
 LLAMA_70B = models.get("Llama-3-70B")
 LLAMA_8B = models.get("Llama-3-8B")
@@ -67,7 +67,7 @@ def test_attention_term_by_hand():
 def test_forward_flops_match_flop_counter_mode(attention):
     """FlopCounterMode on a real (eager-attention) Llama counts what the formula says (0.1%)."""
     spec = ModelSpec.from_hf_config(TINY)
-    model = memprobe.build_model(TINY, attn_implementation="eager")
+    model = torch_models.build_model(TINY, attn_implementation="eager")
     ids = torch.randint(0, 1000, (2, 64))
     with FlopCounterMode(display=False) as counter, torch.no_grad():
         model(input_ids=ids, use_cache=False)
@@ -82,7 +82,7 @@ def test_forward_flops_match_flop_counter_mode(attention):
 def test_training_flops_match_flop_counter_mode():
     """Forward + backward counted by FlopCounterMode is 3 x the forward, within 0.5%."""
     spec = ModelSpec.from_hf_config(TINY)
-    model = memprobe.build_model(TINY, attn_implementation="eager").train()
+    model = torch_models.build_model(TINY, attn_implementation="eager").train()
     ids = torch.randint(0, 1000, (2, 64))
     with FlopCounterMode(display=False) as counter:
         model(input_ids=ids, labels=ids).loss.backward()
@@ -118,7 +118,7 @@ def test_bad_input_names_the_field(call, field):
 
 def test_layers_that_fit_a_24_gb_card():
     """Llama-3-70B at Q4_K_M: each layer's weights + fp16 cache; the count fills but fits 24 GB."""
-    from gpulab.memory import CUDA_CONTEXT_BYTES, gpu_layers_that_fit, layer_bytes
+    from gpulab.estimate.memory import CUDA_CONTEXT_BYTES, gpu_layers_that_fit, layer_bytes
 
     n = gpu_layers_that_fit(LLAMA_70B, 24e9, "q4_k_m", 4096)
     sizes = layer_bytes(LLAMA_70B, "q4_k_m", 4096)
@@ -129,7 +129,7 @@ def test_layers_that_fit_a_24_gb_card():
 
 def test_offloading_bound_by_hand():
     """Half the layers in RAM: time = GPU bytes / GPU bandwidth + RAM bytes / RAM bandwidth."""
-    from gpulab.memory import layer_bytes
+    from gpulab.estimate.memory import layer_bytes
 
     sizes = layer_bytes(LLAMA_70B, "q4_k_m", 4096)
     head = LLAMA_70B.params_by_component()["lm_head"] * 4.84 / 8

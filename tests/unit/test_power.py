@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab.errors import GpulabConfigError
-from gpulab.power import (
+from gpulab.core.errors import GpulabConfigError
+from gpulab.estimate.power import (
     COMMON_PSU_W,
     Build,
     build_for_gpu,

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 import torch
 
-from gpulab import memprobe, quantize
-from gpulab.errors import GpulabConfigError
-from gpulab.memory import bits_per_weight
+from gpulab import quantize, torch_models
+from gpulab.core.errors import GpulabConfigError
+from gpulab.estimate.memory import bits_per_weight
 
 
 def _weight(out=64, inp=256, seed=0):
@@ -111,7 +111,7 @@ TINY = dict(model_type="llama", hidden_size=64, intermediate_size=128, num_hidde
 
 def test_quantize_linear_weights_skips_embeddings_and_head():
     """Decoder matrices change; embedding, head and norms do not; bytes follow the formula."""
-    model = memprobe.build_model(TINY)
+    model = torch_models.build_model(TINY)
     before = {n: p.detach().clone() for n, p in model.named_parameters()}
     report = quantize.quantize_linear_weights_(model, 4, 32)
     after = dict(model.named_parameters())
@@ -130,7 +130,7 @@ def test_quantize_linear_weights_handles_fused_experts():
     cfg = dict(model_type="mixtral", hidden_size=64, intermediate_size=128, num_hidden_layers=1,
                num_attention_heads=4, num_key_value_heads=2, num_local_experts=4,
                num_experts_per_tok=2, vocab_size=100)
-    model = memprobe.build_model(cfg)
+    model = torch_models.build_model(cfg)
     expert = next(p for n, p in model.named_parameters() if p.ndim == 3)
     old = expert.detach().clone()
     quantize.quantize_linear_weights_(model, 8)

@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gpulab import roofline
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 
 RTX_4090 = (165.2e12, 1008e9)  # dense bf16 FLOP/s and bytes/s (shared/reference/gpu_specs.json)
 

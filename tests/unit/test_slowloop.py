@@ -9,9 +9,10 @@ import numpy as np
 import pytest
 import torch
 
-from gpulab import slowloop
-from gpulab.errors import GpulabConfigError
-from gpulab.slowloop import FIXES, SLOW, LoopConfig, Task
+from gpulab import formats, precision, slowloop, slowloop_grading, slowloop_profile
+from gpulab.core.errors import GpulabConfigError
+from gpulab.course.slowloop import SLOW, LoopConfig, Task
+from gpulab.course.slowloop_grading import FIXES
 
 # A task small enough for a unit test: a few milliseconds per step on a CPU.
 TINY = Task(batch=16, image_size=8, hidden=32, dataset_size=2000, transform_passes=2)
@@ -46,7 +47,8 @@ def test_bad_task_names_the_field(kwargs, field):
     ({"num_workers": -1}, "num_workers"), ({"num_workers": 1.5}, "num_workers"),
     ({"micro_batch": 0}, "micro_batch"), ({"sync_every": 0}, "sync_every"),
     ({"precompute": "yes"}, "precompute"), ({"pin_memory": 1}, "pin_memory"),
-    ({"autocast": "fp8"}, "autocast"), ({"autocast": "fp16"}, "autocast='fp16' needs a CUDA")])
+    ({"precision": "fp8"}, "precision"),
+    ({"precision": "autocast-fp16"}, "precision='autocast-fp16' needs a CUDA")])
 def test_bad_loop_config_names_the_field(changes, field):
     """A LoopConfig with an unusable value is refused before anything runs, naming the field."""
     with pytest.raises(GpulabConfigError, match=field):
@@ -174,10 +176,10 @@ def test_each_fix_alone_keeps_the_loss_curve(fix, reference):
     """Each fix applied to the slow loop on its own gives the same losses, within tolerance."""
     # workers and bf16 even where fixed_config would not use them (2 cores; a CPU)
     target = dataclasses.replace(slowloop.fixed_config("cpu", TINY), num_workers=2,
-                                 autocast="bf16")
+                                 precision="autocast-bf16")
     config = dataclasses.replace(SLOW, **{f: getattr(target, f) for f in fix.fields})
     result = run(config)
-    slowloop.check_losses(result, reference, fix.label)
+    slowloop_grading.check_losses(result, reference, fix.label)
 
 
 def test_fixes_that_keep_the_micro_batch_give_bitwise_equal_losses(reference):
@@ -190,16 +192,16 @@ def test_fixes_that_keep_the_micro_batch_give_bitwise_equal_losses(reference):
 def test_fixed_loop_matches_the_slow_loop_on_cpu(reference):
     """All fixes together: the losses match the slow loop's within the fp32 tolerance."""
     fixed = run(slowloop.fixed_config("cpu", TINY))
-    check = slowloop.check_losses(fixed, reference, "the fixed loop")
+    check = slowloop_grading.check_losses(fixed, reference, "the fixed loop")
     assert check.max_abs_error < 1e-5
 
 
 def test_bf16_autocast_on_cpu_stays_within_its_tolerance(reference):
     """Autocast's bf16 products change the losses a little: within loss_tolerance, not equal."""
-    config = dataclasses.replace(slowloop.fixed_config("cpu", TINY), autocast="bf16")
+    config = dataclasses.replace(slowloop.fixed_config("cpu", TINY), precision="autocast-bf16")
     result = run(config)
     assert result.losses != reference.losses
-    slowloop.check_losses(result, reference, "bf16 autocast")
+    slowloop_grading.check_losses(result, reference, "bf16 autocast")
 
 
 def test_the_loss_check_fails_on_a_changed_training():
@@ -207,20 +209,20 @@ def test_the_loss_check_fails_on_a_changed_training():
     base = run(slowloop.fixed_config("cpu", TINY), steps=8)
     other_order = run(slowloop.fixed_config("cpu", TINY), seed=1, steps=8)
     with pytest.raises(AssertionError, match="losses"):
-        slowloop.check_losses(other_order, base)
+        slowloop_grading.check_losses(other_order, base)
     faster_lr = run(slowloop.fixed_config("cpu", TINY), dataclasses.replace(TINY, lr=0.06),
                     steps=8)
     with pytest.raises(AssertionError, match="disagrees"):
-        slowloop.check_losses(faster_lr, base)
+        slowloop_grading.check_losses(faster_lr, base)
     with pytest.raises(AssertionError, match="same steps"):
-        slowloop.check_losses(run(SLOW, steps=2), base)
+        slowloop_grading.check_losses(run(SLOW, steps=2), base)
 
 
 def test_tolerances_grow_with_lower_precision():
     """fp32 is held tightest, bf16 loosest."""
-    tol = {a: slowloop.loss_tolerance(dataclasses.replace(SLOW, autocast=a))["rtol"]
-           for a in slowloop.AUTOCAST}
-    assert tol["off"] < tol["fp16"] < tol["bf16"] <= 0.05
+    tol = {a: slowloop_grading.loss_tolerance(dataclasses.replace(SLOW, precision=a))["rtol"]
+           for a in formats.AUTOCAST_PRECISIONS}
+    assert tol["fp32"] < tol["autocast-fp16"] < tol["autocast-bf16"] <= 0.05
 
 
 # ---------------------------------------------------------------- fixes and stages
@@ -231,8 +233,8 @@ def test_fixed_config_on_cpu():
     config = slowloop.fixed_config("cpu", TINY)
     assert config.micro_batch == TINY.batch and config.precompute
     assert config.num_workers == slowloop.recommended_workers("cpu")
-    assert config.autocast == "off" and not config.pin_memory and config.sync_every >= 10
-    assert slowloop.fast_autocast("cpu") == "off"
+    assert config.precision == "fp32" and not config.pin_memory and config.sync_every >= 10
+    assert precision.fast_precision("cpu") == "fp32"
 
 
 def test_recommended_workers_leave_the_training_its_cores(monkeypatch):
@@ -248,7 +250,7 @@ def test_recommended_workers_leave_the_training_its_cores(monkeypatch):
 
 def test_stages_add_one_fix_at_a_time_and_end_fixed():
     """Each stage changes only its fix's fields; the last is fixed_config."""
-    stages = slowloop.stages("cpu", TINY)
+    stages = slowloop_grading.stages("cpu", TINY)
     assert [label for label, _ in stages] == ["original"] + [f.label for f in FIXES]
     assert stages[0][1] == SLOW and stages[-1][1] == slowloop.fixed_config("cpu", TINY)
     for (_, before), (_, after), fix in zip(stages[:-1], stages[1:], FIXES, strict=True):
@@ -260,7 +262,7 @@ def test_check_fix_accepts_a_right_fix_and_returns_its_run(reference):
     def fix_precompute(config):
         return dataclasses.replace(config, precompute=True)
 
-    result = slowloop.check_fix(fix_precompute, FIXES[0], SLOW, reference, STEPS, "cpu", TINY)
+    result = slowloop_grading.check_fix(fix_precompute, FIXES[0], SLOW, reference, STEPS, "cpu", TINY)
     assert result.config.precompute and result.losses == reference.losses
 
 
@@ -270,7 +272,7 @@ def test_check_fix_says_not_written_yet_for_a_stub(reference):
         raise NotImplementedError("count them once")
 
     with pytest.raises(AssertionError, match="`fix_precompute` is not written yet: count them"):
-        slowloop.check_fix(fix_precompute, FIXES[0], SLOW, reference, STEPS, "cpu", TINY)
+        slowloop_grading.check_fix(fix_precompute, FIXES[0], SLOW, reference, STEPS, "cpu", TINY)
 
 
 @pytest.mark.parametrize("answer, message", [
@@ -281,7 +283,7 @@ def test_check_fix_says_not_written_yet_for_a_stub(reference):
 def test_check_fix_explains_a_wrong_fix(answer, message, reference):
     """A wrong answer fails with what is wrong, before any training."""
     with pytest.raises(AssertionError, match=message):
-        slowloop.check_fix(answer, FIXES[0], SLOW, reference, STEPS, "cpu", TINY)
+        slowloop_grading.check_fix(answer, FIXES[0], SLOW, reference, STEPS, "cpu", TINY)
 
 
 @pytest.mark.parametrize("fix, wrong, message", [
@@ -290,7 +292,7 @@ def test_check_fix_explains_a_wrong_fix(answer, message, reference):
 def test_each_fix_has_a_goal(fix, wrong, message, reference):
     """A half-done fix is named: a bigger but not whole batch, a sync every other micro-batch."""
     with pytest.raises(AssertionError, match=message):
-        slowloop.check_fix(lambda c: dataclasses.replace(c, **wrong), fix, SLOW, reference,
+        slowloop_grading.check_fix(lambda c: dataclasses.replace(c, **wrong), fix, SLOW, reference,
                            STEPS, "cpu", TINY)
 
 
@@ -299,28 +301,28 @@ def test_each_fix_has_a_goal(fix, wrong, message, reference):
 
 def test_measure_runs_a_repeated_config_once():
     """Two labels for the same config (a fix that changes nothing here) share their runs."""
-    timed = slowloop.measure([("a", SLOW), ("b", SLOW)], 1, "cpu", repeats=2, task=TINY,
+    timed = slowloop_profile.measure([("a", SLOW), ("b", SLOW)], 1, "cpu", repeats=2, task=TINY,
                              progress=False)
     assert timed["a"].runs is timed["b"].runs and len(timed["a"].runs) == 2
 
 
 def test_measure_interleaves_repeats_of_every_config():
     """Each config runs `repeats` times; the medians and losses are reported per label."""
-    timed = slowloop.measure({"slow": SLOW, "fixed": slowloop.fixed_config("cpu", TINY)},
+    timed = slowloop_profile.measure({"slow": SLOW, "fixed": slowloop.fixed_config("cpu", TINY)},
                              2, "cpu", repeats=2, task=TINY, progress=False)
     assert list(timed) == ["slow", "fixed"]
     for t in timed.values():
         assert len(t.runs) == 2 and t.seconds > 0 and len(t.losses) == 2
         assert t.samples_per_s == 2 * TINY.batch / t.seconds and 0 < t.data_share < 1
     with pytest.raises(GpulabConfigError, match="empty"):
-        slowloop.measure({}, 1, "cpu", task=TINY)
+        slowloop_profile.measure({}, 1, "cpu", task=TINY)
     with pytest.raises(GpulabConfigError, match="repeats"):
-        slowloop.measure({"slow": SLOW}, 1, "cpu", repeats=0, task=TINY)
+        slowloop_profile.measure({"slow": SLOW}, 1, "cpu", repeats=0, task=TINY)
 
 
 def test_profile_shows_the_phases_and_the_top_operators():
     """The profile names the loop's phases (data, class weights...) and real torch operators."""
-    report = slowloop.profile_loop(SLOW, 2, "cpu", task=TINY, top=5)
+    report = slowloop_profile.profile_loop(SLOW, 2, "cpu", task=TINY, top=5)
     phases = {p["phase"]: p for p in report.phases}
     assert {"wait for data", "class weights", "forward + backward", "optimizer step",
             "read the loss (.item)"} <= set(phases)
@@ -330,7 +332,7 @@ def test_profile_shows_the_phases_and_the_top_operators():
     assert 0 < len(report.ops) <= 5 and any(o["op"].startswith("aten::") for o in report.ops)
     assert report.ops == sorted(report.ops, key=lambda o: -o["seconds"])
     assert report.device_busy is None  # kernels' busy share is measured on CUDA only
-    fixed = slowloop.profile_loop(slowloop.fixed_config("cpu", TINY), 2, "cpu", task=TINY)
+    fixed = slowloop_profile.profile_loop(slowloop.fixed_config("cpu", TINY), 2, "cpu", task=TINY)
     counted = {p["phase"]: p for p in fixed.phases}["class weights"]
     # counted once before the loop, not at each of the 2 x 16 / 4 = 8 micro-batches (calls, not
     # seconds: no timing is asserted on a CPU CI machine)
@@ -340,8 +342,8 @@ def test_profile_shows_the_phases_and_the_top_operators():
 
 def test_long_kernel_names_are_cut():
     """CUDA kernel names run to hundreds of characters; the table keeps the first 64."""
-    assert slowloop._short("aten::mm") == "aten::mm"
-    cut = slowloop._short("void cutlass::Kernel<" + "x" * 200 + ">")
+    assert slowloop_profile._short("aten::mm") == "aten::mm"
+    cut = slowloop_profile._short("void cutlass::Kernel<" + "x" * 200 + ">")
     assert len(cut) == 64 and cut.endswith("...")
 
 
@@ -355,7 +357,7 @@ def test_fixed_loop_is_at_least_twice_as_fast_on_cuda():
         pytest.skip("needs a CUDA GPU")
     task, steps = slowloop.sizes("cuda", quick=True)  # what `make test-gpu` runs in the lab
     configs = {"slow": SLOW, "fixed": slowloop.fixed_config("cuda", task)}
-    timed = slowloop.measure(configs, steps, "cuda", repeats=3, task=task, progress=False)
-    slowloop.check_losses(timed["fixed"].runs[0], timed["slow"].runs[0], "the fixed loop")
+    timed = slowloop_profile.measure(configs, steps, "cuda", repeats=3, task=task, progress=False)
+    slowloop_grading.check_losses(timed["fixed"].runs[0], timed["slow"].runs[0], "the fixed loop")
     speedup = timed["fixed"].samples_per_s / timed["slow"].samples_per_s
-    assert speedup >= slowloop.GPU_SPEEDUP_GOAL, f"only {speedup:.2f}x faster on the GPU"
+    assert speedup >= slowloop_grading.GPU_SPEEDUP_GOAL, f"only {speedup:.2f}x faster on the GPU"

@@ -8,20 +8,12 @@ import re
 
 import pytest
 
-from gpulab import specs
-from gpulab.errors import GpulabConfigError
-from gpulab.hardware import CPUInfo, GPUInfo, HardwareReport, TorchInfo, detect
-from gpulab.specs import (
-    DTYPES,
-    CPUPeakEstimate,
-    GPUSpec,
-    cpu_peak,
-    device_peak,
-    find_gpu,
-    get_gpu,
-    load_gpus,
-    spec_table,
-)
+from gpulab import roofline, specs
+from gpulab.core.errors import GpulabConfigError
+from gpulab.estimate.roofline import spec_table
+from gpulab.machine.hardware import CPUInfo, GPUInfo, HardwareReport, TorchInfo, detect
+from gpulab.machine.peaks import CPUPeakEstimate, cpu_peak, device_peak
+from gpulab.reference.specs import DTYPES, GPUSpec, find_gpu, get_gpu, load_gpus
 
 GPUS = load_gpus()
 ROWS = sorted(GPUS)
@@ -118,8 +110,8 @@ def test_derived_values_are_none_when_fields_are_missing():
 
 def test_rtx_4090_ridge_point_by_hand():
     # 165.2 TFLOP/s bf16 / 1008 GB/s = 165.2e12 / 1008e9 = 163.9 FLOP per byte
-    assert get_gpu("RTX 4090").ridge_point("bf16") == pytest.approx(163.888, rel=1e-4)
-    assert get_gpu("RTX 4090").ridge_point() == get_gpu("RTX 4090").ridge_point("bf16")
+    assert roofline.gpu_ridge_point("RTX 4090", "bf16") == pytest.approx(163.888, rel=1e-4)
+    assert roofline.gpu_ridge_point(get_gpu("RTX 4090")) == roofline.gpu_ridge_point("RTX 4090", "bf16")
 
 
 def test_peak_flops_units_and_missing_precisions():
@@ -128,7 +120,7 @@ def test_peak_flops_units_and_missing_precisions():
     assert spec.bandwidth_bytes_per_s == pytest.approx(3.35e12)
     t4 = get_gpu("T4")
     assert t4.peak_flops("bf16") is None  # Turing has no bf16
-    assert t4.ridge_point() is None
+    assert roofline.gpu_ridge_point(t4) is None
     assert t4.peak_flops("fp16") == pytest.approx(65e12)
     assert get_gpu("Apple M3 Max").peak_flops("fp32") is None  # Apple publishes none
 
@@ -136,7 +128,7 @@ def test_peak_flops_units_and_missing_precisions():
 def test_peak_flops_rejects_unknown_dtype_naming_it():
     with pytest.raises(GpulabConfigError, match="'float32'") as info:
         get_gpu("RTX 4090").peak_flops("float32")
-    assert "'bf16'" in str(info.value)
+    assert "fp32, tf32, bf16" in str(info.value)
 
 
 def test_rows_are_immutable_and_load_gpus_returns_a_copy():
@@ -212,8 +204,12 @@ def test_find_gpu_uses_memory_to_pick_a_variant():
 def test_get_gpu_exact_then_reported_then_error():
     assert get_gpu("T4").name == "T4"
     assert get_gpu("Tesla T4").name == "T4"
-    with pytest.raises(GpulabConfigError, match="unknown GPU 'GTX 1650'; known: .*RTX 4090"):
+    with pytest.raises(GpulabConfigError, match="name='GTX 1650' is not a GPU in the spec table; "
+                       "did you mean 'GTX 1650 GDDR5'.* known: .*RTX 4090") as info:
         get_gpu("GTX 1650")
+    assert info.value.field == "name"
+    with pytest.raises(GpulabConfigError, match="did you mean 'RTX 4090'"):
+        get_gpu("RTX4090")
 
 
 def test_spec_table_rows():
@@ -363,7 +359,7 @@ def test_cpu_peak_arithmetic_of_the_articles_cpu():
 def test_cpu_table_rows_have_sources_and_bad_input_is_named():
     """Every CPU row cites a source; unknown names and clocks are refused clearly."""
     assert all(c.source for c in specs.load_cpus().values())
-    with pytest.raises(GpulabConfigError, match="unknown CPU"):
+    with pytest.raises(GpulabConfigError, match="name='Pentium 4' is not a CPU in the table"):
         specs.get_cpu("Pentium 4")
     with pytest.raises(GpulabConfigError, match="clock='max'"):
         specs.get_cpu("Core i9-13900K").peak_fp32_flops("max")

@@ -3,7 +3,7 @@
 import pytest
 
 from gpulab import syncs
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 
 SMALL = syncs.SyncConfig(batch=8, width=16, steps=5)
 

@@ -7,8 +7,8 @@ import matplotlib
 matplotlib.use("Agg")
 
 from gpulab import plots  # noqa: E402
-from gpulab.measure import RatePoint  # noqa: E402
-from gpulab.tables import Table  # noqa: E402
+from gpulab.bench.measure import RatePoint  # noqa: E402
+from gpulab.ui.tables import Table  # noqa: E402
 
 
 def test_table_text_and_html_agree():
@@ -49,7 +49,7 @@ def test_roofline_plot_has_roof_ridge_and_points():
 
 
 def test_table_columns_default_to_the_first_rows_keys():
-    from gpulab.tables import Table
+    from gpulab.ui.tables import Table
 
     t = Table([{"a": 1, "b": 2.5}, {"a": 3, "b": None}])
     assert list(t.columns) == ["a", "b"]
@@ -58,7 +58,7 @@ def test_table_columns_default_to_the_first_rows_keys():
 
 def test_throughput_vs_batch_draws_one_line_per_device():
     from gpulab import plots
-    from gpulab.batching import BatchPoint
+    from gpulab.bench.batching import BatchPoint
 
     pts = [BatchPoint(1, 1e-4, 1e4, 1e9), BatchPoint(8, 2e-4, 4e4, 4e9)]
     fig = plots.throughput_vs_batch({"cpu": pts, "cuda:0": pts})

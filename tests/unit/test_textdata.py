@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from gpulab import textdata
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 
 TINY = dict(model_type="llama", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
             num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=False)

@@ -7,8 +7,8 @@ import time
 import pytest
 import torch
 
-from gpulab import timing
-from gpulab.errors import GpulabConfigError
+from gpulab import roofline, timing, units
+from gpulab.core.errors import GpulabConfigError
 
 
 def test_benchmark_reports_median_spread_threads_and_device():
@@ -82,36 +82,36 @@ def test_measurement_statistics():
 
 def test_formatting():
     """Durations and rates get readable units."""
-    assert timing.format_seconds(1.5e-3) == "1.5 ms"
-    assert timing.format_seconds(2e-9) == "2 ns"
-    assert timing.format_rate(82.6e12) == "82.6 TFLOP/s"
-    assert timing.format_rate(1.008e12, "B/s") == "1.01 TB/s"
-    assert timing.format_rate(None) == "unknown"
+    assert units.format_seconds(1.5e-3) == "1.5 ms"
+    assert units.format_seconds(2e-9) == "2 ns"
+    assert units.format_rate(82.6e12) == "82.6 TFLOP/s"
+    assert units.format_rate(1.008e12, "B/s") == "1.01 TB/s"
+    assert units.format_rate(None) == "unknown"
 
 
 def test_work_of_common_operations():
     """FLOPs and bytes of a matmul, a copy, an element-wise op and the triad."""
-    assert timing.matmul_flops(2, 3, 4) == 48
-    assert timing.matmul_flops(2, 3, 4, batch=5) == 240
-    assert timing.matmul_bytes(2, 3, 4, torch.float16) == (8 + 12 + 6) * 2
-    assert timing.copy_bytes(10, torch.float32) == 80
-    assert timing.elementwise_bytes(10, torch.bfloat16) == 60
-    assert timing.triad_bytes(10, torch.float64) == 240
-    assert timing.itemsize(torch.float8_e4m3fn) == 1
+    assert roofline.matmul_flops(2, 3, 4) == 48
+    assert roofline.matmul_flops(2, 3, 4, batch=5) == 240
+    assert roofline.matmul_bytes(2, 3, 4, torch.float16) == (8 + 12 + 6) * 2
+    assert roofline.copy_bytes(10, torch.float32) == 80
+    assert roofline.elementwise_bytes(10, torch.bfloat16) == 60
+    assert roofline.triad_bytes(10, torch.float64) == 240
+    assert roofline.itemsize(torch.float8_e4m3fn) == 1
 
 
 def test_percent_of_peak_unknown_peak_is_none():
     """A rate against an unknown peak has no percentage, never a made-up one."""
-    assert timing.percent_of_peak(50.0, 200.0) == 25.0
-    assert timing.percent_of_peak(50.0, None) is None
-    assert timing.percent_of_peak(50.0, 0.0) is None
+    assert roofline.percent_of_peak(50.0, 200.0) == 25.0
+    assert roofline.percent_of_peak(50.0, None) is None
+    assert roofline.percent_of_peak(50.0, 0.0) is None
 
 
 @pytest.mark.parametrize("bad", [0, -1, 2.5, True])
 def test_sizes_must_be_positive_integers(bad):
     """A size that is not a positive integer is named in the error."""
     with pytest.raises(GpulabConfigError, match="m="):
-        timing.matmul_flops(bad, 2, 2)
+        roofline.matmul_flops(bad, 2, 2)
 
 
 @pytest.mark.gpu

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from gpulab import triton_support
-from gpulab.errors import GpulabConfigError
-from gpulab.labs import check
+from gpulab.core.errors import GpulabConfigError
+from gpulab.course.labs import check
 
 HAS_TRITON = importlib.util.find_spec("triton") is not None
 needs_triton = pytest.mark.skipif(not HAS_TRITON, reason="Triton is not installed (the kernels extra)")

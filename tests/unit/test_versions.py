@@ -3,7 +3,7 @@
 import stat
 
 from gpulab import hardware, versions
-from gpulab.hardware import GPUInfo, TorchInfo
+from gpulab.machine.hardware import GPUInfo, TorchInfo
 
 
 def _report(gpus, torch_info):

@@ -8,7 +8,7 @@ import pytest
 import torch
 
 from gpulab import workloads
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 
 
 class CountingUNet:

@@ -23,7 +23,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from gpulab.errors import GpulabConfigError
+from gpulab.core.errors import GpulabConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "workshop" / "jupyterhub_config.py"

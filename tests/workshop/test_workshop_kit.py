@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from gpulab import rules
 from workshop import attendee_links, singleuser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -148,9 +149,8 @@ def test_instructor_guide_gives_a_fix_for_every_doctor_finding():
     """Each finding code the doctor can emit has its row in the guide."""
     source = (ROOT / "src" / "gpulab" / "doctor.py").read_text()
     codes = set(re.findall(r'Finding\(\s*"(?:error|warning|info)",\s*"([a-z0-9-]+)"', source))
-    from gpulab import doctor
 
-    assert len(codes) == len(doctor.RULES)  # one code per rule: the regex found them all
+    assert len(codes) == len(rules.RULES)  # one code per rule: the regex found them all
     guide = GUIDE.read_text()
     missing = sorted(code for code in codes if f"`{code}`" not in guide)
     assert not missing, f"instructor_guide.md lacks the finding(s) {missing}"

@@ -1,0 +1,217 @@
+"""Measured rates of the operations chapter 1's lab sweeps (matmul, copy, triad, roofline points).
+
+Every function times with `gpulab.timing.benchmark`, keeps each allocation within
+`gpulab.budget` (a quarter of the free memory), shows a progress bar on long sweeps, and
+returns `RatePoint` rows that `gpulab.plots` draws and `gpulab.tables.Table` shows.
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from gpulab.bench import timing
+from gpulab.bench.progress import progress_bar
+from gpulab.core.errors import GpulabConfigError
+from gpulab.core.units import size_label
+from gpulab.estimate import roofline
+from gpulab.machine import budget
+
+PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+
+@dataclass(frozen=True)
+class RatePoint:
+    """One measured operation: its time and the rate it reached (FLOP/s or bytes/s)."""
+
+    op: str  # "matmul", "copy", "triad", "add", "softmax", "layernorm", "h2d"
+    size: str  # a readable size: "1024x1024x1024", "64 MiB"
+    precision: str
+    seconds: float  # median per call
+    iqr: float
+    work: float  # FLOPs or bytes per call
+    unit: str  # "FLOP/s" or "B/s"
+    nbytes: int = 0  # bytes per buffer, for bandwidth plots
+    intensity: float | None = None  # FLOP per byte, for roofline points
+    extra: dict = field(default_factory=dict)
+
+    @property
+    def rate(self) -> float:
+        """Work per second at the median time."""
+        return self.work / self.seconds
+
+    def percent_of(self, peak: float | None) -> float | None:
+        """The rate as a percentage of a peak (None when the peak is unknown)."""
+        return roofline.percent_of_peak(self.rate, peak)
+
+
+def torch_dtype(precision: str):
+    """The torch dtype that stores a precision ('tf32' computes on float32 storage)."""
+    import torch
+
+    table = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
+             "fp16": torch.float16}
+    if precision not in table:
+        raise GpulabConfigError(f"precision={precision!r} is not one of {', '.join(PRECISIONS)}")
+    return table[precision]
+
+
+@contextlib.contextmanager
+def matmul_precision(precision: str) -> Iterator[None]:
+    """Allow TF32 for float32 matrix products only inside a 'tf32' block (off by default)."""
+    import torch
+
+    before = torch.get_float32_matmul_precision()
+    torch.set_float32_matmul_precision("high" if precision == "tf32" else "highest")
+    try:
+        yield
+    finally:
+        torch.set_float32_matmul_precision(before)
+
+
+def matmul_precisions(device: Any, vector_extensions: Iterable[str] = (),
+                      compute_capability: str | None = None) -> list[str]:
+    """Precisions worth sweeping on a device: the ones its hardware runs natively."""
+    import torch
+
+    kind = torch.device(device).type
+    if kind == "cpu":
+        native_bf16 = bool({"AMX", "AVX-512 BF16"} & set(vector_extensions))
+        return ["fp32", "bf16"] if native_bf16 else ["fp32"]
+    if kind == "cuda":
+        major = int(compute_capability.split(".")[0]) if compute_capability else 0
+        if torch.version.hip:
+            return ["fp32", "bf16", "fp16"]
+        # TF32 and bf16 Tensor Core paths start with Ampere (compute capability 8.0)
+        return ["fp32", "tf32", "bf16", "fp16"] if major >= 8 else ["fp32", "fp16"]
+    if kind == "mps":
+        return ["fp32", "fp16"]
+    return ["fp32", "bf16", "fp16"]
+
+
+def matmul_point(device: Any, m: int, n: int, k: int, precision: str = "fp32",
+                 min_run_time: float = 0.1) -> RatePoint | None:
+    """Time one (m x k) @ (k x n) product; None when its operands would exceed the budget."""
+    import torch
+
+    dtype = torch_dtype(precision)
+    nbytes = roofline.matmul_bytes(m, n, k, dtype)
+    if not budget.fits(device, nbytes):
+        return None
+    a = torch.randn(m, k, device=device, dtype=dtype)
+    b = torch.randn(k, n, device=device, dtype=dtype)
+    with matmul_precision(precision), torch.inference_mode():
+        t = timing.benchmark(torch.matmul, a, b, min_run_time=min_run_time)
+    del a, b
+    return RatePoint("matmul", f"{m}x{n}x{k}", precision, t.median, t.iqr,
+                     roofline.matmul_flops(m, n, k), "FLOP/s", nbytes,
+                     roofline.matmul_flops(m, n, k) / nbytes)
+
+
+def matmul_sweep(device: Any, sizes: Iterable[int], precisions: Iterable[str],
+                 min_run_time: float = 0.1, progress: bool = True) -> list[RatePoint]:
+    """Square matrix products of each size and precision; sizes over the budget are skipped."""
+    jobs = [(p, n) for p in precisions for n in sizes]
+    points = []
+    for precision, n in progress_bar(jobs, "matmul sweep", progress):
+        point = matmul_point(device, n, n, n, precision, min_run_time)
+        if point is not None:
+            points.append(point)
+    return points
+
+
+def best_matmul(device: Any, shapes: Iterable[tuple[int, int, int]], precision: str,
+                min_run_time: float = 0.1, progress: bool = True) -> RatePoint:
+    """The (m, n, k) among the candidates that reaches the highest FLOP/s."""
+    points = [p for shape in progress_bar(list(shapes), f"best {precision} matmul", progress)
+              if (p := matmul_point(device, *shape, precision, min_run_time)) is not None]
+    if not points:
+        raise GpulabConfigError("shapes: none of the candidate shapes fits the memory budget")
+    return max(points, key=lambda p: p.rate)
+
+
+def bandwidth_point(device: Any, nbytes: int, kind: str = "copy",
+                    min_run_time: float = 0.1) -> RatePoint | None:
+    """GB/s of a copy (b = a) or a STREAM triad (a = b + s*c) on buffers of `nbytes` each."""
+    import torch
+
+    if kind not in ("copy", "triad"):
+        raise GpulabConfigError(f"kind={kind!r} is not 'copy' or 'triad'")
+    numel = max(1, nbytes // 4)
+    buffers = 2 if kind == "copy" else 3
+    if not budget.fits(device, buffers * numel * 4):
+        return None
+    src = torch.rand(numel, device=device)
+    dst = torch.empty_like(src)
+    if kind == "copy":
+        t = timing.benchmark(dst.copy_, src, min_run_time=min_run_time, label="copy")
+        moved = roofline.copy_bytes(numel, torch.float32)
+    else:
+        other = torch.rand(numel, device=device)
+        t = timing.benchmark(torch.add, src, other, alpha=3.0, out=dst, min_run_time=min_run_time,
+                             label="triad")
+        moved = roofline.triad_bytes(numel, torch.float32)
+    return RatePoint(kind, size_label(numel * 4), "fp32", t.median, t.iqr, moved, "B/s", numel * 4)
+
+
+def bandwidth_sweep(device: Any, sizes_bytes: Iterable[int], kinds: Iterable[str] = ("copy", "triad"),
+                    min_run_time: float = 0.1, progress: bool = True) -> list[RatePoint]:
+    """Copy and triad bandwidth for buffer sizes from cache-resident to beyond the caches."""
+    jobs = [(k, s) for k in kinds for s in sizes_bytes]
+    points = []
+    for kind, nbytes in progress_bar(jobs, "bandwidth sweep", progress):
+        point = bandwidth_point(device, nbytes, kind, min_run_time)
+        if point is not None:
+            points.append(point)
+    return points
+
+
+def roofline_points(device: Any, precision: str = "fp32", matmul_n: int = 1024,
+                    elements: int = 1 << 22, min_run_time: float = 0.1) -> list[RatePoint]:
+    """Achieved FLOP/s and intensity of a matmul, an add, a softmax and a layer norm."""
+    import torch
+
+    dtype = torch_dtype(precision)
+    rows, cols = max(1, elements // 1024), 1024
+    points = []
+    mm = matmul_point(device, matmul_n, matmul_n, matmul_n, precision, min_run_time)
+    if mm is not None:
+        points.append(mm)
+    if not budget.fits(device, 4 * rows * cols * dtype.itemsize):
+        return points
+    x = torch.randn(rows, cols, device=device, dtype=dtype)
+    y = torch.randn(rows, cols, device=device, dtype=dtype)
+    norm = torch.nn.LayerNorm(cols, device=device, dtype=dtype)
+    cases = [
+        ("add", roofline.add_cost(rows * cols, dtype), torch.add, (x, y)),
+        ("softmax", roofline.softmax_cost(rows, cols, dtype), torch.softmax, (x, -1)),
+        ("layernorm", roofline.layernorm_cost(rows, cols, dtype), norm, (x,)),
+    ]
+    with torch.inference_mode():
+        for name, cost, fn, args in cases:
+            t = timing.benchmark(fn, *args, device=device, min_run_time=min_run_time, label=name)
+            points.append(RatePoint(name, f"{rows}x{cols}", precision, t.median, t.iqr,
+                                    cost.flops, "FLOP/s", rows * cols * dtype.itemsize, cost.intensity))
+    return points
+
+
+def host_to_device(device: Any, sizes_bytes: Iterable[int], pinned: bool,
+                   min_run_time: float = 0.1, progress: bool = True) -> list[RatePoint]:
+    """Bytes/s of host-to-GPU copies from pinned or pageable memory (CUDA devices only)."""
+    import torch
+
+    if torch.device(device).type != "cuda":
+        raise GpulabConfigError(f"device={str(device)!r}: host-to-device copies need a CUDA GPU")
+    points = []
+    label = "pinned" if pinned else "pageable"
+    for nbytes in progress_bar(list(sizes_bytes), f"host to device ({label})", progress):
+        if not (budget.fits(device, nbytes) and budget.fits("cpu", nbytes)):
+            continue
+        host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pinned)
+        dev = torch.empty(nbytes, dtype=torch.uint8, device=device)
+        t = timing.benchmark(dev.copy_, host, non_blocking=pinned, device=device,
+                             min_run_time=min_run_time, label=f"h2d {label}")
+        points.append(RatePoint("h2d", size_label(nbytes), label, t.median, t.iqr, nbytes, "B/s", nbytes))
+        del host, dev
+    return points

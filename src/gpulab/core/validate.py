@@ -1,0 +1,539 @@
+"""The validation layer: one set of rules for every public function and configuration.
+
+A public function states what it accepts in its annotations, and ``@checked`` enforces them
+before the body runs; a dataclass decorated with ``@checked`` checks its fields the same way
+after ``__init__``. A bad value raises ``GpulabConfigError`` (a ``ValueError``) whose
+``field`` is the parameter's name and whose message says what is allowed:
+
+    @checked
+    def largest_batch(spec: ModelSpec, budget_bytes: PositiveFloat,
+                      mode: Annotated[str, OneOf(("inference", "training"))] = "inference"): ...
+
+The rules, the same everywhere:
+
+- ``bool`` is strict: only ``True`` or ``False`` (the string ``"False"`` is not false);
+- ``int`` is an integer that is not a bool; ``float`` is any real number that is finite;
+  both are at most ``MAX_MAGNITUDE`` in size (no size in this course comes near it, and
+  ``10**400`` would otherwise overflow deep inside);
+- ``Annotated[..., Positive]``, ``AtLeast(x)``, ``AtMost(x)``, ``Between(a, b)`` bound it;
+- ``Annotated[str, OneOf(choices)]`` is a known choice, with a "did you mean" for near misses;
+- a class (``ModelSpec``, ``GPUSpec``, ...) is an instance of it, else the message names both
+  types and, where the class has a ``__validation_hint__``, how to get one;
+- ``X | None`` also allows None; ``list[X]`` and ``tuple[X, ...]`` check every element;
+- anything else (``Any``, ``Callable``, an annotation that cannot be resolved) is not checked.
+
+Defaults are trusted: only the arguments a caller passes are checked. The layer is plain
+standard library, so it also runs in Pyodide. (pydantic's ``validate_call`` was tried first:
+it failed on annotations imported under ``TYPE_CHECKING``, lets a str through a dataclass
+field and prints four lines ending in a URL.)
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import difflib
+import functools
+import inspect
+import math
+import numbers
+import re
+import sys
+import types
+import typing
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from typing import Annotated, Any
+
+from gpulab.core.errors import GpulabConfigError
+
+__all__ = [
+    "MAX_MAGNITUDE",
+    "AtLeast",
+    "AtMost",
+    "Between",
+    "Fraction",
+    "NonEmpty",
+    "NonNegativeFloat",
+    "NonNegativeInt",
+    "OneOf",
+    "Positive",
+    "PositiveFloat",
+    "PositiveInt",
+    "checked",
+    "check_value",
+    "did_you_mean",
+    "require_positive",
+    "require_positive_ints",
+    "validate_fields",
+]
+
+MAX_MAGNITUDE = 1e18
+_NONE_TYPE = type(None)
+
+
+# --------------------------------------------------------------------------- value display
+
+
+def show(value: Any, limit: int = 60) -> str:
+    """A short, safe repr for messages: long values are cut, unprintable ones named by type."""
+    try:
+        if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**30:
+            text = f"<an integer of {len(str(abs(value)))} digits>"
+        else:
+            text = repr(value)
+    except Exception:  # a repr that raises (or an int too long to print) must not hide the error
+        return f"a {type(value).__name__}"
+    return text if len(text) <= limit else text[: limit - 3] + "..."
+
+
+# --------------------------------------------------------------------------- rules
+
+
+class Rule:
+    """A bound on a value that already has the right type; ``check`` raises on a violation."""
+
+    def check(self, name: str, value: Any) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def describe(self) -> str:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+@dataclasses.dataclass(frozen=True)
+class _Bounds(Rule):
+    low: float | None = None
+    high: float | None = None
+    low_open: bool = False
+    high_open: bool = False
+
+    def holds(self, value: float) -> bool:
+        """Whether ``value`` lies within the bounds."""
+        if self.low is not None and (value <= self.low if self.low_open else value < self.low):
+            return False
+        return not (self.high is not None
+                    and (value >= self.high if self.high_open else value > self.high))
+
+    def check(self, name: str, value: Any, noun: str = "number") -> None:
+        """Raise unless the (already numeric) value lies within the bounds."""
+        if not self.holds(value):
+            raise GpulabConfigError(f"{name}={show(value)} must be {self.describe(noun)}", name)
+
+    def describe(self, noun: str = "number") -> str:
+        """'a positive integer', 'a number >= 0', 'a number from 0 to 1', ..."""
+        article = "an" if noun[0] in "aeiou" else "a"
+        if self.low == 0 and self.low_open and self.high is None:
+            return f"a positive {noun}"
+        if self.high is None:
+            return f"{article} {noun} {'>' if self.low_open else '>='} {self.low:g}"
+        if self.low is None:
+            return f"{article} {noun} {'<' if self.high_open else '<='} {self.high:g}"
+        left = "above" if self.low_open else "from"
+        right = "below" if self.high_open else "to"
+        return f"{article} {noun} {left} {self.low:g} {right} {self.high:g}"
+
+
+Positive = _Bounds(low=0, low_open=True)
+
+
+def AtLeast(low: float) -> Rule:  # noqa: N802 - reads like a type
+    """The value is at least ``low``."""
+    return _Bounds(low=low)
+
+
+def AtMost(high: float) -> Rule:  # noqa: N802
+    """The value is at most ``high``."""
+    return _Bounds(high=high)
+
+
+def Between(low: float, high: float, low_open: bool = False, high_open: bool = False) -> Rule:  # noqa: N802
+    """The value lies between ``low`` and ``high`` (closed unless told otherwise)."""
+    return _Bounds(low=low, high=high, low_open=low_open, high_open=high_open)
+
+
+@dataclasses.dataclass(frozen=True)
+class _NonEmpty(Rule):
+    def check(self, name: str, value: Any) -> None:
+        """Raise when a string or sequence is empty."""
+        if len(value) == 0:
+            raise GpulabConfigError(f"{name}={show(value)} must not be empty", name)
+
+    def describe(self) -> str:
+        return "non-empty"
+
+
+NonEmpty = _NonEmpty()
+
+
+def _normalised(text: str) -> str:
+    """Lower case without spaces, dashes, underscores or dots: 'RTX4090' ~ 'RTX 4090'."""
+    return re.sub(r"[\s_\-.]+", "", text.lower())
+
+
+def did_you_mean(value: str, choices: Iterable[str]) -> str | None:
+    """The choice a near miss probably meant ('RTX4090' -> 'RTX 4090'), or None."""
+    options = [str(c) for c in choices]
+    if not isinstance(value, str) or not options:
+        return None
+    wanted = _normalised(value)
+    for option in options:
+        if _normalised(option) == wanted:
+            return option
+    by_norm = {_normalised(o): o for o in options}
+    close = difflib.get_close_matches(wanted, list(by_norm), n=1, cutoff=0.6)
+    return by_norm[close[0]] if close else None
+
+
+class OneOf(Rule):
+    """The value is one of ``choices`` (a tuple, the keys of a mapping, or a function giving them).
+
+    ``what`` names the kind of choice in the message ("weight format"); ``ignore_case``
+    accepts "BF16" for "bf16". A function is called at check time, so a table that is loaded
+    lazily (the GPU spec table) is read only when a value needs checking.
+    """
+
+    def __init__(self, choices: Iterable[str] | Mapping[str, Any] | Callable[[], Iterable[str]],
+                 what: str = "choice", ignore_case: bool = False) -> None:
+        self._choices = choices
+        self.what = what
+        self.ignore_case = ignore_case
+
+    def choices(self) -> list[str]:
+        """The allowed values, in their order."""
+        source = self._choices() if callable(self._choices) else self._choices
+        return [str(c) for c in source]
+
+    def check(self, name: str, value: Any) -> None:
+        """Raise with a 'did you mean' unless ``value`` is one of the choices."""
+        choices = self.choices()
+        if value in choices or (self.ignore_case and value.lower() in
+                                {c.lower() for c in choices}):
+            return
+        guess = did_you_mean(value, choices)
+        hint = f"; did you mean {guess!r}? Use" if guess is not None else "; use"
+        raise GpulabConfigError(f"{name}={show(value)} is not a known {self.what}{hint} one of: "
+                                f"{', '.join(choices)}.", name)
+
+    def describe(self) -> str:
+        return f"one of {', '.join(self.choices())}"
+
+
+# Aliases used across the library's signatures.
+PositiveInt = Annotated[int, Positive]
+NonNegativeInt = Annotated[int, AtLeast(0)]
+PositiveFloat = Annotated[float, Positive]
+NonNegativeFloat = Annotated[float, AtLeast(0)]
+Fraction = Annotated[float, Between(0, 1)]
+
+
+# --------------------------------------------------------------------------- checkers
+
+Checker = Callable[[str, Any], None]
+
+
+def _check_bool(name: str, value: Any) -> None:
+    # numpy's bool_ comes out of comparisons on arrays; it is as strict as bool
+    if value is True or value is False or type(value).__name__ == "bool_":
+        return
+    raise GpulabConfigError(f"{name}={show(value)} must be True or False", name)
+
+
+def _check_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise GpulabConfigError(
+            f"{name}={show(value)} must be an integer, not {type(value).__name__}", name)
+    if abs(int(value)) > MAX_MAGNITUDE:
+        raise GpulabConfigError(f"{name}={show(value)} is too large (at most {MAX_MAGNITUDE:g})",
+                                name)
+
+
+def _check_float(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise GpulabConfigError(
+            f"{name}={show(value)} must be a number, not {type(value).__name__}", name)
+    try:
+        number = float(value)
+    except (OverflowError, ValueError):
+        number = math.inf
+    if math.isnan(number):
+        raise GpulabConfigError(f"{name}={show(value)} must be a finite number, not NaN", name)
+    if abs(number) > MAX_MAGNITUDE:
+        raise GpulabConfigError(
+            f"{name}={show(value)} must be a finite number of at most {MAX_MAGNITUDE:g}", name)
+
+
+def _check_str(name: str, value: Any) -> None:
+    if not isinstance(value, str):
+        raise GpulabConfigError(f"{name}={show(value)} must be a string, not "
+                                f"{type(value).__name__}", name)
+
+
+_SCALARS: dict[Any, Checker] = {bool: _check_bool, int: _check_int, float: _check_float,
+                                str: _check_str}
+_KIND = {bool: "True or False", int: "an integer", float: "a number", str: "a string"}
+
+
+def _class_checker(cls: type) -> Checker:
+    def check(name: str, value: Any) -> None:
+        if isinstance(value, cls):
+            return
+        hint = getattr(cls, "__validation_hint__", "")
+        raise GpulabConfigError(
+            f"{name} must be a {cls.__name__}, not {type(value).__name__} {show(value)}"
+            + (f"; {hint}" if hint else ""), name)
+    return check
+
+
+def _named_class_checker(names: set[str], optional: bool) -> Checker:
+    """For annotations that name a class imported only for type checking: compare by name."""
+    def check(name: str, value: Any) -> None:
+        if value is None and optional:
+            return
+        if names & {c.__name__ for c in type(value).__mro__}:
+            return
+        raise GpulabConfigError(f"{name} must be a {' or '.join(sorted(names))}, not "
+                                f"{type(value).__name__} {show(value)}", name)
+    return check
+
+
+def _with_rules(base: Checker, rules: list[Rule], noun: str) -> Checker:
+    def check(name: str, value: Any) -> None:
+        base(name, value)
+        for rule in rules:
+            if isinstance(rule, _Bounds):
+                rule.check(name, value, noun)
+            else:
+                rule.check(name, value)
+    return check
+
+
+def _sequence_checker(item: Checker | None, kinds: tuple[type, ...], label: str) -> Checker:
+    def check(name: str, value: Any) -> None:
+        if isinstance(value, (str, bytes)) or not isinstance(value, kinds):
+            raise GpulabConfigError(f"{name}={show(value)} must be {label}, not "
+                                    f"{type(value).__name__}", name)
+        if item is not None:
+            for i, element in enumerate(value):
+                item(f"{name}[{i}]", element)
+    return check
+
+
+def _union_checker(arms: list[tuple[Any, Checker | None]], optional: bool) -> Checker | None:
+    if any(check is None for _, check in arms):
+        return None  # one arm accepts anything
+    def check(name: str, value: Any) -> None:
+        if value is None and optional:
+            return
+        errors = []
+        for _, arm in arms:
+            try:
+                arm(name, value)
+                return
+            except GpulabConfigError as err:
+                errors.append(err)
+        # report the arm of the value's own kind ("x=nan must be finite"), else list the kinds
+        for (kind, _), err in zip(arms, errors, strict=True):
+            if isinstance(kind, type) and isinstance(value, kind) and not isinstance(value, bool):
+                raise err
+        kinds = [_KIND.get(k, getattr(k, "__name__", str(k))) for k, _ in arms]
+        if optional:
+            kinds.append("None")
+        raise GpulabConfigError(f"{name}={show(value)} must be {' or '.join(kinds)}", name)
+    return check
+
+
+def _compile(annotation: Any) -> Checker | None:
+    """A checker for a resolved annotation; None when nothing is checked."""
+    if annotation is inspect.Parameter.empty or annotation is Any or annotation is object:
+        return None
+    origin = typing.get_origin(annotation)
+    if origin is Annotated:
+        base, *extras = typing.get_args(annotation)
+        rules = [e for e in extras if isinstance(e, Rule)]
+        checker = _compile(base)
+        if checker is None:
+            return None
+        noun = "integer" if _base_type(base) is int else "number"
+        return _with_rules(checker, rules, noun) if rules else checker
+    if origin in (typing.Union, types.UnionType):
+        args = typing.get_args(annotation)
+        optional = _NONE_TYPE in args
+        arms = [(_base_type(a), _compile(a)) for a in args if a is not _NONE_TYPE]
+        if len(arms) == 1:
+            single = arms[0][1]
+            if single is None:
+                return None
+            return (lambda name, value: None if value is None else single(name, value)) \
+                if optional else single
+        return _union_checker(arms, optional)
+    if origin in (list, tuple, Sequence, typing.Sequence):
+        args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
+        item = _compile(args[0]) if len(args) == 1 or (origin is tuple and len(args) == 1) else None
+        kinds = (list, tuple) if origin in (list, tuple) else (Sequence,)
+        label = "a list" if origin is list else "a tuple or list" if origin is tuple else "a sequence"
+        return _sequence_checker(item, kinds, label)
+    if origin in (dict, Mapping, typing.Mapping):
+        return _sequence_checker_for_mapping()
+    if annotation in _SCALARS:
+        return _SCALARS[annotation]
+    if isinstance(annotation, type):
+        return _class_checker(annotation)
+    return None
+
+
+def _sequence_checker_for_mapping() -> Checker:
+    def check(name: str, value: Any) -> None:
+        if not isinstance(value, Mapping):
+            raise GpulabConfigError(f"{name} must be a mapping (a dict), not "
+                                    f"{type(value).__name__}", name)
+    return check
+
+
+def _base_type(annotation: Any) -> Any:
+    """int for Annotated[int, ...], list for list[float], the class itself otherwise."""
+    if typing.get_origin(annotation) is Annotated:
+        return _base_type(typing.get_args(annotation)[0])
+    return typing.get_origin(annotation) or annotation
+
+
+_IDENTIFIERS = re.compile(r"^[A-Za-z_][\w.]*(\s*\|\s*[A-Za-z_][\w.]*)*$")
+
+
+def _resolve(annotation: Any, namespace: dict[str, Any]) -> Checker | None:
+    """Evaluate a (possibly string) annotation in its module and compile it.
+
+    A string that names classes imported only under TYPE_CHECKING cannot be evaluated; if it
+    is a plain ``A | B | None``, the value is checked by its class names instead.
+    """
+    if not isinstance(annotation, str):
+        return _compile(annotation)
+    try:
+        resolved = eval(annotation, namespace, {})  # noqa: S307 - annotations of our own modules
+    except Exception:
+        if not _IDENTIFIERS.match(annotation.strip()):
+            return None
+        names = {part.strip().rsplit(".", 1)[-1] for part in annotation.split("|")}
+        optional = "None" in names
+        names.discard("None")
+        return _named_class_checker(names, optional) if names else None
+    return _compile(resolved)
+
+
+def check_value(name: str, value: Any, annotation: Any) -> None:
+    """Check one value against an annotation, as ``@checked`` does for an argument."""
+    checker = _resolve(annotation, {}) if isinstance(annotation, str) else _compile(annotation)
+    if checker is not None:
+        checker(name, value)
+
+
+# --------------------------------------------------------------------------- functions
+
+
+def _function_checkers(fn: Callable) -> tuple[list[tuple[str, Checker | None]],
+                                                dict[str, Checker | None]]:
+    """(positional parameters in order, every parameter by name) with their checkers."""
+    namespace = getattr(inspect.unwrap(fn), "__globals__", {})
+    positional, by_name = [], {}
+    for param in inspect.signature(fn).parameters.values():
+        if param.kind in (param.VAR_POSITIONAL, param.VAR_KEYWORD):
+            continue
+        checker = _resolve(param.annotation, namespace)
+        by_name[param.name] = checker
+        if param.kind in (param.POSITIONAL_ONLY, param.POSITIONAL_OR_KEYWORD):
+            positional.append((param.name, checker))
+    return positional, by_name
+
+
+def checked(obj: Any) -> Any:
+    """Decorator: check a function's arguments (or a dataclass's fields) against its annotations.
+
+    The annotations are resolved at the first call, when the module that defines them has
+    finished importing.
+    """
+    if isinstance(obj, type):
+        return _checked_class(obj)
+    fn = obj
+    compiled: list[Any] = []
+
+    @functools.wraps(fn)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        if not compiled:
+            compiled.append(_function_checkers(fn))
+        positional, by_name = compiled[0]
+        for (name, check), value in zip(positional, args, strict=False):
+            if check is not None:
+                check(name, value)
+        for name, value in kwargs.items():
+            check = by_name.get(name)
+            if check is not None:
+                check(name, value)
+        return fn(*args, **kwargs)
+
+    wrapper.__gpulab_checked__ = True  # type: ignore[attr-defined]
+    return wrapper
+
+
+def _field_checkers(cls: type) -> list[tuple[str, Checker]]:
+    namespace = vars(sys.modules[cls.__module__])
+    out = []
+    for f in dataclasses.fields(cls):
+        checker = _resolve(f.type, namespace)
+        if checker is not None:
+            out.append((f.name, checker))
+    return out
+
+
+def validate_fields(obj: Any) -> None:
+    """Check every field of a dataclass instance against its annotation."""
+    cls = type(obj)
+    cache = cls.__dict__.get("_gpulab_field_checkers")
+    if cache is None:
+        cache = _field_checkers(cls)
+        type.__setattr__(cls, "_gpulab_field_checkers", cache)
+    for name, check in cache:
+        check(name, getattr(obj, name))
+
+
+def _checked_class(cls: type) -> type:
+    """Make a dataclass check its fields as soon as they are set.
+
+    With a ``__post_init__`` of its own, the check runs first, so that method only sees
+    values of the right kind; without one, the check runs at the end of ``__init__``
+    (a dataclass's ``__init__`` calls ``__post_init__`` only if it existed when the class
+    was made).
+    """
+    if not dataclasses.is_dataclass(cls):
+        raise TypeError(f"@checked on a class needs a dataclass, not {cls.__name__}")
+    original = cls.__dict__.get("__post_init__")
+    if original is not None:
+        @functools.wraps(original)
+        def __post_init__(self: Any, *args: Any) -> None:
+            validate_fields(self)
+            original(self, *args)
+
+        cls.__post_init__ = __post_init__  # type: ignore[attr-defined]
+    else:
+        init = cls.__init__
+
+        @functools.wraps(init)
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            init(self, *args, **kwargs)
+            if type(self) is cls:  # a subclass checks its own fields at the end of its init
+                validate_fields(self)
+
+        cls.__init__ = __init__  # type: ignore[method-assign]
+    cls.__gpulab_checked__ = True  # type: ignore[attr-defined]
+    return cls
+
+
+# --------------------------------------------------------------------------- imperative forms
+
+
+def require_positive_ints(**values: object) -> None:
+    """Raise GpulabConfigError naming the first value that is not a positive integer."""
+    for name, value in values.items():
+        check_value(name, value, PositiveInt)
+
+
+def require_positive(**values: object) -> None:
+    """Raise GpulabConfigError naming the first value that is not a positive finite number."""
+    for name, value in values.items():
+        check_value(name, value, PositiveFloat)

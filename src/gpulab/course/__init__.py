@@ -1,0 +1,12 @@
+"""gpulab.course: teaching support, at the top of the library.
+
+What it owns: exercise checks and the learner-copy generator (``labs``), chapter 5's slow
+training loop, its fixes and their grading, and its profiling (``slowloop``,
+``slowloop_grading``, ``slowloop_profile``), the text corpus and the tiny language model
+trained on it (``textdata``), and the fact-check: the claims' registry of derivations
+(``derivations``, ``claims_hardware``, ``claims_models``) and its loader and page renderer
+(``factcheck``).
+
+What it may import: every layer below (``ui``, ``bench``, ``estimate``, ``machine``,
+``reference``, ``core``). Nothing in the library imports it.
+"""

@@ -1,0 +1,264 @@
+"""The fact-check of the two source articles: every claim, its verdict and its correct value (appendix).
+
+The claims live in ``data/fact_check.json``, one entry per claim id of the course's claim list
+(``seed_claims.csv``: ids 1-119) plus the claims that list missed (ids 120 and up). Each entry
+says what the article states (``quote``, in Chinese, and ``claim_en``), a ``verdict`` (one of
+VERDICTS), the ``correct_value`` with units, how that value is derived, and the course
+``chapter`` that discusses it (0 is the set-up page), so that chapters can link to
+``fact_check.html#claim-<id>``.
+
+A derivation is either ``{"computed": "<name>"}``, a function registered in ``gpulab.derivations``
+(by ``gpulab.claims_hardware`` and ``gpulab.claims_models``) that recomputes
+the value with gpulab (the catalogue, the spec table, the memory and perf estimators), or
+``{"source": "<URL or publication>", "note": ...}``. Each computed function returns a
+:class:`Computed` whose ``text`` must appear verbatim in the entry's ``correct_value``:
+``check_all()`` reports any entry where the data and the arithmetic have drifted apart.
+
+    from gpulab import factcheck
+
+    claims = factcheck.load()             # validated, sorted by id
+    rows = factcheck.check_all(claims)    # every computed derivation, run now
+    factcheck.table(rows)                 # a gpulab.tables.Table for the notebook
+
+Figures that are not in gpulab's tables (a GTX 1650's bandwidth, BERT-base's size) are
+constants in ``gpulab.derivations``, each with the source it comes from.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from gpulab.core.errors import GpulabConfigError
+from gpulab.course import claims_hardware, claims_models  # noqa: F401 - they fill the registry
+from gpulab.course.derivations import REGISTRY, Computed, compute
+from gpulab.ui.tables import Table
+
+__all__ = ["CHAPTERS", "REGISTRY", "SECTIONS", "SEED_FILES", "VERDICTS", "Claim", "Computed",
+           "by_chapter", "by_section",
+           "check_all", "compute", "counts", "load", "markdown", "table", "validate",
+           "verdicts_by_chapter"]
+
+VERDICTS = ("correct", "wrong", "misleading", "not checkable")
+# 0 is the set-up page (book/setup.md); 1-7 are the chapters.
+CHAPTERS = tuple(range(8))
+SEED_FILES = ("000_d7744990b21f3d09.txt", "003_660cd49f24af1ba6.txt")
+# Each article's sections, in the article's order (the appendix groups claims by them).
+SECTIONS = {
+    SEED_FILES[0]: (
+        "Core conclusions", "Step 1: hardware and driver", "Step 2: framework and GPU backend",
+        "Step 3: configuring the AI tools", "Step 4: performance test", "Step 5: cloud GPUs",
+        "Deep dive: why a GPU is faster", "Trends: FlashAttention-3, quantization, operator fusion",
+        "Backend comparison: CUDA vs ROCm vs Metal", "Pitfalls: why GPU acceleration does not help",
+        "Tools compared: large language models", "Tools compared: image generation",
+        "Tools compared: Cursor", "Tools compared: video generation",
+        "Case study: a 15,000 CNY workstation", "Summary: action guide", "FAQ"),
+    SEED_FILES[1]: (
+        "1. What a GPU is", "2. The three key parameters", "3. Inference vs training",
+        "4. CPU vs GPU table", "5. Hardware picks by scenario", "6. Five use cases",
+        "7. Common myths"),
+}
+_REQUIRED = ("id", "seed_file", "section", "quote", "claim_en", "verdict", "correct_value",
+             "derivation", "chapter")
+_OPTIONAL = ("reason",)
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One checked claim from data/fact_check.json."""
+
+    id: int  # the claim list's id (1-119), or 120+ for claims the list missed
+    seed_file: str  # which article (one of SEED_FILES)
+    section: str  # the article's section, in English, for grouping
+    quote: str  # the article's words (Chinese), short
+    claim_en: str  # the claim in English
+    verdict: str  # one of VERDICTS
+    correct_value: str  # the right figure with units, or what is true instead
+    derivation: Mapping[str, str] = field(hash=False)  # {"computed": name} or {"source", "note"}
+    chapter: int  # the course chapter that discusses it; 0 = the set-up page
+    reason: str = ""  # why it cannot be checked (required for "not checkable")
+
+    @property
+    def anchor(self) -> str:
+        """The HTML id of this claim on the appendix page: claim-<id>."""
+        return f"claim-{self.id}"
+
+    @property
+    def computed_name(self) -> str | None:
+        """The registered function that derives the correct value, if any."""
+        return self.derivation.get("computed")
+
+
+# ---------------------------------------------------------------- loading and validation
+
+
+def _fail(cid: Any, field_name: str, problem: str) -> GpulabConfigError:
+    return GpulabConfigError(f"fact_check.json claim {cid!r}, field {field_name!r}: {problem}")
+
+
+def _check_derivation(cid: Any, d: Any) -> None:
+    if not isinstance(d, Mapping):
+        raise _fail(cid, "derivation", 'must be {"computed": name} or {"source": ..., "note": ...}')
+    if ("computed" in d) == ("source" in d):
+        raise _fail(cid, "derivation", "needs exactly one of 'computed' or 'source'")
+    if set(d) - {"computed", "source", "note"}:
+        raise _fail(cid, "derivation", f"unknown keys {sorted(set(d) - {'computed', 'source', 'note'})}")
+    if "computed" in d and d["computed"] not in REGISTRY:
+        raise _fail(cid, "derivation", f"computed={d['computed']!r} is not a registered function; "
+                                       f"known: {', '.join(sorted(REGISTRY))}")
+    if "source" in d and not (isinstance(d["source"], str) and d["source"].strip()):
+        raise _fail(cid, "derivation", "source must be a non-empty URL or publication")
+
+
+def _claim(entry: Any) -> Claim:
+    """One entry checked field by field; the error names the claim id and the field."""
+    if not isinstance(entry, Mapping):
+        raise GpulabConfigError(f"fact_check.json: every claim must be an object, got {entry!r}")
+    cid = entry.get("id")
+    if not isinstance(cid, int) or isinstance(cid, bool) or cid < 1:
+        raise _fail(cid, "id", "must be a positive integer")
+    missing = [k for k in _REQUIRED if k not in entry]
+    if missing:
+        raise _fail(cid, missing[0], "is missing")
+    unknown = sorted(set(entry) - set(_REQUIRED) - set(_OPTIONAL))
+    if unknown:
+        raise _fail(cid, unknown[0], f"is not a known field; allowed: {', '.join(_REQUIRED + _OPTIONAL)}")
+    if entry["seed_file"] not in SEED_FILES:
+        raise _fail(cid, "seed_file", f"{entry['seed_file']!r} is not one of {', '.join(SEED_FILES)}")
+    if entry["verdict"] not in VERDICTS:
+        raise _fail(cid, "verdict", f"{entry['verdict']!r} is not one of {', '.join(VERDICTS)}")
+    if entry["section"] not in SECTIONS[entry["seed_file"]]:
+        raise _fail(cid, "section", f"{entry['section']!r} is not a section of {entry['seed_file']}; "
+                                    f"use one of: {'; '.join(SECTIONS[entry['seed_file']])}")
+    for key in ("section", "quote", "claim_en", "correct_value"):
+        if not isinstance(entry[key], str) or not entry[key].strip():
+            raise _fail(cid, key, "must be non-empty text")
+    if entry["chapter"] not in CHAPTERS or isinstance(entry["chapter"], bool):
+        raise _fail(cid, "chapter", "must be an integer from 0 (set-up page) to 7")
+    reason = entry.get("reason", "")
+    if entry["verdict"] == "not checkable" and not (isinstance(reason, str) and reason.strip()):
+        raise _fail(cid, "reason", "is required when the verdict is 'not checkable'")
+    _check_derivation(cid, entry["derivation"])
+    return Claim(**{**entry, "derivation": MappingProxyType(dict(entry["derivation"])),
+                    "reason": reason})
+
+
+def validate(data: Any) -> list[Claim]:
+    """Check parsed fact_check.json data; return its claims sorted by id (no duplicate ids)."""
+    if not isinstance(data, Mapping) or not isinstance(data.get("claims"), list):
+        raise GpulabConfigError('fact_check.json must be an object with a "claims" list')
+    claims = [_claim(e) for e in data["claims"]]
+    seen = Counter(c.id for c in claims)
+    dupes = sorted(i for i, n in seen.items() if n > 1)
+    if dupes:
+        raise _fail(dupes[0], "id", "appears more than once")
+    return sorted(claims, key=lambda c: c.id)
+
+
+def load(path: str | Path | None = None) -> list[Claim]:
+    """The packaged fact_check.json (or the file at `path`), validated."""
+    if path is None:
+        text = (resources.files("gpulab") / "data" / "fact_check.json").read_text(encoding="utf-8")
+    else:
+        text = Path(path).read_text(encoding="utf-8")
+    return validate(json.loads(text))
+
+
+# ---------------------------------------------------------------- checking and rendering
+
+
+def check_all(claims: Iterable[Claim] | None = None) -> list[dict[str, Any]]:
+    """Run every computed derivation; one row per claim, computed ones with value and consistency.
+
+    `consistent` is True when the computed headline (Computed.text) appears in the claim's
+    correct_value, False when the data file and the arithmetic disagree, None for sourced claims.
+    """
+    rows = []
+    for c in load() if claims is None else claims:
+        row = {"id": c.id, "chapter": c.chapter, "verdict": c.verdict, "claim": c.claim_en,
+               "correct_value": c.correct_value, "computed": None, "how": None, "consistent": None,
+               "source": c.derivation.get("source")}
+        if c.computed_name:
+            r = compute(c.computed_name)
+            row.update(computed=r.text, how=r.how, consistent=r.text in c.correct_value)
+        rows.append(row)
+    return rows
+
+
+def counts(claims: Iterable[Claim]) -> dict[str, int]:
+    """How many claims have each verdict, in VERDICTS order."""
+    n = Counter(c.verdict for c in claims)
+    return {v: n.get(v, 0) for v in VERDICTS}
+
+
+def by_chapter(claims: Iterable[Claim]) -> dict[int, list[int]]:
+    """Chapter -> the claim ids it discusses (0 is the set-up page), for cross-links."""
+    out: dict[int, list[int]] = {}
+    for c in sorted(claims, key=lambda c: c.id):
+        out.setdefault(c.chapter, []).append(c.id)
+    return dict(sorted(out.items()))
+
+
+def by_section(claims: Iterable[Claim], seed_file: str) -> list[tuple[str, list[Claim]]]:
+    """One article's claims grouped by section, sections in the article's order, claims by id."""
+    if seed_file not in SECTIONS:
+        raise GpulabConfigError(f"seed_file={seed_file!r} is not one of {', '.join(SEED_FILES)}")
+    groups: dict[str, list[Claim]] = {name: [] for name in SECTIONS[seed_file]}
+    for c in sorted(claims, key=lambda c: c.id):
+        if c.seed_file == seed_file:
+            groups[c.section].append(c)
+    return [(name, group) for name, group in groups.items() if group]
+
+
+def verdicts_by_chapter(claims: Iterable[Claim]) -> dict[int, dict[str, int]]:
+    """Chapter -> {verdict: count}, every verdict present (zeros included), for a stacked bar chart."""
+    out: dict[int, dict[str, int]] = {}
+    for c in claims:
+        out.setdefault(c.chapter, dict.fromkeys(VERDICTS, 0))[c.verdict] += 1
+    return dict(sorted(out.items()))
+
+
+def table(rows: list[dict[str, Any]], columns: tuple[str, ...] = ("id", "verdict", "computed",
+                                                                    "consistent"),
+          title: str = "") -> Table:
+    """The rows of check_all as a gpulab Table (defaults: id, verdict, computed value, consistent)."""
+    def fmt(v: Any) -> str:
+        return "-" if v is None else ("yes" if v is True else "NO" if v is False else str(v))
+    return Table(rows, list(columns), formats={c: fmt for c in columns}, title=title)
+
+
+def _md_escape(text: str) -> str:
+    return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def markdown(claims: Iterable[Claim], results: Mapping[int, Computed] | None = None) -> str:
+    """Markdown for a group of claims, each under an HTML anchor id="claim-<id>" for links."""
+    results = results or {}
+    parts = []
+    for c in claims:
+        d = c.derivation
+        article = "tutorial" if c.seed_file == SEED_FILES[0] else "hardware guide"
+        where = f"chapter {c.chapter}" if c.chapter else "the set-up page"
+        lines = [f'<a id="{c.anchor}"></a>', "",
+                 f"**Claim {c.id}** ({article}; discussed in {where}): {_md_escape(c.claim_en)}", "",
+                 f"> {_md_escape(c.quote)}", "",
+                 f"- **Verdict:** {c.verdict}",
+                 f"- **Correct value:** {_md_escape(c.correct_value)}"]
+        if c.computed_name:
+            r = results.get(c.id) or compute(c.computed_name)
+            lines.append(f"- **Computed in this page** (`{c.computed_name}`): {_md_escape(r.text)}; "
+                         f"{_md_escape(r.how)}")
+        else:
+            lines.append(f"- **Source:** {_md_escape(d['source'])}")
+        if d.get("note"):
+            lines.append(f"- **Note:** {_md_escape(d['note'])}")
+        if c.reason:
+            lines.append(f"- **Why not checkable:** {_md_escape(c.reason)}")
+        parts.append("\n".join(lines))
+    return "\n\n".join(parts)

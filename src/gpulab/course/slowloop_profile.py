@@ -1,0 +1,130 @@
+"""Where a training loop's time goes: interleaved timings and the profiler's view (chapter 5).
+
+``measure`` runs several configurations of ``gpulab.slowloop``'s loop in turn (a, b, a, b...),
+so that drift in the machine's speed hits them all alike, and reports medians;
+``profile_loop`` runs one under ``torch.profiler`` and returns the share of time in each of the
+loop's labelled phases and the operators that cost most.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import statistics
+from dataclasses import dataclass
+from typing import Any
+
+from gpulab.bench.progress import progress_bar
+from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import NonNegativeInt, PositiveInt, checked
+from gpulab.course.slowloop import LoopConfig, LoopResult, Task, run_loop, stop_quietly, validate
+
+__all__ = ["ProfileReport", "Timed", "measure", "profile_loop"]
+
+
+@dataclass
+class Timed:
+    """Several interleaved runs of one config: the losses of the first, every run's time."""
+
+    label: str
+    config: LoopConfig
+    runs: list[LoopResult]
+
+    @property
+    def losses(self) -> tuple[float, ...]:
+        """Each optimizer step's loss (from the first run; every run trains the same way)."""
+        return self.runs[0].losses
+
+    @property
+    def seconds(self) -> float:
+        """Median wall time of a run."""
+        return statistics.median(r.seconds for r in self.runs)
+
+    @property
+    def samples_per_s(self) -> float:
+        """Samples per second at the median time."""
+        return self.runs[0].samples / self.seconds
+
+    @property
+    def data_share(self) -> float:
+        """Median share of a run spent waiting for data."""
+        return statistics.median(r.data_share for r in self.runs)
+
+
+@checked
+def measure(configs: dict | list, steps: PositiveInt, device: Any = "cpu",
+            repeats: PositiveInt = 3, seed: NonNegativeInt = 0, task: Task | None = None,
+            progress: bool = True) -> dict[str, Timed]:
+    """Run every config `repeats` times, interleaved (a, b, a, b...), so drift hits all alike."""
+    items = list(configs.items()) if isinstance(configs, dict) else list(configs)
+    if not items:
+        raise GpulabConfigError("configs is empty; give at least one LoopConfig to measure")
+    for _, config in items:
+        validate(config, task or Task(), device)
+    # a config listed twice (a fix that changes nothing on this device) is run once
+    shared: dict[LoopConfig, list[LoopResult]] = {config: [] for _, config in items}
+    for config in shared:  # one untimed step each: first-run costs are no config's bill
+        run_loop(config, 1, device, seed, task)
+    runs = [config for _ in range(repeats) for config in shared]
+    for config in progress_bar(runs, "training loops", progress):
+        shared[config].append(run_loop(config, steps, device, seed, task))
+    return {label: Timed(label, config, shared[config]) for label, config in items}
+
+
+@dataclass
+class ProfileReport:
+    """Where a run's time went: the loop's phases, and the torch operators that cost most."""
+
+    phases: list[dict]  # {"phase", "calls", "seconds", "share"} over the loop's wall time
+    ops: list[dict]  # {"op", "calls", "seconds", "share"}: self time, largest first
+    seconds: float  # wall time of the profiled run (the profiler's own overhead included)
+    device: str
+    device_busy: float | None = None  # on a CUDA GPU: share of the run its kernels ran
+
+    @property
+    def data_share(self) -> float:
+        """Share of the run spent waiting for data."""
+        return next((p["share"] for p in self.phases if p["phase"] == "wait for data"), 0.0)
+
+
+@checked
+def profile_loop(config: LoopConfig, steps: PositiveInt, device: Any = "cpu",
+                 seed: NonNegativeInt = 0, task: Task | None = None,
+                 top: PositiveInt = 8) -> ProfileReport:
+    """Run the loop under torch.profiler; return its phases' shares and its top operators."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    activities = [ProfilerActivity.CPU]
+    on_cuda = torch.device(device).type == "cuda"
+    if on_cuda:
+        activities.append(ProfilerActivity.CUDA)
+    prof = profile(activities=activities)
+    try:
+        result = run_loop(config, steps, device, seed, task, _profiler=prof)
+    except BaseException:
+        with contextlib.suppress(Exception):  # stopped already if the error came after the loop
+            stop_quietly(prof)
+        raise
+    events = prof.key_averages()
+    wall_us = result.seconds * 1e6
+    phases = [{"phase": e.key.removeprefix("loop: "), "calls": e.count,
+               "seconds": e.cpu_time_total / 1e6, "share": e.cpu_time_total / wall_us}
+              for e in events if e.key.startswith("loop: ")]
+    phases.sort(key=lambda p: -p["seconds"])
+
+    def self_time(e) -> float:
+        # on a GPU the kernels' own time; on a CPU the time inside the op minus its children
+        return e.self_device_time_total if on_cuda else e.self_cpu_time_total
+
+    ops = [e for e in events if not e.key.startswith(("loop: ", "ProfilerStep"))
+           and self_time(e) > 0]
+    ops.sort(key=lambda e: -self_time(e))
+    op_rows = [{"op": _short(e.key), "calls": e.count, "seconds": self_time(e) / 1e6,
+                "share": self_time(e) / wall_us} for e in ops[:top]]
+    busy = sum(self_time(e) for e in ops) / wall_us if on_cuda else None
+    return ProfileReport(phases, op_rows, result.seconds, result.device, busy)
+
+
+def _short(name: str, width: int = 64) -> str:
+    """An operator or kernel name cut to `width` characters (CUDA kernels' names are long)."""
+    return name if len(name) <= width else name[:width - 3] + "..."

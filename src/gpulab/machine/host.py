@@ -1,0 +1,187 @@
+"""The host CPU and RAM: model, cores, clocks, vector extensions, caches (chapters 0 and 1).
+
+Read from Linux's /proc and /sys files, macOS's sysctl and psutil, whichever this machine
+has; anything unreadable is None (or empty), never a guess.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from gpulab.machine.report import VECTOR_EXTENSIONS, CPUInfo
+
+__all__ = ["cpu_cache_sizes", "cpu_info", "extensions_from_flags", "extensions_from_sysctl",
+           "ram", "read_cpu_flags", "read_cpuinfo", "read_meminfo"]
+
+
+def read_meminfo(path: str = "/proc/meminfo") -> tuple[int, int | None] | None:
+    """Read (MemTotal, MemAvailable) in bytes from a Linux meminfo file; None if unreadable."""
+    values: dict[str, int] = {}
+    try:
+        with open(path, encoding="utf-8") as f:
+            for line in f:
+                key, _, rest = line.partition(":")
+                parts = rest.split()
+                if key in ("MemTotal", "MemAvailable") and parts and parts[0].isdigit():
+                    values[key] = int(parts[0]) * 1024  # the file says kB and means KiB
+    except OSError:
+        return None
+    if "MemTotal" not in values:
+        return None
+    return values["MemTotal"], values.get("MemAvailable")
+
+
+def ram(meminfo_path: str, notes: list[str]) -> tuple[int | None, int | None]:
+    """Total and available RAM: /proc/meminfo first, then psutil."""
+    parsed = read_meminfo(meminfo_path)
+    if parsed is not None:
+        return parsed
+    try:
+        import psutil
+
+        vm = psutil.virtual_memory()
+        return int(vm.total), int(vm.available)
+    except Exception as exc:
+        notes.append(f"RAM size unknown: no {meminfo_path} and psutil failed ({exc})")
+        return None, None
+
+
+def read_cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str | None, set[str] | None]:
+    """Read the CPU model name and the feature flags from a Linux cpuinfo file."""
+    model, flags, _ = read_cpuinfo_fields(path)
+    return model, flags
+
+
+def read_cpuinfo_fields(path: str) -> tuple[str | None, set[str] | None, float | None]:
+    """Model name, feature flags and the first 'cpu MHz' value of a Linux cpuinfo file."""
+    model: str | None = None
+    flags: set[str] | None = None
+    mhz: float | None = None
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            for line in f:
+                key, _, value = line.partition(":")
+                key = key.strip()
+                if key == "model name" and model is None:
+                    model = value.strip()
+                elif key in ("flags", "Features") and flags is None:
+                    flags = set(value.split())  # x86 says "flags", ARM says "Features"
+                elif key == "cpu MHz" and mhz is None:
+                    try:
+                        mhz = float(value)
+                    except ValueError:
+                        pass
+    except OSError:
+        return None, None, None
+    return model, flags, mhz
+
+
+def read_cpu_flags(path: str = "/proc/cpuinfo") -> set[str] | None:
+    """Return the CPU feature flags from a Linux cpuinfo file, or None if unreadable."""
+    return read_cpuinfo(path)[1]
+
+
+def extensions_from_flags(flags: set[str]) -> list[str]:
+    """Map Linux cpuinfo flags to the vector extensions the course talks about."""
+    found = {
+        "AVX2": "avx2" in flags,
+        "AVX-512": "avx512f" in flags,
+        "AVX-512 BF16": "avx512_bf16" in flags,
+        "AMX": bool({"amx_tile", "amx_bf16"} & flags),
+        "NEON": "asimd" in flags,
+        "FMA": "fma" in flags,
+    }
+    return [name for name in VECTOR_EXTENSIONS if found[name]]
+
+
+def macos_sysctl(prefix: str) -> dict[str, str]:
+    """Read ``sysctl <prefix>`` on macOS as a dict; empty on any failure."""
+    try:
+        out = subprocess.run(
+            ["sysctl", prefix], capture_output=True, text=True, timeout=2, check=False
+        ).stdout
+    except Exception:
+        return {}
+    pairs = (line.partition(":") for line in out.splitlines())
+    return {k.strip(): v.strip() for k, _, v in pairs if k.strip()}
+
+
+def extensions_from_sysctl(values: Mapping[str, str], machine: str) -> list[str]:
+    """Map macOS hw.optional.* values to vector extensions."""
+    on = {k for k, v in values.items() if v == "1"}
+    found = {
+        "AVX2": "hw.optional.avx2_0" in on,
+        "AVX-512": "hw.optional.avx512f" in on,
+        "AVX-512 BF16": False,
+        "AMX": False,
+        "NEON": machine == "arm64" or "hw.optional.neon" in on,
+        "FMA": "hw.optional.fma" in on,
+    }
+    return [name for name in VECTOR_EXTENSIONS if found[name]]
+
+
+def core_counts() -> tuple[int | None, int | None, float | None]:
+    """Physical and logical cores and the max frequency, through psutil where it works."""
+    physical = logical = None
+    freq = None
+    try:
+        import psutil
+
+        physical = psutil.cpu_count(logical=False)
+        logical = psutil.cpu_count(logical=True)
+        f = psutil.cpu_freq()
+        freq = float(f.max) if f is not None and f.max else None
+    except Exception:
+        pass
+    return physical, logical or os.cpu_count(), freq
+
+
+def cpu_info(cpuinfo_path: str) -> CPUInfo:
+    """Describe the CPU from /proc/cpuinfo (Linux), sysctl (macOS) and psutil."""
+    model, flags, reported_mhz = read_cpuinfo_fields(cpuinfo_path)
+    extensions = extensions_from_flags(flags) if flags is not None else []
+    if sys.platform == "darwin":
+        model = model or macos_sysctl("machdep.cpu.brand_string").get("machdep.cpu.brand_string")
+        extensions = extensions or extensions_from_sysctl(
+            macos_sysctl("hw.optional"), platform.machine()
+        )
+    physical, logical, freq = core_counts()
+    return CPUInfo(
+        model=model or platform.processor() or None,
+        physical_cores=physical,
+        logical_cores=logical,
+        vector_extensions=extensions,
+        max_frequency_mhz=freq,
+        reported_frequency_mhz=reported_mhz,
+    )
+
+
+def cpu_cache_sizes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, int]:
+    """Data and unified cache sizes of one core in bytes, e.g. {"L1d": 49152, "L2": ..., "L3": ...}.
+
+    Read from Linux sysfs; empty where it is not exposed (macOS, Windows, some containers).
+    In a VM the last level is the host's, shared by every core of the socket.
+    """
+    sizes: dict[str, int] = {}
+    units = {"K": 1024, "M": 1024**2, "G": 1024**3}
+    for index in sorted(Path(sysfs).glob("index*")):
+        try:
+            level = (index / "level").read_text().strip()
+            kind = (index / "type").read_text().strip()
+            size = (index / "size").read_text().strip()
+        except OSError:
+            continue
+        if kind == "Instruction":
+            continue
+        number, unit = (size[:-1], size[-1]) if size[-1] in units else (size, "")
+        try:
+            value = int(number) * units.get(unit, 1)
+        except ValueError:
+            continue
+        sizes[f"L{level}d" if kind == "Data" else f"L{level}"] = value
+    return sizes

@@ -1,0 +1,197 @@
+"""The peaks of the device a notebook runs on: the denominators of "% of peak" (chapter 1).
+
+A GPU's peak comes from its spec-sheet row (``gpulab.specs``), found through the name the
+driver reports; a CPU's is estimated from this machine's cores, clock and vector units, with
+the arithmetic and its assumptions spelled out. Nothing is made up: an unknown device gets
+"peak unknown" and the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from gpulab.core.units import format_rate
+from gpulab.core.validate import checked
+from gpulab.machine.report import HardwareReport
+from gpulab.reference.specs import PeakDtype, check_dtype, find_gpu
+
+__all__ = ["CPUPeakEstimate", "cpu_peak", "device_peak"]
+
+# fp32 FLOPs per cycle per core = SIMD lanes x FMA units x 2 FLOPs per FMA.
+_CPU_VECTOR = (
+    (
+        "AVX-512",
+        64,
+        "AVX-512: 16 fp32 lanes x 2 FMA units x 2 FLOPs per FMA, assuming two AVX-512 FMA "
+        "units per core as on server Xeons; parts with one unit have half this",
+    ),
+    (
+        "AVX2",
+        32,
+        "AVX2+FMA: 8 fp32 lanes x 2 FMA units x 2 FLOPs per FMA, assuming two FMA ports per core",
+    ),
+    (
+        "NEON",
+        16,
+        "NEON: 4 fp32 lanes x 2 FMA pipes x 2 FLOPs per FMA, assuming two NEON FMA pipes per "
+        "core; Apple's performance cores have four, twice this",
+    ),
+)
+# Intel: a 4th-gen Xeon core's AMX unit does 2048 INT8 or 1024 BF16 operations per cycle
+# (Intel's AMX figures, as quoted in Wikipedia's "Advanced Matrix Extensions").
+_AMX_BF16_PER_CYCLE = 1024
+
+
+@dataclass(frozen=True)
+class CPUPeakEstimate:
+    """The CPU's peak from cores x clock x FLOPs per cycle: an estimate, with its arithmetic."""
+
+    fp32_flops: float | None  # FLOP/s, None when unknown
+    bf16_flops: float | None  # FLOP/s, only with AMX or AVX-512 BF16, else None
+    cores: int | None
+    clock_ghz: float | None
+    fp32_flops_per_cycle_per_core: int | None
+    assumptions: str  # the arithmetic and what it assumes, or "peak unknown: <why>"
+    is_estimate: bool = True
+
+
+@checked
+def cpu_peak(report: HardwareReport) -> CPUPeakEstimate:
+    """Estimate the CPU's fp32 (and bf16) peak from a hardware report; never invents a figure."""
+    cpu = report.cpu
+    cores = cpu.physical_cores
+    extensions = set(cpu.vector_extensions)
+    clock_mhz = cpu.max_frequency_mhz
+    clock_note = "that every core holds this clock"
+    if clock_mhz is None:
+        # In a VM no maximum is exposed; /proc/cpuinfo's figure is the host's nominal clock.
+        clock_mhz = getattr(cpu, "reported_frequency_mhz", None)
+        clock_note = "that every core holds the clock /proc/cpuinfo reports (turbo may be higher)"
+    clock_ghz = None if clock_mhz is None else clock_mhz / 1000
+
+    vector = next(
+        (v for v in _CPU_VECTOR if v[0] in extensions and (v[0] != "AVX2" or "FMA" in extensions)),
+        None,
+    )
+    missing = []
+    if cores is None:
+        missing.append("the number of cores")
+    if clock_ghz is None:
+        missing.append("the clock")
+    if vector is None:
+        missing.append("the vector width (no AVX-512, AVX2+FMA or NEON detected)")
+    if missing:
+        return CPUPeakEstimate(
+            fp32_flops=None,
+            bf16_flops=None,
+            cores=cores,
+            clock_ghz=clock_ghz,
+            fp32_flops_per_cycle_per_core=None if vector is None else vector[1],
+            assumptions=f"peak unknown: {' and '.join(missing)} could not be read.",
+        )
+
+    _, per_cycle, why = vector
+    fp32 = cores * clock_ghz * 1e9 * per_cycle
+    text = (
+        f"{cores} cores x {clock_ghz:.2f} GHz x {per_cycle} FLOP/cycle ({why}) = "
+        f"{format_rate(fp32)} fp32"
+    )
+    bf16 = None
+    if "AMX" in extensions:
+        bf16 = cores * clock_ghz * 1e9 * _AMX_BF16_PER_CYCLE
+        text += (
+            f"; bf16 with AMX: {cores} x {clock_ghz:.2f} GHz x {_AMX_BF16_PER_CYCLE} FLOP/cycle "
+            f"(Intel's figure for a 4th-gen Xeon core) = {format_rate(bf16)}"
+        )
+    elif "AVX-512 BF16" in extensions:
+        bf16 = 2 * fp32
+        text += f"; bf16 with AVX-512 BF16 (2 bf16 products per fp32 lane): {format_rate(bf16)}"
+    text += f". An estimate: it assumes the FMA unit count above and {clock_note}."
+    return CPUPeakEstimate(
+        fp32_flops=fp32,
+        bf16_flops=bf16,
+        cores=cores,
+        clock_ghz=clock_ghz,
+        fp32_flops_per_cycle_per_core=per_cycle,
+        assumptions=text,
+    )
+
+
+def _device_name(report: HardwareReport, device: Any) -> str:
+    """'cuda', 'cuda:1', 'cpu', 'mps' ... from a string or torch.device; 'auto' -> the backend."""
+    name = str(device).strip().lower()
+    if name == "auto":
+        return {"cuda": "cuda", "rocm": "cuda", "mps": "mps", "cpu": "cpu"}.get(
+            report.backend, report.backend
+        )
+    return name
+
+
+def _gpu_peak(
+    report: HardwareReport, name: str, dtype: str
+) -> tuple[float | None, float | None, str]:
+    """Peak of the CUDA/ROCm device ``name`` ('cuda' or 'cuda:N') from its spec-sheet row."""
+    match = re.fullmatch(r"cuda(?::(\d+))?", name)
+    index = int(match.group(1)) if match and match.group(1) else 0
+    if index >= len(report.gpus):
+        return None, None, f"peak unknown: the hardware report lists no GPU {name}"
+    gpu = report.gpus[index]
+    spec = find_gpu(gpu.name, memory_bytes=gpu.memory_total_bytes)
+    if spec is None:
+        return None, None, f"peak unknown: {gpu.name!r} is not in gpulab's spec table"
+    peak = spec.peak_flops(dtype)
+    label = f"{spec.name} spec sheet"
+    if peak is None:
+        label += f" (no {dtype} peak published)"
+    return peak, spec.bandwidth_bytes_per_s, label
+
+
+def _mps_peak(report: HardwareReport, dtype: str) -> tuple[float | None, float | None, str]:
+    """Peak of an Apple GPU, found through the chip name the CPU reports ("Apple M3 Max")."""
+    model = report.cpu.model or ""
+    spec = find_gpu(model) if model.lower().startswith("apple") else None
+    if spec is None:
+        return None, None, f"peak unknown: no spec-table row for the Apple chip {model!r}"
+    cores = report.cpu.physical_cores or report.cpu.logical_cores
+    if spec.cpu_cores is not None and cores != spec.cpu_cores:
+        # The same chip name covers bins with fewer GPU cores and less bandwidth.
+        why = (
+            f"peak unknown: the table's {spec.name} row is the {spec.cpu_cores}-core-CPU bin, "
+            f"this one reports {cores} cores"
+        )
+        return None, None, why
+    peak = spec.peak_flops(dtype)
+    label = f"{spec.name} spec sheet"
+    if peak is None:
+        label += " (Apple publishes bandwidth, not FLOP/s)"
+    return peak, spec.bandwidth_bytes_per_s, label
+
+
+@checked
+def device_peak(
+    report: HardwareReport, device: Any, dtype: PeakDtype = "fp32"
+) -> tuple[float | None, float | None, str]:
+    """(peak FLOP/s, peak bytes/s, label) for the device a notebook runs on; None when unknown."""
+    check_dtype(dtype)
+    name = _device_name(report, device)
+    if name == "cuda" or name.startswith("cuda:"):
+        return _gpu_peak(report, name, dtype)
+    if name == "mps":
+        return _mps_peak(report, dtype)
+    if name == "cpu":
+        estimate = cpu_peak(report)
+        if estimate.fp32_flops is None:
+            return None, None, estimate.assumptions
+        peak = {"fp32": estimate.fp32_flops, "bf16": estimate.bf16_flops}.get(dtype)
+        if peak is None:
+            return None, None, f"peak unknown: no {dtype} peak is estimated for this CPU"
+        per_cycle = peak / (estimate.cores * estimate.clock_ghz * 1e9)
+        # RAM bandwidth is not in the report (channels and DIMM speed are not read).
+        label = (
+            f"CPU estimate: {estimate.cores} cores x {estimate.clock_ghz:.2f} GHz x "
+            f"{per_cycle:.0f} {dtype} FLOP/cycle"
+        )
+        return peak, None, label
+    return None, None, f"peak unknown: gpulab has no spec table for device {str(device)!r}"

@@ -1,0 +1,175 @@
+"""What the installed torch was built for and which devices it can use (chapter 1, the doctor).
+
+Every probe goes through ``call``, which turns an exception into a default and a warning
+into a note, so a torch without a driver, a fake torch in a test or a broken install all
+give a report rather than a traceback.
+"""
+
+from __future__ import annotations
+
+import warnings
+from typing import Any
+
+from gpulab.machine.nvml import MAX_GPUS
+from gpulab.machine.report import GPUInfo, TorchInfo
+
+__all__ = ["backend_of", "call", "import_torch", "torch_gpus", "torch_info"]
+
+
+def import_torch() -> tuple[Any | None, str | None]:
+    """(torch, None), or (None, why not): not installed, or installed but failing to import.
+
+    A broken install (a missing libcudnn, a wheel for another Python) raises OSError,
+    RuntimeError or worse at import time; that becomes the reason, never a traceback.
+    """
+    try:
+        import torch
+    except ImportError as exc:
+        if getattr(exc, "name", None) == "torch":
+            return None, None
+        return None, f"{type(exc).__name__}: {exc}"
+    except Exception as exc:
+        return None, f"{type(exc).__name__}: {exc}"
+    return torch, None
+
+
+def call(fn: Any, default: Any, notes: list[str] | None = None) -> Any:
+    """Call a torch probe; collect its warnings as notes and return ``default`` on failure."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        try:
+            result = fn()
+        except Exception as exc:
+            result = default
+            if notes is not None:
+                notes.append(f"torch: {exc}")
+    if notes is not None:
+        for w in caught:
+            text = str(w.message).strip().splitlines()[0] if str(w.message).strip() else ""
+            if text and f"torch: {text}" not in notes:
+                notes.append(f"torch: {text}")
+    return result
+
+
+def _torch_build(torch: Any, mps_built: bool, xpu_available: bool) -> str:
+    """Name what this torch wheel was built for."""
+    if getattr(torch.version, "hip", None):
+        return "rocm"
+    if getattr(torch.version, "cuda", None):
+        return "cuda"
+    if mps_built:
+        return "mps"
+    if xpu_available or getattr(torch.version, "xpu", None):
+        return "xpu"
+    return "cpu-only"
+
+
+def torch_info(torch: Any = None, import_error: str | None = None) -> tuple[TorchInfo, list[str]]:
+    """Describe the torch build; never raises."""
+    if torch is None and import_error is None:
+        torch, import_error = import_torch()
+    if torch is None:
+        if import_error:
+            note = (f"torch is installed but fails to import ({import_error}), so only the CPU "
+                    "can be used until it is reinstalled")
+        else:
+            note = "torch is not installed, so only the CPU can be used (pip install torch)"
+        return TorchInfo(installed=False, build="not installed", import_error=import_error), [note]
+    notes: list[str] = []
+    try:
+        return _describe(torch, notes), notes
+    except Exception as exc:  # an odd torch (or a fake) must not break detect()
+        notes.append(f"torch could not be queried: {type(exc).__name__}: {exc}")
+        return TorchInfo(installed=True, version=str(getattr(torch, "__version__", "?"))), notes
+
+
+def _describe(torch: Any, notes: list[str]) -> TorchInfo:
+    """The TorchInfo of an imported torch; each probe through ``call``."""
+    cuda_available = bool(call(torch.cuda.is_available, False, notes))
+    mps = getattr(torch.backends, "mps", None)
+    mps_built = bool(call(mps.is_built, False)) if mps is not None else False
+    mps_available = bool(call(mps.is_available, False)) if mps is not None else False
+    xpu = getattr(torch, "xpu", None)
+    xpu_available = bool(call(xpu.is_available, False)) if xpu is not None else False
+    info = TorchInfo(
+        installed=True,
+        version=str(getattr(torch, "__version__", "?")),
+        cuda_version=getattr(torch.version, "cuda", None),
+        hip_version=getattr(torch.version, "hip", None),
+        cuda_available=cuda_available,
+        mps_built=mps_built,
+        mps_available=mps_available,
+        xpu_available=xpu_available,
+        arch_list=list(call(torch.cuda.get_arch_list, []) or []),
+    )
+    info.build = _torch_build(torch, mps_built, xpu_available)
+    info.device_count = _torch_device_count(torch, info)
+    notes.extend(_torch_notes(info))
+    return info
+
+
+def _torch_device_count(torch: Any, info: TorchInfo) -> int:
+    """How many devices of the best backend torch can use (bounded, like NVML's count)."""
+    if info.cuda_available:
+        count = call(torch.cuda.device_count, 0)
+    elif info.xpu_available:
+        count = call(torch.xpu.device_count, 0)
+    else:
+        return 1 if info.mps_available else 0
+    if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+        return 0
+    return min(count, MAX_GPUS)
+
+
+def _torch_notes(info: TorchInfo) -> list[str]:
+    """Sentences that explain why torch cannot use an accelerator."""
+    if info.build == "cpu-only":
+        return [f"torch {info.version} is a CPU-only build"]
+    if info.build in ("cuda", "rocm") and not info.cuda_available:
+        return [f"torch {info.version} is a {info.build.upper()} build, but it sees no usable GPU"]
+    if info.build == "mps" and not info.mps_available:
+        return ["torch was built with MPS, but MPS is not available (needs macOS on Apple silicon)"]
+    return []
+
+
+def backend_of(info: TorchInfo) -> str:
+    """The best backend torch can use now."""
+    if info.cuda_available:
+        return "rocm" if info.hip_version else "cuda"
+    if info.mps_available:
+        return "mps"
+    if info.xpu_available:
+        return "xpu"
+    return "cpu"
+
+
+def torch_gpus(torch: Any, info: TorchInfo, notes: list[str]) -> list[GPUInfo]:
+    """List GPUs through torch, for ROCm and for NVIDIA machines without NVML."""
+    if torch is None:
+        return []
+    if info.cuda_available:
+        return [_torch_cuda_device(torch, i, notes) for i in range(info.device_count)]
+    if info.mps_available:
+        total = call(lambda: torch.mps.recommended_max_memory(), None)
+        return [GPUInfo(index=0, name="Apple GPU (MPS)", memory_total_bytes=total, source="torch")]
+    return []
+
+
+def _torch_cuda_device(torch: Any, index: int, notes: list[str]) -> GPUInfo:
+    """One CUDA/ROCm device as torch describes it."""
+    props = call(lambda: torch.cuda.get_device_properties(index), None, notes)
+    if props is None:
+        return GPUInfo(index=index, name=f"GPU {index}", source="torch")
+    free = call(lambda: torch.cuda.mem_get_info(index), None, notes)
+    try:
+        return GPUInfo(
+            index=index,
+            name=str(props.name),
+            memory_total_bytes=props.total_memory,
+            memory_free_bytes=free[0] if free is not None else None,
+            compute_capability=f"{props.major}.{props.minor}",
+            source="torch",
+        )
+    except Exception as exc:  # properties of an unexpected shape: keep the GPU, fields unknown
+        notes.append(f"GPU {index}: torch's device properties could not be read ({exc})")
+        return GPUInfo(index=index, name=f"GPU {index}", source="torch")

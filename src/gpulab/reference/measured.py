@@ -1,0 +1,79 @@
+"""Figures measured on GPUs, stored with their provenance in data/measured/ (DESIGN.md).
+
+A figure measured on a GPU the build machine does not have is data, not prose: a benchmark
+script writes it with the GPU, driver, torch version, date and command (``gpulab.record``),
+and pages render it from here. A page never types such a number by hand.
+
+Where the figures are read from: ``GPULAB_MEASURED_DIR`` when it is set (the tests point it
+at a benchmark's CPU output, so the notebooks' measured-data branches run before a GPU figure
+exists), else the package's ``data/measured/``, which holds only figures measured on a GPU.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+__all__ = ["ENV_VAR", "PACKAGED_DIR", "REQUIRED_PROVENANCE", "directory", "load_all",
+           "provenance_problems", "save", "section", "slug"]
+
+ENV_VAR = "GPULAB_MEASURED_DIR"
+PACKAGED_DIR = Path(str(resources.files("gpulab") / "data" / "measured"))
+# What every stored section must say about where its figures come from.
+REQUIRED_PROVENANCE = ("gpu", "device", "driver", "torch", "cuda", "date", "command")
+
+
+def directory() -> Path:
+    """The folder measured figures are read from and written to now (see the module's doc)."""
+    override = os.environ.get(ENV_VAR)
+    return Path(override) if override else PACKAGED_DIR
+
+
+def slug(gpu_name: str) -> str:
+    """The file name of a GPU's figures: 'NVIDIA H200' -> 'nvidia-h200'."""
+    return re.sub(r"[^a-z0-9]+", "-", str(gpu_name).lower()).strip("-") or "unknown"
+
+
+def provenance_problems(prov: Any, require_gpu: bool = True) -> list[str]:
+    """What is wrong with a section's provenance (empty when nothing is)."""
+    if not isinstance(prov, dict):
+        return ["provenance is not an object"]
+    problems = [f"provenance lacks {key!r}" for key in REQUIRED_PROVENANCE if not prov.get(key)
+                and key not in ("driver", "cuda")]
+    problems += [f"provenance lacks {key!r}" for key in ("driver", "cuda") if key not in prov]
+    if require_gpu and prov.get("device") not in ("cuda", "rocm"):
+        problems.append(f"device={prov.get('device')!r}: only figures measured on a GPU "
+                        "(cuda or rocm) belong in the package's data/measured/")
+    return problems
+
+
+def save(gpu_name: str, section_name: str, figures: dict[str, Any], prov: dict[str, Any],
+         folder: Path | None = None) -> Path:
+    """Write (or replace) one section of a GPU's measured figures, with its provenance."""
+    folder = directory() if folder is None else Path(folder)
+    folder.mkdir(parents=True, exist_ok=True)
+    path = folder / f"{slug(gpu_name)}.json"
+    data = json.loads(path.read_text()) if path.exists() else {"gpu": gpu_name, "sections": {}}
+    data["sections"][section_name] = {"provenance": prov, "figures": figures}
+    path.write_text(json.dumps(data, indent=2, sort_keys=True, allow_nan=False) + "\n")
+    return path
+
+
+def load_all(folder: Path | None = None) -> dict[str, dict]:
+    """Every GPU's measured figures, keyed by GPU name."""
+    folder = directory() if folder is None else Path(folder)
+    out = {}
+    for path in sorted(folder.glob("*.json")):
+        data = json.loads(path.read_text())
+        out[data["gpu"]] = data
+    return out
+
+
+def section(name: str, folder: Path | None = None) -> dict[str, dict]:
+    """One section across GPUs: {gpu name: {"provenance": ..., "figures": ...}}."""
+    return {gpu: data["sections"][name] for gpu, data in load_all(folder).items()
+            if name in data["sections"]}

@@ -1,0 +1,97 @@
+"""ipywidgets front ends over the library; no logic of their own (DESIGN.md).
+
+What a widget shows is computed by the layers below (the memory calculator's estimate and
+verdicts by ``gpulab.calculator``); a widget only lays it out and redraws it.
+"""
+
+from __future__ import annotations
+
+import html
+from typing import TYPE_CHECKING
+
+from gpulab.machine.doctor import findings_html
+
+if TYPE_CHECKING:
+    import ipywidgets
+
+    from gpulab.machine.report import HardwareReport
+    from gpulab.machine.rules import Finding
+
+
+def _list_html(items: list[str]) -> str:
+    """An HTML bullet list of plain-text items."""
+    return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
+
+
+def report_tabs(report: HardwareReport, findings: list[Finding], steps: list[str]) -> ipywidgets.Tab:
+    """Tabs with the hardware report, the doctor's findings and the next steps (notebook 00)."""
+    import ipywidgets as w
+
+    pages = {
+        "Machine": report._repr_html_(),
+        "Doctor": findings_html(findings),
+        "What next": _list_html(steps),
+    }
+    tab = w.Tab(children=[w.HTML(value=v) for v in pages.values()])
+    for i, title in enumerate(pages):
+        tab.set_title(i, title)
+    return tab
+
+
+def memory_calculator(report: HardwareReport | None = None, default_model: str = "Llama-3-8B"):
+    """A calculator: model (catalogue or pasted config.json), format, context, batch, mode (chapter 2).
+
+    Shows a stacked bar of the estimate and the GPUs of `gpulab.specs` it fits on, the
+    reader's own GPU first. Needs a running kernel; the static site has chapter 6's version.
+    """
+    import ipywidgets as w
+    import matplotlib.pyplot as plt
+    from IPython.display import display
+
+    from gpulab.estimate import memory
+    from gpulab.estimate.calculator import PASTE, estimate_for, fit_verdicts
+    from gpulab.reference import formats, models
+    from gpulab.ui import plots
+
+    model = w.Dropdown(options=[*models.names(), PASTE], value=default_model, description="model")
+    config = w.Textarea(placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
+                        layout=w.Layout(width="95%", height="90px", display="none"))
+    mode = w.ToggleButtons(options=["inference", "training"], value="inference")
+    fmt = w.Dropdown(options=list(formats.WEIGHT_FORMATS), value="int4", description="weights")
+    kv = w.Dropdown(options=list(formats.KV_FORMATS), value="bf16", description="KV cache")
+    precision = w.Dropdown(options=list(formats.TRAINING_PRECISIONS), value="bf16-mixed",
+                           description="precision")
+    optimizer = w.Dropdown(options=list(memory.OPTIMIZERS), value="adamw", description="optimizer")
+    context = w.IntText(value=4096, description="context")
+    batch = w.IntText(value=1, description="batch")
+    out = w.Output()
+    own = [(g.name, g.memory_total_bytes) for g in (report.gpus if report else []) if g.memory_total_bytes]
+
+    def update(*_):
+        config.layout.display = "block" if model.value == PASTE else "none"
+        for box in (fmt, kv):
+            box.layout.display = "flex" if mode.value == "inference" else "none"
+        for box in (precision, optimizer):
+            box.layout.display = "flex" if mode.value == "training" else "none"
+        out.clear_output(wait=True)
+        with out:
+            try:
+                spec, b = estimate_for(model.value, config.value, mode.value, fmt.value,
+                                       kv.value, precision.value, optimizer.value,
+                                       context.value, batch.value)
+            except ValueError as exc:
+                print(f"Cannot estimate: {exc}")
+                return
+            fig = plots.memory_breakdown({spec.name or "model": b}, dict(own),
+                                         title=f"{spec.name}: {b.total / 1e9:.1f} GB ({mode.value})")
+            display(fig)
+            plt.close(fig)  # shown once, inside the output area
+            for line in fit_verdicts(b, own):
+                print(line)
+
+    for control in (model, config, mode, fmt, kv, precision, optimizer, context, batch):
+        control.observe(update, names="value")
+    update()
+    controls = w.VBox([model, config, mode, w.HBox([fmt, kv]), w.HBox([precision, optimizer]),
+                       w.HBox([context, batch])])
+    return w.VBox([controls, out])
