@@ -55,6 +55,7 @@ lab: setup
 
 lint: setup
 	$(VENV_PYTHON) -m ruff check src tests tools benchmarks workshop labs/07_distributed
+	$(VENV)/bin/lint-imports --no-cache
 	$(VENV_PYTHON) tools/nbcheck.py
 
 test: setup widgets-js lint

@@ -18,13 +18,17 @@ import re
 import sys
 from pathlib import Path
 
-import yaml
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "src"))
-sys.path.insert(0, str(ROOT))
-
-from gpulab import labs  # noqa: E402
+from gpulab.course import labs  # noqa: E402
+from tools.link_tables import (  # noqa: E402
+    attendee_problems,
+    fix_attendee,
+    fix_readme,
+    readme_problems,
+)
+from tools.notebook_meta import ROOT, cell_source, load_config, title_of  # noqa: E402
 from tools.pipeline import RunConfig, discover, executed_path, learner_copies  # noqa: E402
 
 COLAB_TAG = "colab-setup"
@@ -32,14 +36,7 @@ HIDE_TAG = "remove-cell"  # myst-nb drops the cell from the site
 PARAMETERS_TAG = "parameters"
 REFERENCE_TAG = "nbval-check-output"
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-README_START = "<!-- notebooks:start -->"
-README_END = "<!-- notebooks:end -->"
 PARAMETER_LINES = (re.compile(r'^device\s*=\s*"auto"', re.M), re.compile(r"^quick\s*=\s*False", re.M))
-
-
-def load_config(root: Path = ROOT) -> dict:
-    """The book's `_config.yml`."""
-    return yaml.safe_load((root / "_config.yml").read_text())
 
 
 def install_spec(config: dict) -> str:
@@ -59,29 +56,8 @@ def colab_cell_source(config: dict) -> str:
     )
 
 
-def colab_url(config: dict, rel_path: str) -> str:
-    """The "Open in Colab" address of a notebook in the configured repository."""
-    repo = config["repository"]
-    owner_repo = repo["url"].rstrip("/").removeprefix("https://github.com/")
-    return f"{config['launch_buttons']['colab_url']}/github/{owner_repo}/blob/{repo.get('branch', 'main')}/{rel_path}"
-
-
-def _source(cell: dict) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
 def _tags(cell: dict) -> list[str]:
     return cell.get("metadata", {}).get("tags", [])
-
-
-def title_of(nb: dict) -> str:
-    """The notebook's title: the first `# ` line of its first cell."""
-    first = _source(nb["cells"][0]) if nb.get("cells") else ""
-    for line in first.splitlines():
-        if line.startswith("# "):
-            return line[2:].strip()
-    return ""
 
 
 def problems(path: Path, config: dict, learner: bool = False) -> list[str]:
@@ -101,19 +77,19 @@ def problems(path: Path, config: dict, learner: bool = False) -> list[str]:
     colab = [c for c in cells if COLAB_TAG in _tags(c)]
     if len(colab) != 1:
         found.append(f"has {len(colab)} Colab set-up cells (tag {COLAB_TAG!r}); needs exactly 1")
-    elif _source(colab[0]) != colab_cell_source(config):
+    elif cell_source(colab[0]) != colab_cell_source(config):
         found.append("Colab set-up cell differs from the one generated from _config.yml")
     elif HIDE_TAG not in _tags(colab[0]):
         found.append(f"Colab set-up cell lacks the {HIDE_TAG!r} tag (it is hidden on the site)")
     params = [c for c in cells if PARAMETERS_TAG in _tags(c)]
     if len(params) != 1:
         found.append(f"has {len(params)} cells tagged {PARAMETERS_TAG!r}; needs exactly 1")
-    elif not all(p.search(_source(params[0])) for p in PARAMETER_LINES):
+    elif not all(p.search(cell_source(params[0])) for p in PARAMETER_LINES):
         found.append('parameters cell must set `device = "auto"` and `quick = False`')
-    code = "\n".join(_source(c) for c in cells if c["cell_type"] == "code")
+    code = "\n".join(cell_source(c) for c in cells if c["cell_type"] == "code")
     if "detect(" not in code:
         found.append("shows no hardware summary (no call to gpulab.hardware.detect)")
-    headings = "\n".join(_source(c) for c in cells if c["cell_type"] == "markdown")
+    headings = "\n".join(cell_source(c) for c in cells if c["cell_type"] == "markdown")
     for needed in ("Summary", "Exercises"):
         if not re.search(rf"^##+ .*{needed}", headings, re.M):
             found.append(f"has no '## {needed}' section")
@@ -181,51 +157,6 @@ def record_references(path: Path, executed: Path) -> int:
     return count
 
 
-def colab_links(config: dict, path: Path, root: Path = ROOT) -> str:
-    """Markdown Colab link(s) for a notebook: exercise and solution for a lab, else one link."""
-    rel = path.relative_to(root).as_posix()
-    if path.parent.name == "labs":
-        learner = labs.learner_path(path).relative_to(root).as_posix()
-        return f"[exercise]({colab_url(config, learner)}) · [solution]({colab_url(config, rel)})"
-    return f"[open]({colab_url(config, rel)})"
-
-
-def readme_table(config: dict, root: Path = ROOT) -> str:
-    """The README's table of notebooks, with their Colab links."""
-    rows = ["| notebook | what it is | open in Colab |", "|---|---|---|"]
-    for path in discover(root):
-        rel = path.relative_to(root).as_posix()
-        title = title_of(json.loads(path.read_text(encoding="utf-8")))
-        rows.append(f"| [`{rel}`]({rel}) | {title} | {colab_links(config, path, root)} |")
-    return "\n".join(rows)
-
-
-def readme_problems(config: dict, root: Path = ROOT) -> list[str]:
-    """Whether the README's notebook table is the generated one."""
-    text = (root / "README.md").read_text(encoding="utf-8")
-    if README_START not in text or README_END not in text:
-        return [f"README.md lacks the {README_START} ... {README_END} markers"]
-    current = text.split(README_START)[1].split(README_END)[0].strip()
-    return [] if current == readme_table(config, root) else ["README.md's notebook table is out of date"]
-
-
-def fix_readme(config: dict, root: Path = ROOT) -> None:
-    """Rewrite the README's notebook table between its markers."""
-    path = root / "README.md"
-    text = path.read_text(encoding="utf-8")
-    head, rest = text.split(README_START)
-    _, tail = rest.split(README_END)
-    path.write_text(f"{head}{README_START}\n{readme_table(config, root)}\n{README_END}{tail}",
-                    encoding="utf-8")
-
-
-def _attendee_links():
-    """The workshop's attendee-page generator (imported late: it imports this module)."""
-    from workshop import attendee_links
-
-    return attendee_links
-
-
 def main(argv: list[str] | None = None) -> int:
     """Check (or with --fix, repair) every notebook, learner copy and the README table."""
     parser = argparse.ArgumentParser(description="Check the notebooks' format.")
@@ -248,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in labs.write_learner_copies(ROOT / "labs"):
             print(f"regenerated {path.relative_to(ROOT)}")
         fix_readme(config)
-        _attendee_links().fix()
+        fix_attendee()
     report = []
     for path in discover():
         report += [f"{path.relative_to(ROOT)}: {p}" for p in problems(path, config)]
@@ -257,7 +188,7 @@ def main(argv: list[str] | None = None) -> int:
     report += [f"{p.relative_to(ROOT)}: out of date with its solution (run --fix)"
                for p in labs.out_of_date(ROOT / "labs")]
     report += readme_problems(config)
-    report += _attendee_links().problems()
+    report += attendee_problems()
     for line in report:
         print(line)
     if report:

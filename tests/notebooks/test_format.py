@@ -10,9 +10,9 @@ import types
 
 import pytest
 
-from tools import nbcheck, pipeline
+from tools import link_tables, nbcheck, notebook_meta, pipeline
 
-CONFIG = nbcheck.load_config()
+CONFIG = notebook_meta.load_config()
 
 
 def test_every_notebook_passes_the_format_check():
@@ -20,7 +20,7 @@ def test_every_notebook_passes_the_format_check():
     problems = {str(p): nbcheck.problems(p, CONFIG) for p in pipeline.discover()}
     problems |= {str(p): nbcheck.problems(p, CONFIG, learner=True) for p in pipeline.learner_copies()}
     assert not {k: v for k, v in problems.items() if v}
-    assert nbcheck.readme_problems(CONFIG) == []
+    assert link_tables.readme_problems(CONFIG) == []
 
 
 @pytest.mark.parametrize("notebook", pipeline.discover(), ids=lambda p: p.name)

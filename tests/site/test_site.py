@@ -9,9 +9,9 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from tools import nbcheck, pipeline
+from tools import notebook_meta, pipeline
 
-CONFIG = nbcheck.load_config()
+CONFIG = notebook_meta.load_config()
 COLAB = re.compile(r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/([^/]+)/(.+\.ipynb)")
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpulab import rules
+from tools import link_tables
 from workshop import attendee_links, singleuser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -128,15 +129,16 @@ def test_install_script_refuses_unknown_arguments():
 
 def test_attendee_page_links_every_notebook_to_colab():
     """The generated table lists every discovered notebook; `--fix` regenerates it."""
-    assert attendee_links.problems() == []
+    assert link_tables.attendee_problems() == []
+    assert attendee_links.main([]) == 0  # the workshop's own command agrees
 
 
 def test_attendee_table_has_a_colab_link_per_notebook():
     """One row per notebook, and a lab row links its learner copy as the exercise."""
-    from tools.nbcheck import load_config
+    from tools.notebook_meta import load_config
     from tools.pipeline import discover
 
-    table = attendee_links.links_table(load_config())
+    table = link_tables.attendee_table(load_config())
     for path in discover():
         rel = path.relative_to(ROOT).as_posix()
         row = next(line for line in table.splitlines() if line.startswith(f"| `{rel}` |"))
