@@ -58,13 +58,19 @@ lint: setup
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV_PYTHON) tools/nbcheck.py
 
+# GPULAB_STRICT=1: every extra and tool the tests use is installed here, so a missing one
+# fails instead of skipping (tests/helpers.py). `gpu` tests skip with their reason on a CPU.
+test: export GPULAB_STRICT := 1
 test: setup widgets-js lint
-	GPULAB_QUICK=1 $(VENV_PYTHON) -m pytest tests/unit -m "not gpu"
+	GPULAB_QUICK=1 $(VENV_PYTHON) -m pytest tests/unit
 	$(VENV_PYTHON) -m pytest tests/workshop
+	GPULAB_QUICK=1 $(VENV_PYTHON) -m pytest tests/benchmarks
 	GPULAB_QUICK=1 $(VENV_PYTHON) -m pytest tests/notebooks
 	$(VENV_PYTHON) tools/pipeline.py site --mode quick
 	$(VENV_PYTHON) -m pytest tests/site
 
+# GPULAB_REQUIRE_GPU=1: a `gpu` test fails, not skips, when no CUDA device is there.
+test-gpu: export GPULAB_REQUIRE_GPU := 1
 test-gpu:
 	$(PYTHON) -m pytest tests/unit -m gpu
 	GPULAB_KERNEL=gpulab GPULAB_DEVICE=cuda GPULAB_QUICK=1 $(PYTHON) -m pytest tests/notebooks

@@ -19,6 +19,7 @@ from gpulab import (
     measure,
     peaks,
     perf,
+    record,
     torch_models,
     units,
 )
@@ -46,12 +47,11 @@ def measured_bandwidth(device, quick: bool) -> float:
     return point.rate
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     """Measure each size and print measured vs bound."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--quick", action="store_true")
-    args = parser.parse_args()
+    record.add_arguments(parser)
+    args = parser.parse_args(argv)
     device = hardware.pick_device(args.device)
     report = hardware.detect()
     bw = measured_bandwidth(device, args.quick)
@@ -85,7 +85,10 @@ def main() -> None:
             share = perf.mfu(train.tokens_per_s, spec, peak / 1e12, training=True, seq_len=512)
             print(f"\ntraining step, bf16 autocast, batch 8 x 512: {train.tokens_per_s:,.0f} tokens/s, "
                   f"MFU {share:.1%} of {units.format_rate(peak)} ({label})")
+    figures = {"bandwidth_bytes_per_s": bw, "prompt": prompt, "new_tokens": new, "rows": rows}
+    print(record.stored_message(record.store("decode_bound", figures, device, report, args.out)))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -16,7 +16,7 @@ import argparse
 
 import torch
 
-from gpulab import hardware, memprobe, torch_models
+from gpulab import hardware, memprobe, record, torch_models
 from gpulab.estimate.memory import ModelSpec, estimate_inference, estimate_training
 from gpulab.ui.tables import Table
 
@@ -79,13 +79,13 @@ def rows_for(name: str, config: dict, device, batch: int, seq_len: int) -> list[
     return out
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     """Measure every configuration and print the table and the summary."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--quick", action="store_true", help="smaller batch and sequence")
-    args = parser.parse_args()
+    record.add_arguments(parser)
+    args = parser.parse_args(argv)
     device = hardware.pick_device(args.device)
+    report = hardware.detect()
     batch, seq_len = (2, 128) if args.quick else (4, 256)
     rows = []
     for name, config in CONFIGS.items():
@@ -114,7 +114,10 @@ def main() -> None:
                     formats={"accelerate": lambda v: f"{v / MIB:.2f} MiB",
                              "gpulab": lambda v: f"{v / MIB:.2f} MiB"},
                     title="fp32 weights: accelerate's calculate_maximum_sizes (empty weights) vs gpulab"))
+    figures = {"batch": batch, "seq_len": seq_len, "rows": rows}
+    print(record.stored_message(record.store("memory_accuracy", figures, device, report, args.out)))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

@@ -18,15 +18,14 @@ import sys
 
 import torch
 
-from gpulab import hardware, measured, slowloop, slowloop_grading, slowloop_profile
+from gpulab import hardware, record, slowloop, slowloop_grading, slowloop_profile
 from gpulab.ui.tables import Table
 
 
 def main(argv: list[str] | None = None) -> int:
     """Measure every stage, print the table, and return the exit status."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--quick", action="store_true", help="the lab's quick sizes")
+    record.add_arguments(parser)
     parser.add_argument("--repeats", type=int, default=3, help="interleaved runs per stage")
     args = parser.parse_args(argv)
     device = hardware.pick_device(args.device)
@@ -61,13 +60,10 @@ def main(argv: list[str] | None = None) -> int:
         failures.append(f"the fixed loop is {speedup:.2f}x the original; the goal here is {goal}x")
     print(f"fixed loop: {speedup:.2f}x the original (goal on {device.type}: >= {goal}x)")
 
-    if device.type == "cuda":
-        gpu = report.gpus[device.index or 0] if report.gpus else None
-        name = gpu.name if gpu else torch.cuda.get_device_name(device)
-        prov = measured.provenance(name, gpu.driver_version if gpu else None)
-        figures = {"steps": steps, "batch": task.batch, "repeats": args.repeats,
-                   "quick": args.quick, "stages": rows}
-        print(f"figures written to {measured.save(name, 'slow_loop', figures, prov)}")
+    figures = {"steps": steps, "batch": task.batch, "repeats": args.repeats,
+               "quick": args.quick, "stages": rows}
+    path = record.store("slow_loop", figures, device, report, args.out)
+    print(record.stored_message(path))
     for failure in failures:
         print(f"FAILED: {failure}", file=sys.stderr)
     return 1 if failures else 0

@@ -20,7 +20,7 @@ import time
 import torch
 from torch.utils import benchmark as torch_benchmark
 
-from gpulab import hardware, measured, peaks, roofline, timing, units
+from gpulab import hardware, peaks, record, roofline, timing, units
 from gpulab.ui.tables import Table
 
 GOAL = 0.05
@@ -86,13 +86,12 @@ def operations(device, quick: bool):
     return ops, dtype
 
 
-def main() -> None:
+def main(argv: list[str] | None = None) -> int:
     """Run every op under every timer and print the comparison table."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--device", default="auto")
-    parser.add_argument("--quick", action="store_true", help="small sizes and short runs")
+    record.add_arguments(parser)
     parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per op")
-    args = parser.parse_args()
+    args = parser.parse_args(argv)
     device = hardware.pick_device(args.device)
     report = hardware.detect()
     threads = torch.get_num_threads()
@@ -139,14 +138,11 @@ def main() -> None:
     share_text = "peak unknown" if share is None else f"{share:.0f}% of {units.format_rate(peak)} ({label})"
     print(f"best matmul here: {matmul_name}: {units.format_rate(achieved)}, {share_text}")
 
-    if device.type == "cuda":
-        gpu = report.gpus[device.index or 0] if report.gpus else None
-        name = gpu.name if gpu else torch.cuda.get_device_name(device)
-        prov = measured.provenance(name, gpu.driver_version if gpu else None)
-        path = measured.save(name, "timing_fidelity", {"ops": figures, "matmul_peak_share_percent": share},
-                             prov)
-        print(f"figures written to {path}")
+    path = record.store("timing_fidelity", {"ops": figures, "matmul_peak_share_percent": share},
+                        device, report, args.out)
+    print(record.stored_message(path))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

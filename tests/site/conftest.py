@@ -10,7 +10,9 @@ from pathlib import Path
 from urllib.parse import urlsplit
 
 import pytest
+from playwright import sync_api  # a dev dependency: imported plainly, never skipped
 
+from tests.helpers import missing
 from tools import pipeline
 
 
@@ -51,8 +53,7 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 def browser():
     """A headless Chromium driven by Playwright."""
     if CHROMIUM is None:
-        pytest.skip("no Chromium on this machine (Debian: apt-get install chromium); .ci/run installs it")
-    sync_api = pytest.importorskip("playwright.sync_api", reason="playwright is not installed")
+        missing("Chromium", "tool:chromium", "Debian: apt-get install chromium; .ci/run installs it")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         yield b

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 from gpulab import measured, record
 
 
@@ -19,8 +21,40 @@ def test_save_and_load_with_provenance(tmp_path):
     assert timing["NVIDIA H200"]["provenance"]["driver"] == "570.86"
 
 
-def test_packaged_folder_holds_only_well_formed_files():
-    """Every file shipped in data/measured/ names its GPU and has provenance per section."""
-    for gpu, data in measured.load_all().items():
-        for sec in data["sections"].values():
-            assert {"gpu", "driver", "torch", "date", "command"} <= set(sec["provenance"]), gpu
+def test_packaged_folder_holds_only_figures_measured_on_a_gpu():
+    """Every section shipped in data/measured/ has a full provenance that names a GPU device.
+
+    CPU figures (a benchmark run here with --out, the tests' fixtures) never belong there.
+    """
+    files = sorted(measured.PACKAGED_DIR.iterdir())
+    assert {f.name for f in files if f.suffix != ".json"} <= {"README.md"}
+    for path in files:
+        if path.suffix != ".json":
+            continue
+        data = json.loads(path.read_text())
+        assert path.name == f"{measured.slug(data['gpu'])}.json"
+        for name, sec in data["sections"].items():
+            assert measured.provenance_problems(sec["provenance"]) == [], (path.name, name)
+
+
+def test_provenance_check_rejects_a_cpu_or_incomplete_provenance():
+    """The check that guards data/measured/ fails for what must not be there."""
+    good = record.provenance("NVIDIA H200", "570.86", "cuda", command="x.py")
+    assert measured.provenance_problems(good) == []
+    cpu = record.provenance("AMD EPYC", None, "cpu", command="x.py")
+    assert any("device='cpu'" in p for p in measured.provenance_problems(cpu))
+    assert measured.provenance_problems(cpu, require_gpu=False) == []
+    partial = {k: v for k, v in good.items() if k != "command"}
+    assert measured.provenance_problems(partial) == ["provenance lacks 'command'"]
+    assert measured.provenance_problems("not a dict") == ["provenance is not an object"]
+
+
+def test_the_folder_can_be_pointed_elsewhere(monkeypatch, tmp_path):
+    """GPULAB_MEASURED_DIR moves reads and writes; without it, the package's folder is used."""
+    monkeypatch.delenv(measured.ENV_VAR, raising=False)
+    assert measured.directory() == measured.PACKAGED_DIR
+    monkeypatch.setenv(measured.ENV_VAR, str(tmp_path))
+    assert measured.directory() == tmp_path
+    prov = record.provenance("NVIDIA L4", "550.1", "cuda", command="x.py")
+    measured.save("NVIDIA L4", "s", {"v": 1.0}, prov)
+    assert measured.section("s") == {"NVIDIA L4": {"provenance": prov, "figures": {"v": 1.0}}}

@@ -11,12 +11,11 @@ import dataclasses
 import warnings
 
 import pytest
+import torch
+import transformers
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.reference.modelspec import SUPPORTED_MODEL_TYPES, ModelSpec
-
-torch = pytest.importorskip("torch")
-transformers = pytest.importorskip("transformers")
 
 _SMALL = dict(vocab_size=101, num_hidden_layers=3, bos_token_id=1, eos_token_id=2)
 

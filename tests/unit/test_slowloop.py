@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import time
 
 import numpy as np
 import pytest
@@ -156,12 +157,16 @@ def test_same_seed_same_losses_other_seed_other_losses(reference):
     assert len(reference.losses) == STEPS and all(np.isfinite(reference.losses))
 
 
-def test_result_reports_time_samples_and_data_wait(reference):
-    """Samples are steps x batch; the data wait is part of the wall time."""
-    assert reference.samples == STEPS * TINY.batch
-    assert 0 < reference.data_wait_s < reference.seconds
-    assert reference.samples_per_s == reference.samples / reference.seconds
-    assert 0 < reference.data_share < 1 and reference.device == "cpu"
+def test_result_reports_time_samples_and_data_wait():
+    """Samples are steps x batch; the loop's clock agrees with a clock around the whole call."""
+    start = time.perf_counter()
+    result = run(SLOW)
+    outside = time.perf_counter() - start
+    assert result.samples == STEPS * TINY.batch
+    # the run's own time excludes set-up and warm-up, so it is within the wall time of the call
+    assert 0 < result.data_wait_s < result.seconds <= outside
+    assert result.samples_per_s >= result.samples / outside
+    assert 0 < result.data_share < 1 and result.device == "cpu"
 
 
 def test_the_loss_goes_down_over_a_longer_run():
@@ -353,8 +358,6 @@ def test_long_kernel_names_are_cut():
 @pytest.mark.gpu
 def test_fixed_loop_is_at_least_twice_as_fast_on_cuda():
     """On a CUDA GPU the fixed loop reaches GPU_SPEEDUP_GOAL, with the same loss curve."""
-    if not torch.cuda.is_available():
-        pytest.skip("needs a CUDA GPU")
     task, steps = slowloop.sizes("cuda", quick=True)  # what `make test-gpu` runs in the lab
     configs = {"slow": SLOW, "fixed": slowloop.fixed_config("cuda", task)}
     timed = slowloop_profile.measure(configs, steps, "cuda", repeats=3, task=task, progress=False)

@@ -269,9 +269,6 @@ def test_cpu_peak_bf16_with_amx_and_with_avx512_bf16():
 
 
 def test_cpu_peak_falls_back_to_the_reported_clock_when_no_maximum():
-    fields = {f.name for f in dataclasses.fields(CPUInfo)}
-    if "reported_frequency_mhz" not in fields:
-        pytest.skip("this gpulab.hardware has no reported_frequency_mhz")
     info = dataclasses.replace(cpu(["AVX2", "FMA"], mhz=None), reported_frequency_mhz=2500.0)
     est = cpu_peak(report_with(info))
     assert est.fp32_flops == pytest.approx(2 * 2.5e9 * 32)

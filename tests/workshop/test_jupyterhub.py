@@ -24,6 +24,7 @@ from types import SimpleNamespace
 import pytest
 
 from gpulab.core.errors import GpulabConfigError
+from tests.helpers import missing, need_module
 
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG = ROOT / "workshop" / "jupyterhub_config.py"
@@ -84,7 +85,7 @@ def _fake_spawner(name: str):
 
 def test_config_serves_both_kernels_from_the_course(monkeypatch, tmp_path):
     """Servers get the course's jupyter/ folder, the venv first on PATH and the wrapper."""
-    pytest.importorskip("jupyterhub", reason="JupyterHub is not installed (the workshop extra)")
+    need_module("jupyterhub", "workshop")
     cfg = _load_config(monkeypatch, tmp_path)
     env = cfg.Spawner.environment
     assert env["JUPYTER_PATH"] == str(ROOT / "jupyter")
@@ -97,7 +98,7 @@ def test_config_serves_both_kernels_from_the_course(monkeypatch, tmp_path):
 
 def test_config_systemd_spawner_keeps_the_gpus_visible(monkeypatch, tmp_path):
     """The real-server spawner: dynamic users, /dev not private (GPUs), limits passed on."""
-    spawner = pytest.importorskip("systemdspawner", reason="jupyterhub-systemdspawner not installed")
+    spawner = need_module("systemdspawner", "workshop")
     cfg = _load_config(monkeypatch, tmp_path, GPULAB_HUB_SPAWNER="systemd",
                        GPULAB_HUB_MEM_LIMIT="16G", GPULAB_HUB_CPU_LIMIT="4")
     assert cfg.JupyterHub.spawner_class == "systemdspawner.SystemdSpawner"
@@ -120,14 +121,14 @@ def test_config_systemd_spawner_keeps_the_gpus_visible(monkeypatch, tmp_path):
 ])
 def test_config_rejects_bad_settings_by_name(monkeypatch, tmp_path, variable, value, named):
     """A bad variable stops the hub with a GpulabConfigError that names it."""
-    pytest.importorskip("jupyterhub", reason="JupyterHub is not installed (the workshop extra)")
+    need_module("jupyterhub", "workshop")
     with pytest.raises(GpulabConfigError, match=named):
         _load_config(monkeypatch, tmp_path, **{variable: value})
 
 
 def test_config_refuses_root_servers_unless_allowed(monkeypatch, tmp_path):
     """As root, the simple spawner needs GPULAB_HUB_ALLOW_ROOT=1, and then passes --allow-root."""
-    pytest.importorskip("jupyterhub", reason="JupyterHub is not installed (the workshop extra)")
+    need_module("jupyterhub", "workshop")
     monkeypatch.setattr(os, "geteuid", lambda: 0)
     with pytest.raises(GpulabConfigError, match="GPULAB_HUB_ALLOW_ROOT"):
         _load_config(monkeypatch, tmp_path, GPULAB_HUB_ALLOW_ROOT="0")
@@ -137,7 +138,7 @@ def test_config_refuses_root_servers_unless_allowed(monkeypatch, tmp_path):
 
 def test_gpu_slots_spread_then_share_then_fall_back_to_cpu(monkeypatch, tmp_path):
     """Two GPUs, two attendees each: spread first, share next, the fifth gets the CPU."""
-    pytest.importorskip("jupyterhub", reason="JupyterHub is not installed (the workshop extra)")
+    need_module("jupyterhub", "workshop")
     cfg = _load_config(monkeypatch, tmp_path, GPULAB_HUB_GPUS="0, MIG-abc",
                        GPULAB_HUB_USERS_PER_GPU="2")
     spawners = {n: _fake_spawner(n) for n in ("ann", "bo", "cy", "di", "ed")}
@@ -154,7 +155,7 @@ def test_gpu_slots_spread_then_share_then_fall_back_to_cpu(monkeypatch, tmp_path
 
 def test_gpu_slots_can_refuse_when_full(monkeypatch, tmp_path):
     """GPULAB_HUB_WHEN_FULL=refuse fails the start with a message instead of using the CPU."""
-    pytest.importorskip("jupyterhub", reason="JupyterHub is not installed (the workshop extra)")
+    need_module("jupyterhub", "workshop")
     cfg = _load_config(monkeypatch, tmp_path, GPULAB_HUB_GPUS="0", GPULAB_HUB_WHEN_FULL="refuse")
     cfg.Spawner.pre_spawn_hook(_fake_spawner("ann"))
     with pytest.raises(RuntimeError, match="GPU slots are in use"):
@@ -163,7 +164,7 @@ def test_gpu_slots_can_refuse_when_full(monkeypatch, tmp_path):
 
 def test_no_gpu_list_leaves_every_gpu_visible(monkeypatch, tmp_path):
     """Without GPULAB_HUB_GPUS the hook sets nothing: every server sees every GPU."""
-    pytest.importorskip("jupyterhub", reason="JupyterHub is not installed (the workshop extra)")
+    need_module("jupyterhub", "workshop")
     cfg = _load_config(monkeypatch, tmp_path)
     spawner = _fake_spawner("ann")
     cfg.Spawner.pre_spawn_hook(spawner)
@@ -217,12 +218,12 @@ def _kill(pid: int | None) -> None:
 
 def test_hub_spawns_a_server_with_both_course_kernels(tmp_path):
     """Log in through the REST API, start a server, find both kernels and the notebooks in it."""
-    pytest.importorskip("jupyterhub", reason="JupyterHub is not installed: pip install -e '.[workshop]'")
-    requests = pytest.importorskip("requests")
+    need_module("jupyterhub", "workshop")
+    requests = need_module("requests", "workshop")  # JupyterHub's own dependency
     if not PROXY.exists():
-        pytest.skip(f"{PROXY.relative_to(ROOT)} is missing: run `npm ci` in the course folder")
+        missing(str(PROXY.relative_to(ROOT)), "tool:npm", "run `npm ci` in the course folder")
     if shutil.which("node") is None:
-        pytest.skip("node is not on PATH: configurable-http-proxy needs Node.js")
+        missing("node", "tool:node", "configurable-http-proxy needs Node.js on PATH")
 
     state = tmp_path / "hub"
     admin_token = secrets.token_hex(32)

@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpulab import rules
+from tests.helpers import need_module
 from tools import link_tables
 from workshop import attendee_links, singleuser
 
@@ -94,8 +95,8 @@ def test_install_script_is_valid_bash_and_lints_clean():
 
 def test_install_script_writes_settings_the_config_reads(monkeypatch, tmp_path):
     """Every variable in the settings template is one the config knows, and they load."""
-    pytest.importorskip("jupyterhub", reason="JupyterHub is not installed (the workshop extra)")
-    pytest.importorskip("systemdspawner", reason="jupyterhub-systemdspawner is not installed")
+    need_module("jupyterhub", "workshop")
+    need_module("systemdspawner", "workshop")
     out = subprocess.run(["bash", str(SCRIPT), "--print-config"], capture_output=True, text=True,
                          check=True).stdout
     unit, settings = out.split("# /etc/gpulab-hub/hub.env")

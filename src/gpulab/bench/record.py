@@ -1,22 +1,52 @@
-"""Where a measurement comes from: the provenance benchmark scripts store with their figures.
+"""Where a measurement comes from, and where a benchmark script stores it (``benchmarks/``).
 
-``gpulab.measured`` (the reference layer) stores and reads the figures; this module, which
-may import torch, says which machine, driver, library versions and command produced them.
+``gpulab.measured`` (the reference layer) stores and reads figures; this module, which may
+import torch, says which machine, device, driver, library versions and command produced
+them, and decides where a script's figures go:
+
+- with ``--out DIR``: into DIR, whatever the device (the tests use a CPU run as a fixture for
+  the notebooks' measured-data branches, through ``GPULAB_MEASURED_DIR``);
+- without it, on a GPU: into ``gpulab.measured.directory()``, the package's data/measured/
+  unless ``GPULAB_MEASURED_DIR`` points elsewhere;
+- without it, on a CPU: nowhere. The package ships only figures measured on a GPU.
 """
 
 from __future__ import annotations
 
+import argparse
 import datetime
 import sys
 from pathlib import Path
 from typing import Any
 
-__all__ = ["provenance"]
+from gpulab.machine.report import HardwareReport
+from gpulab.reference import measured
+
+__all__ = ["add_arguments", "device_kind", "provenance", "store", "stored_message"]
+
+
+def add_arguments(parser: argparse.ArgumentParser) -> None:
+    """The options every benchmark script takes: --device, --quick and --out."""
+    parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N, mps")
+    parser.add_argument("--quick", action="store_true",
+                        help="the smallest sizes: seconds on a 2-core CPU (the CI smoke test)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="write the figures to this folder, whatever the device")
+
+
+def device_kind(device: Any) -> str:
+    """"cuda", "rocm", "mps", "xpu" or "cpu": what a provenance calls the device."""
+    import torch
+
+    kind = torch.device(device).type
+    if kind == "cuda" and getattr(torch.version, "hip", None):
+        return "rocm"
+    return kind
 
 
 def provenance(gpu_name: str, driver: str | None, device: str,
                command: str | None = None) -> dict[str, Any]:
-    """GPU (or CPU), device type, driver, torch and CUDA versions, date and command."""
+    """GPU (or CPU) name, device kind, driver, torch and CUDA versions, date and command."""
     import torch
 
     return {
@@ -28,3 +58,36 @@ def provenance(gpu_name: str, driver: str | None, device: str,
         "date": datetime.date.today().isoformat(),
         "command": command or " ".join([Path(sys.argv[0]).name, *sys.argv[1:]]),
     }
+
+
+def _name_and_driver(device: Any, report: HardwareReport) -> tuple[str, str | None]:
+    """The measured device's name (the GPU's, or the CPU model) and its driver version."""
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        index = device.index or 0
+        gpu = report.gpus[index] if index < len(report.gpus) else None
+        name = gpu.name if gpu else torch.cuda.get_device_name(device)
+        return name, gpu.driver_version if gpu else None
+    if device.type == "cpu":
+        return report.cpu.model or "CPU", None
+    return (report.gpus[0].name if report.gpus else device.type), None
+
+
+def store(section: str, figures: dict[str, Any], device: Any, report: HardwareReport,
+          out: Path | None = None) -> Path | None:
+    """Write a benchmark's figures with their provenance; the path, or None when not stored."""
+    kind = device_kind(device)
+    if out is None and kind not in ("cuda", "rocm"):
+        return None
+    name, driver = _name_and_driver(device, report)
+    folder = measured.directory() if out is None else Path(out)
+    return measured.save(name, section, figures, provenance(name, driver, kind), folder)
+
+
+def stored_message(path: Path | None) -> str:
+    """What a script prints after ``store``: where the figures went, or why they were not kept."""
+    if path is not None:
+        return f"figures written to {path}"
+    return "figures not stored: only GPU figures go to data/measured/ (--out DIR keeps them)"

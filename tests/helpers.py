@@ -1,0 +1,43 @@
+"""What the tests share: the strict mode of `make test`, and the one way to need an extra.
+
+`make test` sets GPULAB_STRICT=1: it installs every extra and tool the tests use (the
+workshop extra, the kernels extra, Chromium through .ci/run, the npm packages), so a missing
+one is a broken install and fails. A bare `pytest` elsewhere skips those tests with the
+reason instead. Declared dependencies (torch, transformers, playwright, ...) are imported
+plainly: a missing one fails everywhere.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+import sys
+from types import ModuleType
+
+import pytest
+
+STRICT = os.environ.get("GPULAB_STRICT") == "1"
+# The extras `make setup` installs, by platform (Triton has no macOS wheels).
+INSTALLED_BY_MAKE = {"workshop", "dev"} | ({"kernels"} if sys.platform != "darwin" else set())
+
+
+def missing(what: str, extra_or_tool: str, how: str) -> None:
+    """Fail under `make test` (where `extra_or_tool` is installed), skip elsewhere, with `how`."""
+    message = f"{what} is missing ({how})"
+    if STRICT and (extra_or_tool in INSTALLED_BY_MAKE or extra_or_tool.startswith("tool:")):
+        pytest.fail(f"{message}; `make test` installs it, so this is a broken install")
+    pytest.skip(message)
+
+
+def need_module(name: str, extra: str) -> ModuleType:
+    """Import a module of an optional extra: fail under `make test`, else skip, when it is absent."""
+    try:
+        return importlib.import_module(name)
+    except ImportError:
+        missing(name, extra, f"the {extra!r} extra: pip install -e '.[{extra}]'")
+        raise  # unreachable: missing() always raises
+
+
+def has_module(name: str) -> bool:
+    """Whether a module can be found without importing it."""
+    return importlib.util.find_spec(name) is not None
