@@ -15,7 +15,7 @@ from typing import Any
 from gpulab.bench import timing
 from gpulab.bench.memprobe import peak_bytes
 from gpulab.bench.quiet import quiet_stderr
-from gpulab.core.validate import require_positive_ints
+from gpulab.core.validate import PositiveInt, checked
 from gpulab.machine import budget
 
 # Kernel names as they appear in the profiler, and what each is.
@@ -50,12 +50,12 @@ def sdpa(q, k, v, causal: bool = True):
     return F.scaled_dot_product_attention(q, k, v, is_causal=causal)
 
 
-def random_qkv(batch: int, heads: int, seq: int, head_dim: int, device: Any = "cpu",
+@checked
+def random_qkv(batch: PositiveInt, heads: PositiveInt, seq: PositiveInt, head_dim: PositiveInt, device: Any = "cpu",
                dtype: Any = None, seed: int = 0):
     """Random queries, keys and values of shape (batch, heads, seq, head_dim)."""
     import torch
 
-    require_positive_ints(batch=batch, heads=heads, seq=seq, head_dim=head_dim)
     gen = torch.Generator().manual_seed(seed)
     dtype = dtype or torch.float32
     return tuple(torch.randn(batch, heads, seq, head_dim, generator=gen).to(device, dtype)

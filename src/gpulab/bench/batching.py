@@ -13,7 +13,7 @@ from typing import Any
 
 from gpulab.bench import timing
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import require_positive_ints
+from gpulab.core.validate import PositiveInt, checked, require_positive_ints
 from gpulab.machine import budget
 
 
@@ -27,11 +27,11 @@ class BatchPoint:
     flops_per_s: float  # matrix-product FLOP/s of the pass: 2 x batch x weights
 
 
-def mlp(width: int, depth: int, device: Any, seed: int = 0):
+@checked
+def mlp(width: PositiveInt, depth: PositiveInt, device: Any, seed: int = 0):
     """A stack of `depth` width x width linear layers with ReLU: the workload of the sweep."""
     import torch
 
-    require_positive_ints(width=width, depth=depth)
     torch.manual_seed(seed)
     layers = []
     for _ in range(depth):

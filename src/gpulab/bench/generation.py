@@ -29,7 +29,11 @@ from typing import Any, NamedTuple
 
 from gpulab.bench import memprobe, timing
 from gpulab.bench import precision as precision_
-from gpulab.core.validate import require_positive, require_positive_ints
+from gpulab.core.validate import (
+    PositiveFloat,
+    PositiveInt,
+    checked,
+)
 from gpulab.reference.formats import AUTOCAST_PRECISIONS
 
 __all__ = ["PRECISIONS", "DecodeResult", "GradMode", "TrainResult", "count_ops",
@@ -52,10 +56,10 @@ def _device_of(model) -> Any:
     return next(model.parameters()).device
 
 
-def random_ids(model, batch: int, seq_len: int, seed: int = 0):
+@checked
+def random_ids(model, batch: PositiveInt, seq_len: PositiveInt, seed: int = 0):
     """Token ids (batch, seq_len), uniform over the vocabulary, on the model's device."""
     torch = _torch()
-    require_positive_ints(batch=batch, seq_len=seq_len)
     gen = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, model.config.vocab_size, (batch, seq_len), generator=gen)
     return ids.to(_device_of(model))
@@ -79,7 +83,8 @@ def _cache_of(out):
 # ---------------------------------------------------------------- prefill and decode
 
 
-def measure_prefill(model, batch: int, prompt_len: int, min_run_time: float = 0.2,
+@checked
+def measure_prefill(model, batch: int, prompt_len: int, min_run_time: PositiveFloat = 0.2,
                     seed: int = 0) -> timing.Measurement:
     """Time one prefill: a forward pass over batch x prompt_len tokens, filling a cache.
 
@@ -87,7 +92,6 @@ def measure_prefill(model, batch: int, prompt_len: int, min_run_time: float = 0.
     from an empty cache; `timing.benchmark` warms up and synchronises the device.
     """
     torch = _torch()
-    require_positive(min_run_time=min_run_time)
     ids = random_ids(model, batch, prompt_len, seed)
 
     def prefill():
@@ -114,7 +118,8 @@ class DecodeResult:
     tokens: Any = field(default=None, repr=False, compare=False)
 
 
-def greedy_decode(model, prompt, new_tokens: int, use_cache: bool = True
+@checked
+def greedy_decode(model, prompt, new_tokens: PositiveInt, use_cache: bool = True
                   ) -> tuple[Any, float, int]:
     """Greedy decoding written out: (generated ids, seconds of the loop, positions).
 
@@ -126,7 +131,6 @@ def greedy_decode(model, prompt, new_tokens: int, use_cache: bool = True
     steps put through the model.
     """
     torch = _torch()
-    require_positive_ints(new_tokens=new_tokens)
     device = prompt.device
     cache_arg = _cache_kwarg(model)
     with torch.inference_mode():
@@ -159,14 +163,14 @@ def greedy_decode(model, prompt, new_tokens: int, use_cache: bool = True
     return torch.cat(generated, dim=1), seconds, positions
 
 
-def measure_decode(model, batch: int, prompt_len: int, new_tokens: int,
+@checked
+def measure_decode(model, batch: PositiveInt, prompt_len: PositiveInt, new_tokens: PositiveInt,
                    use_cache: bool = True, seed: int = 0) -> DecodeResult:
     """Decode tokens/s of greedy generation after a random prompt, cache or no cache.
 
     A short run first pays the one-off costs (the warm-up); then `new_tokens` steps are
     timed, the device synchronised before and after (see `greedy_decode`).
     """
-    require_positive_ints(batch=batch, prompt_len=prompt_len, new_tokens=new_tokens)
     prompt = random_ids(model, batch, prompt_len, seed)
     greedy_decode(model, prompt, min(2, new_tokens), use_cache)  # warm-up
     tokens, seconds, positions = greedy_decode(model, prompt, new_tokens, use_cache)
@@ -223,7 +227,8 @@ class TrainResult:
     seq_len: int = 0
 
 
-def train_steps(model, batch: int, seq_len: int, steps: int, precision: str = "fp32",
+@checked
+def train_steps(model, batch: PositiveInt, seq_len: PositiveInt, steps: PositiveInt, precision: str = "fp32",
                 activation_checkpointing: bool = False, lr: float = 1e-3,
                 seed: int = 0) -> TrainResult:
     """Train on one random batch for `steps` AdamW steps; time each, measure the peak.
@@ -237,7 +242,6 @@ def train_steps(model, batch: int, seq_len: int, steps: int, precision: str = "f
     timed ones (see `peak_bytes`). The model is left in eval mode, checkpointing off.
     """
     torch = _torch()
-    require_positive_ints(batch=batch, seq_len=seq_len, steps=steps)
     device = _device_of(model)
     precision_.check_runs_on(precision, device)
     ids = random_ids(model, batch, seq_len, seed)

@@ -30,9 +30,14 @@ from collections import deque
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import require_positive, require_positive_ints
+from gpulab.core.validate import (
+    PositiveFloat,
+    PositiveInt,
+    checked,
+)
 
 __all__ = ["DistributedJobError", "JobPlan", "LaunchResult", "RankFailure", "parse_failure_summary",
            "plan_job", "read_error_files", "run_json", "run_torchrun", "torchrun_command"]
@@ -50,9 +55,9 @@ class JobPlan:
     note: str  # why this plan, in a sentence for the reader
 
 
-def plan_job(device_type: str, gpu_count: int, nccl_available: bool, cpu_procs: int = 2) -> JobPlan:
+@checked
+def plan_job(device_type: str, gpu_count: int, nccl_available: bool, cpu_procs: PositiveInt = 2) -> JobPlan:
     """NCCL with one process per GPU when there are two or more CUDA GPUs, else gloo on the CPU."""
-    require_positive_ints(cpu_procs=cpu_procs)
     if isinstance(gpu_count, bool) or not isinstance(gpu_count, int) or gpu_count < 0:
         raise GpulabConfigError(f"gpu_count={gpu_count!r} must be an integer >= 0")
     if device_type == "cuda" and gpu_count >= 2 and nccl_available:
@@ -148,10 +153,10 @@ class DistributedJobError(RuntimeError):
         return [f"{type(self).__name__}: {self}"]
 
 
-def torchrun_command(script: str | Path, args: Sequence[str], nproc: int,
+@checked
+def torchrun_command(script: str | Path, args: Sequence[Any], nproc: PositiveInt,
                      log_dir: str | Path) -> list[str]:
     """The command line: this Python's torch.distributed.run, standalone, on one machine."""
-    require_positive_ints(nproc=nproc)
     return [sys.executable, "-m", "torch.distributed.run", "--standalone",
             f"--nproc-per-node={nproc}",
             "--max-restarts=0",  # a failed job fails; a restart would hide the error
@@ -161,9 +166,10 @@ def torchrun_command(script: str | Path, args: Sequence[str], nproc: int,
             str(script), *map(str, args)]
 
 
-def run_torchrun(script: str | Path, args: Sequence[str] = (), nproc: int = 2,
-                 timeout_s: float = 120.0, *, check: bool = True, echo: bool = False,
-                 env: dict[str, str] | None = None, grace_s: float = 5.0,
+@checked
+def run_torchrun(script: str | Path, args: Sequence[Any] = (), nproc: PositiveInt = 2,
+                 timeout_s: PositiveFloat = 120.0, *, check: bool = True, echo: bool = False,
+                 env: dict[str, str] | None = None, grace_s: PositiveFloat = 5.0,
                  cwd: str | Path | None = None) -> LaunchResult:
     """Run `script` on `nproc` ranks under torchrun; kill it after `timeout_s` seconds.
 
@@ -173,8 +179,6 @@ def run_torchrun(script: str | Path, args: Sequence[str] = (), nproc: int = 2,
     script = Path(script)
     if not script.is_file():
         raise GpulabConfigError(f"script={str(script)!r} is not a file")
-    require_positive_ints(nproc=nproc)
-    require_positive(timeout_s=timeout_s, grace_s=grace_s)
     log_dir = Path(tempfile.mkdtemp(prefix="gpulab-torchrun-"))
     command = torchrun_command(script, args, nproc, log_dir)
     try:
@@ -188,7 +192,7 @@ def run_torchrun(script: str | Path, args: Sequence[str] = (), nproc: int = 2,
     return result
 
 
-def run_json(script: str | Path, args: Sequence[str] = (), nproc: int = 2,
+def run_json(script: str | Path, args: Sequence[Any] = (), nproc: int = 2,
              timeout_s: float = 120.0, **kwargs) -> tuple[dict, LaunchResult]:
     """Run a script that writes its results as JSON to `--json PATH`; return them and the run."""
     with tempfile.TemporaryDirectory(prefix="gpulab-results-") as tmp:

@@ -14,19 +14,16 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Annotated
 
-from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import require_positive_ints
+from gpulab.core.validate import OneOf, PositiveFloat, PositiveInt, checked
 from gpulab.machine import budget
 from gpulab.reference.links import DISKS
 
 
-def load_seconds(nbytes: float, disk: str) -> float:
+@checked
+def load_seconds(nbytes: PositiveFloat, disk: Annotated[str, OneOf(DISKS, "disk")]) -> float:
     """The least time to read `nbytes` sequentially from `disk` (a key of DISKS)."""
-    if disk not in DISKS:
-        raise GpulabConfigError(f"disk={disk!r} is not known; use one of {', '.join(DISKS)}")
-    if not isinstance(nbytes, (int, float)) or nbytes <= 0:
-        raise GpulabConfigError(f"nbytes={nbytes!r} must be a positive number of bytes")
     return nbytes / DISKS[disk].read_bytes_per_s
 
 
@@ -40,11 +37,11 @@ class LoadResult:
     nbytes: int
 
 
-def make_checkpoint(nbytes: int, tensors: int = 8, seed: int = 0) -> dict:
+@checked
+def make_checkpoint(nbytes: PositiveInt, tensors: PositiveInt = 8, seed: int = 0) -> dict:
     """A state dict of `tensors` random fp32 tensors adding up to about `nbytes`."""
     import torch
 
-    require_positive_ints(nbytes=nbytes, tensors=tensors)
     per = max(1, nbytes // (4 * tensors))
     g = torch.Generator().manual_seed(seed)
     return {f"layer{i}.weight": torch.randn(per, generator=g) for i in range(tensors)}

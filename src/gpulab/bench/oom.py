@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import require_positive_ints
+from gpulab.core.validate import PositiveFloat, PositiveInt, checked
 from gpulab.machine import budget
 
 __all__ = ["AllocationResult", "largest_batch_measured", "try_allocate"]
@@ -63,7 +63,8 @@ def _empty_cache(device) -> None:
         torch.mps.empty_cache()
 
 
-def try_allocate(device: Any, nbytes: int) -> AllocationResult:
+@checked
+def try_allocate(device: Any, nbytes: PositiveInt) -> AllocationResult:
     """Try to allocate `nbytes` on the device and free them; never raises for lack of memory.
 
     cuda/xpu: really asks the allocator and catches torch.OutOfMemoryError. cpu/mps: refuses,
@@ -72,7 +73,6 @@ def try_allocate(device: Any, nbytes: int) -> AllocationResult:
     """
     import torch
 
-    require_positive_ints(nbytes=nbytes)
     device = torch.device(device)
     if device.type not in _TRIES:
         allowed = budget.allowance(device)
@@ -99,8 +99,9 @@ def try_allocate(device: Any, nbytes: int) -> AllocationResult:
         _empty_cache(device)
 
 
-def largest_batch_measured(measure_peak: Callable[[int], int | None], budget_bytes: int,
-                           start: int = 1, limit: int = 4096
+@checked
+def largest_batch_measured(measure_peak: Callable[[int], int | None], budget_bytes: PositiveFloat,
+                           start: PositiveInt = 1, limit: PositiveInt = 4096
                            ) -> tuple[int, list[tuple[int, int | None]]]:
     """The largest batch whose measured peak fits `budget_bytes`, and every (batch, peak) tried.
 
@@ -110,10 +111,6 @@ def largest_batch_measured(measure_peak: Callable[[int], int | None], budget_byt
     finds the boundary; the peak is assumed to grow with the batch. Returns 0 when no batch
     from 1 up fits.
     """
-    require_positive_ints(start=start, limit=limit)
-    if not isinstance(budget_bytes, (int, float)) or isinstance(budget_bytes, bool) \
-            or budget_bytes <= 0:
-        raise GpulabConfigError(f"budget_bytes={budget_bytes!r} must be a positive number of bytes")
     if start > limit:
         raise GpulabConfigError(f"start={start} must not exceed limit={limit}")
     tried: list[tuple[int, int | None]] = []

@@ -16,7 +16,7 @@ from typing import Any
 
 from gpulab.bench import timing
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import require_positive_ints
+from gpulab.core.validate import PositiveInt, checked, require_positive_ints
 
 # Each variant reads the loss in a different way, once per step.
 VARIANTS = {
@@ -105,7 +105,8 @@ def compare(device: Any, config: SyncConfig = SyncConfig(),
     return results
 
 
-def unsynchronised_seconds(fn, device: Any, calls: int = 10, repeats: int = 5) -> tuple[float, float]:
+@checked
+def unsynchronised_seconds(fn, device: Any, calls: PositiveInt = 10, repeats: PositiveInt = 5) -> tuple[float, float]:
     """Time `calls` calls of fn two ways: without a device sync (the mistake), and with one.
 
     Returns the medians over `repeats` rounds of (seconds per call read without synchronising,
@@ -115,7 +116,6 @@ def unsynchronised_seconds(fn, device: Any, calls: int = 10, repeats: int = 5) -
     import statistics
     import time
 
-    require_positive_ints(calls=calls, repeats=repeats)
     fn()
     unsynced, synced = [], []
     for _ in range(repeats):

@@ -24,8 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import format_seconds
+from gpulab.core.validate import NonNegativeFloat, PositiveFloat, checked
 
 # A block of calls should last long enough that the clock's resolution and the cost of
 # reading it are negligible (perf_counter: well under a microsecond; CUDA events: ~0.5 us).
@@ -132,12 +132,13 @@ class _Clock:
         return (time.perf_counter_ns() - t0) / 1e9
 
 
+@checked
 def benchmark(
     fn: Callable,
     *args: Any,
     device: Any = None,
-    min_run_time: float = 0.2,
-    warmup_time: float | None = None,
+    min_run_time: PositiveFloat = 0.2,
+    warmup_time: NonNegativeFloat | None = None,
     label: str | None = None,
     **kwargs: Any,
 ) -> Measurement:
@@ -147,10 +148,6 @@ def benchmark(
     `min_run_time` is the least total time spent in timed blocks; `warmup_time` defaults to a
     tenth of it (at least 50 ms, and always two calls).
     """
-    if not callable(fn):
-        raise GpulabConfigError(f"fn={fn!r} is not callable; pass the function to time")
-    if not (isinstance(min_run_time, (int, float)) and min_run_time > 0):
-        raise GpulabConfigError(f"min_run_time={min_run_time!r} must be a positive number of seconds")
     torch = _torch()
     dev = torch.device(device) if device is not None else find_device(args, kwargs)
     clock = _Clock(dev)

@@ -26,7 +26,11 @@ from typing import Any
 
 from gpulab.bench import timing
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import require_positive, require_positive_ints
+from gpulab.core.validate import (
+    PositiveFloat,
+    PositiveInt,
+    checked,
+)
 
 __all__ = ["MINILM_CONFIG", "TINY_ENCODER_CONFIG", "TINY_UNET_CONFIG", "ImageTiming",
            "docs_per_second", "embed", "sample", "small_encoder", "small_unet",
@@ -108,7 +112,8 @@ def _alphas_cumprod():
     return torch.cumprod(1.0 - betas, dim=0)
 
 
-def sample(unet, steps: int, batch: int, device: Any, seed: int = 0):
+@checked
+def sample(unet, steps: PositiveInt, batch: PositiveInt, device: Any, seed: int = 0):
     """A DDIM sampling loop written out: `steps` UNet calls from pure noise to a latent.
 
     At each step the UNet predicts the noise in x_t; from it the clean latent x_0 is
@@ -118,7 +123,6 @@ def sample(unet, steps: int, batch: int, device: Any, seed: int = 0):
         x_prev = sqrt(a_prev) x0 + sqrt(1 - a_prev) eps
     """
     torch = _torch()
-    require_positive_ints(steps=steps, batch=batch)
     cfg = unet.config
     dtype = next(unet.parameters()).dtype
     gen = torch.Generator().manual_seed(seed)
@@ -161,15 +165,15 @@ class ImageTiming:
         return self.batch / self.seconds
 
 
-def time_per_image(unet, steps: int, batch: int = 1, device: Any = "cpu",
-                   repeats: int = 3) -> ImageTiming:
+@checked
+def time_per_image(unet, steps: PositiveInt, batch: PositiveInt = 1, device: Any = "cpu",
+                   repeats: PositiveInt = 3) -> ImageTiming:
     """Time `sample` (steps UNet calls on a batch of latents): one UNet call to warm up,
     then `repeats` timed runs, the device synchronised around each; the median is kept.
 
     `unet` is anything called as `unet(x, t)` that returns an object with `.sample` and
     has the `config` and `parameters()` of a UNet2DModel.
     """
-    require_positive_ints(steps=steps, batch=batch, repeats=repeats)
     sample(unet, 1, batch, device)  # warm-up: one UNet call
     times = []
     for _ in range(repeats):
@@ -211,12 +215,12 @@ def embed(encoder, ids, mask):
     return torch.nn.functional.normalize(mean, dim=-1)
 
 
-def docs_per_second(encoder, batch: int, seq_len: int, device: Any = "cpu",
+@checked
+def docs_per_second(encoder, batch: PositiveInt, seq_len: PositiveInt, device: Any = "cpu",
                     min_run_time: float = 0.2, seed: int = 0) -> float:
     """Documents embedded per second: batches of `batch` random documents of `seq_len`
     tokens, timed with `timing.benchmark` under `torch.inference_mode`."""
     torch = _torch()
-    require_positive_ints(batch=batch, seq_len=seq_len)
     gen = torch.Generator().manual_seed(seed)
     ids = torch.randint(0, encoder.config.vocab_size, (batch, seq_len), generator=gen)
     ids = ids.to(device)
@@ -228,8 +232,7 @@ def docs_per_second(encoder, batch: int, seq_len: int, device: Any = "cpu",
     return batch / t.median
 
 
-def time_to_embed(n_docs: int, docs_per_s: float) -> float:
+@checked
+def time_to_embed(n_docs: PositiveInt, docs_per_s: PositiveFloat) -> float:
     """Seconds to embed `n_docs` documents at `docs_per_s` (a linear extrapolation)."""
-    require_positive_ints(n_docs=n_docs)
-    require_positive(docs_per_s=docs_per_s)
     return n_docs / docs_per_s

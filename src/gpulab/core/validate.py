@@ -20,7 +20,8 @@ The rules, the same everywhere:
 - a class (``ModelSpec``, ``GPUSpec``, ...) is an instance of it, else the message names both
   types and, where the class has a ``__validation_hint__``, how to get one;
 - ``X | None`` also allows None; ``list[X]`` and ``tuple[X, ...]`` check every element;
-- anything else (``Any``, ``Callable``, an annotation that cannot be resolved) is not checked.
+- ``Callable`` is anything callable;
+- anything else (``Any``, an annotation that cannot be resolved) is not checked.
 
 The rules themselves live in ``gpulab.constraints``; this module is the layer's public face
 and exports them with the decorator, so a module needs one import line.
@@ -43,6 +44,7 @@ import sys
 import types
 import typing
 from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable as CallableABC
 from typing import Annotated, Any
 
 from gpulab.core.constraints import (
@@ -122,6 +124,12 @@ def _check_float(name: str, value: Any) -> None:
     if abs(number) > MAX_MAGNITUDE:
         raise GpulabConfigError(
             f"{name}={show(value)} must be a finite number of at most {MAX_MAGNITUDE:g}", name)
+
+
+def _check_callable(name: str, value: Any) -> None:
+    if not callable(value):
+        raise GpulabConfigError(f"{name}={show(value)} is not callable: pass the function "
+                                f"itself, not a {type(value).__name__} it returned", name)
 
 
 def _check_str(name: str, value: Any) -> None:
@@ -236,6 +244,8 @@ def _compile(annotation: Any) -> Checker | None:
         return _sequence_checker(item, kinds, label)
     if origin in (dict, Mapping, typing.Mapping):
         return _sequence_checker_for_mapping()
+    if origin is CallableABC or annotation is CallableABC:
+        return _check_callable
     if annotation in _SCALARS:
         return _SCALARS[annotation]
     if isinstance(annotation, type):

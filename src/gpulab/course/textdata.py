@@ -21,7 +21,12 @@ from pathlib import Path
 from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import require_positive, require_positive_ints
+from gpulab.core.validate import (
+    PositiveFloat,
+    PositiveInt,
+    checked,
+    require_positive_ints,
+)
 
 __all__ = ["HELD_OUT", "CharTokenizer", "batches", "corpus_source", "eval_loss", "load_corpus",
            "split_ids", "train_tiny_lm"]
@@ -99,11 +104,11 @@ def split_ids(ids: Any, held_out: float = HELD_OUT) -> tuple[Any, Any]:
     return ids[:cut], ids[cut:]
 
 
-def batches(ids: Any, batch: int, seq_len: int, generator: Any = None) -> tuple[Any, Any]:
+@checked
+def batches(ids: Any, batch: PositiveInt, seq_len: PositiveInt, generator: Any = None) -> tuple[Any, Any]:
     """Random windows: inputs x (batch, seq_len) and targets y, the same windows shifted by one."""
     import torch
 
-    require_positive_ints(batch=batch, seq_len=seq_len)
     if len(ids) < seq_len + 1:
         raise GpulabConfigError(f"seq_len={seq_len} needs at least {seq_len + 1} tokens; "
                                 f"the text has {len(ids)}")
@@ -120,8 +125,9 @@ def _loss(model, x, y):
     return F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), y.reshape(-1))
 
 
-def train_tiny_lm(config: dict, text: str, steps: int = 200, batch: int = 16, seq_len: int = 64,
-                  lr: float = 3e-3, device: Any = "cpu", seed: int = 0) -> tuple[Any, list[float]]:
+@checked
+def train_tiny_lm(config: dict, text: str, steps: PositiveInt = 200, batch: PositiveInt = 16, seq_len: PositiveInt = 64,
+                  lr: PositiveFloat = 3e-3, device: Any = "cpu", seed: int = 0) -> tuple[Any, list[float]]:
     """Train a causal LM built from `config` on the first 90% of `text`; return (model, losses).
 
     One token per character (`CharTokenizer(text)`, whose vocabulary size replaces the config's
@@ -132,8 +138,6 @@ def train_tiny_lm(config: dict, text: str, steps: int = 200, batch: int = 16, se
 
     from gpulab.bench.torch_models import build_model
 
-    require_positive_ints(steps=steps, batch=batch, seq_len=seq_len)
-    require_positive(lr=lr)
     if not isinstance(config, dict) or "model_type" not in config:
         raise GpulabConfigError("config must be a config.json dict with a 'model_type'")
     tok = CharTokenizer(text)
@@ -159,12 +163,12 @@ def train_tiny_lm(config: dict, text: str, steps: int = 200, batch: int = 16, se
     return model.eval(), losses
 
 
+@checked
 def eval_loss(model: Any, ids: Sequence[int] | Any, batch: int = 16, seq_len: int = 64,
-              n_batches: int = 8, seed: int = 1) -> float:
+              n_batches: PositiveInt = 8, seed: int = 1) -> float:
     """Mean cross-entropy (nats per token) on `n_batches` random windows of `ids`, fixed by `seed`."""
     import torch
 
-    require_positive_ints(n_batches=n_batches)
     if not torch.is_tensor(ids):
         ids = torch.tensor(list(ids), dtype=torch.long)
     device = next(model.parameters()).device

@@ -6,11 +6,12 @@ running out is its point. Free memory is read when the question is asked, not at
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Annotated, Any
 
-from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import Between, NonNegativeFloat, PositiveInt, checked
 
 DEFAULT_FRACTION = 0.25
+Share = Annotated[float, Between(0, 1, low_open=True)]  # more than none, at most all
 # When free memory cannot be read (an MPS build without the query), assume this much is free:
 # small enough for any machine that runs a browser and Python.
 UNKNOWN_FREE_BYTES = 2 * 1024**3
@@ -35,22 +36,21 @@ def free_bytes(device: Any) -> int | None:
         return None
 
 
-def allowance(device: Any, fraction: float = DEFAULT_FRACTION) -> int:
+@checked
+def allowance(device: Any, fraction: Share = DEFAULT_FRACTION) -> int:
     """Bytes an experiment may allocate on the device: `fraction` of what is free now."""
-    if not 0 < fraction <= 1:
-        raise GpulabConfigError(f"fraction={fraction!r} must be in (0, 1]")
     free = free_bytes(device)
     return int((free if free is not None else UNKNOWN_FREE_BYTES) * fraction)
 
 
-def max_elements(device: Any, bytes_per_element: int, buffers: int = 1,
-                 fraction: float = DEFAULT_FRACTION) -> int:
+@checked
+def max_elements(device: Any, bytes_per_element: PositiveInt, buffers: PositiveInt = 1,
+                 fraction: Share = DEFAULT_FRACTION) -> int:
     """Largest element count per buffer such that `buffers` buffers fit the allowance."""
-    if bytes_per_element < 1 or buffers < 1:
-        raise GpulabConfigError("bytes_per_element and buffers must be positive integers")
     return allowance(device, fraction) // (bytes_per_element * buffers)
 
 
-def fits(device: Any, nbytes: int, fraction: float = DEFAULT_FRACTION) -> bool:
+@checked
+def fits(device: Any, nbytes: NonNegativeFloat, fraction: Share = DEFAULT_FRACTION) -> bool:
     """Whether allocating `nbytes` stays within the allowance."""
     return nbytes <= allowance(device, fraction)
