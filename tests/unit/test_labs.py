@@ -9,6 +9,8 @@ import pytest
 import torch
 
 from gpulab import labs
+from gpulab.core.errors import GpulabConfigError
+from gpulab.course.labs import check
 
 
 def test_check_passes_and_reports_the_cases():
@@ -185,3 +187,33 @@ def test_main_check_and_generate(tmp_path, capsys):
     assert labs.main([str(labs_dir)]) == 0
     assert labs.main(["--check", str(labs_dir)]) == 0
     assert labs.main([str(tmp_path / "missing")]) == 2
+
+
+def test_check_accepts_equal_infinities_and_refuses_opposite_ones():
+    """-inf against -inf agrees (inf - inf is NaN, which must not count as a difference)."""
+    import numpy as np
+
+    neg = lambda x: np.array([-np.inf, 1.0, np.inf]) * x  # noqa: E731
+    assert check(neg, neg, [1.0]).max_abs_error == 0.0
+    with pytest.raises(AssertionError, match="got inf, expected -inf"):
+        check(lambda x: np.array([np.inf]), lambda x: np.array([-np.inf]), [1.0])
+    with pytest.raises(AssertionError, match="got nan, expected inf"):
+        check(lambda x: np.array([np.nan]), lambda x: np.array([np.inf]), [1.0])
+
+
+def test_check_does_not_take_none_for_nan():
+    """numpy reads None as NaN; an answer of None must still fail against a NaN spec."""
+    import numpy as np
+
+    with pytest.raises(AssertionError, match="got None"):
+        check(lambda x: None, lambda x: np.nan, [1.0])
+    with pytest.raises(AssertionError, match="output 0: got None"):
+        check(lambda x: [None, 1.0], lambda x: [np.nan, 1.0], [1.0])
+    assert check(lambda x: None, lambda x: None, [1.0]).cases == 1  # both None: they agree
+
+
+def test_check_refuses_bad_tolerances_naming_them():
+    with pytest.raises(GpulabConfigError, match="rtol=-1"):
+        check(abs, abs, [1.0], rtol=-1)
+    with pytest.raises(GpulabConfigError, match="spec=3 is not callable"):
+        check(abs, 3, [1.0])

@@ -19,6 +19,8 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpulab.core.validate import NonNegativeFloat, checked
+
 SOLUTION_TAG = "solution"
 REFERENCE_TAG = "nbval-check-output"
 BEGIN = "### BEGIN SOLUTION"
@@ -59,7 +61,11 @@ class _Mismatch:
 
 
 def _as_array(value):
-    """A float64 numpy array from a tensor, array, number or nested sequence."""
+    """A float64 numpy array from a tensor, array, number or nested sequence.
+
+    None is not a number: numpy would read it as NaN, so a function that returns None where
+    the spec returns NaN would pass. It raises TypeError instead (the caller reports it).
+    """
     import numpy as np
 
     if hasattr(value, "detach"):  # a torch tensor, on any device
@@ -67,6 +73,11 @@ def _as_array(value):
         if value.is_complex():
             return value.numpy().astype(np.complex128)
         return value.double().numpy()
+    if value is None:
+        raise TypeError("None")
+    raw = np.asarray(value)
+    if raw.dtype == object and any(v is None for v in raw.flat):
+        raise TypeError("None")
     return np.asarray(value, dtype=np.float64)
 
 
@@ -80,6 +91,11 @@ def _describe_args(args: Sequence, kwargs: dict) -> str:
         return text if len(text) <= 40 else text[:37] + "..."
     parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()]
     return "(" + ", ".join(parts) + ")"
+
+
+def _short(value) -> str:
+    text = repr(value)
+    return text if len(text) <= 40 else text[:37] + "..."
 
 
 def _num(x) -> str:
@@ -110,18 +126,24 @@ def _compare(got, expected, rtol: float, atol: float) -> tuple[str, float, float
         if got == expected:
             return "", 0.0, 0.0
         return f"got {got!r}, expected {expected!r}", math.inf, 0.0
+    if got is None and expected is None:
+        return "", 0.0, 0.0
     try:
         g, e = _as_array(got), _as_array(expected)
     except (TypeError, ValueError):
-        return (f"got {type(got).__name__}, which cannot be compared with the spec's "
-                f"{type(expected).__name__}", math.inf, math.inf)
+        what = "None" if got is None else type(got).__name__
+        return (f"got {what}, which cannot be compared with the spec's "
+                f"{type(expected).__name__} {_short(expected)}", math.inf, math.inf)
     if g.shape != e.shape:
         return f"shape {tuple(g.shape)}, expected {tuple(e.shape)}", math.inf, math.inf
     if g.size == 0:
         return "", 0.0, 0.0
     nan_mismatch = np.isnan(g) != np.isnan(e)
-    diff = np.where(np.isnan(g) & np.isnan(e), 0.0, np.abs(g - e))
-    diff = np.where(nan_mismatch, np.inf, diff)
+    with np.errstate(invalid="ignore"):  # inf - inf is NaN: equal infinities are caught below
+        diff = np.abs(g - e)
+    # equal values (infinities of the same sign included) and NaN against NaN agree exactly
+    diff = np.where((g == e) | (np.isnan(g) & np.isnan(e)), 0.0, diff)
+    diff = np.where(nan_mismatch | np.isnan(diff), np.inf, diff)
     allowed = atol + rtol * np.abs(np.nan_to_num(e))
     excess = diff / np.maximum(allowed, np.finfo(float).tiny)
     idx = np.unravel_index(int(np.argmax(excess)), excess.shape)
@@ -135,13 +157,14 @@ def _compare(got, expected, rtol: float, atol: float) -> tuple[str, float, float
             float(excess[idx]), max_err)
 
 
+@checked
 def check(
     fn: Callable,
     spec: Callable,
     cases: Iterable,
     *,
-    rtol: float = 1e-5,
-    atol: float = 1e-8,
+    rtol: NonNegativeFloat = 1e-5,
+    atol: NonNegativeFloat = 1e-8,
     name: str | None = None,
 ) -> CheckResult:
     """Compare `fn` with the reference `spec` on every case; raise AssertionError with the worst mismatch.
