@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
+import time
 from types import SimpleNamespace
 
 import pynvml
@@ -766,3 +768,152 @@ def test_detect_and_pick_device_on_gpu_machine():
     if report.gpus[0].source == "nvml":
         gpu = report.gpus[0]
         assert gpu.memory_total_bytes and gpu.compute_capability and gpu.driver_version
+
+
+# --------------------------------------------------------------------------- robustness
+# Found by fuzzing detection with odd driver values and broken libraries: each must leave a
+# report (the GPU kept, the odd field unknown, a note saying why), never a traceback.
+
+
+class OddNVML(FakeNVML):
+    """A fake NVML whose values can be replaced by what real drivers sometimes return."""
+
+    def __init__(self, odd: dict, **kwargs):
+        super().__init__([full_gpu("NVIDIA GeForce RTX 4090", UUID0)], **kwargs)
+        self.gpus[0].update(odd)
+
+    def nvmlDeviceGetName(self, h):
+        name = self._get("name", h)
+        return name if isinstance(name, bytes) else name.encode()
+
+
+@pytest.mark.parametrize("odd, field, unknown", [
+    ({"memory": SimpleNamespace(total="N/A", free="N/A")}, "memory", "memory_total_bytes"),
+    ({"memory": SimpleNamespace()}, "memory", "memory_total_bytes"),  # no attributes at all
+    ({"temperature": "N/A"}, "temperature", "temperature_c"),
+    ({"temperature": float("nan")}, "temperature", "temperature_c"),
+    ({"pcie_gen": "N/A"}, "PCIe generation", "pcie_gen_current"),
+    ({"pcie_width_max": 0xFFFFFFFF}, "max PCIe width", "pcie_width_max"),
+    ({"cc": (-1, -1)}, "compute capability", "compute_capability"),
+    ({"cc": "8.9"}, "compute capability", "compute_capability"),
+    ({"power_mw": "N/A"}, "power draw", "power_draw_w"),
+    ({"utilization": SimpleNamespace(gpu=-3)}, "utilization", "utilization_gpu_percent"),
+])
+def test_one_odd_nvml_value_keeps_the_gpu_and_loses_only_that_field(odd, field, unknown):
+    gpus, present, notes = nvml.nvml_gpus(ALL, OddNVML(odd))
+    assert present == 1 and len(gpus) == 1
+    gpu = gpus[0]
+    assert getattr(gpu, unknown) is None
+    assert gpu.name == "NVIDIA GeForce RTX 4090" and gpu.sm_clock_mhz == 2520  # the rest is read
+    assert any(note.startswith(f"GPU 0 {field}") for note in notes), notes
+
+
+def test_an_undecodable_name_keeps_the_gpu():
+    gpus, _, _ = nvml.nvml_gpus(ALL, OddNVML({"name": b"\xffRTX \xfe4090"}))
+    assert len(gpus) == 1 and "RTX" in gpus[0].name and gpus[0].memory_total_bytes == 24 * GIB
+
+
+def test_odd_gpus_do_not_make_the_doctor_say_there_is_no_gpu():
+    """With memory 'N/A', the GPU is still reported; the doctor does not claim none was found."""
+    from gpulab import doctor
+
+    fake = OddNVML({"memory": SimpleNamespace(total="N/A", free="N/A"), "pcie_gen": "N/A",
+                    "cc": (-1, -1), "temperature": float("nan")})
+    report = detect(environ={}, nvml=fake, torch_module=fake_torch())
+    codes = {f.code for f in doctor.diagnose(report)}
+    assert len(report.gpus) == 1 and "no-gpu" not in codes
+
+
+def test_an_absurd_device_count_is_bounded():
+    class Countless(FakeNVML):
+        def nvmlDeviceGetCount(self):
+            return 2**32 - 1
+
+        def nvmlDeviceGetHandleByIndex(self, i):  # a real NVML refuses indices it has not got
+            if i >= len(self.gpus):
+                raise FakeNVMLError("Invalid Argument")
+            return i
+
+    gpus, present, notes = nvml.nvml_gpus(ALL, Countless([full_gpu("NVIDIA L4", UUID0)]))
+    assert present == nvml.MAX_GPUS and len(gpus) == 1
+    assert any("reading the first 64" in n for n in notes)
+
+
+@pytest.mark.parametrize("count", [-1, "2", None, True])
+def test_an_unreadable_device_count_means_no_gpus_and_a_note(count):
+    class Odd(FakeNVML):
+        def nvmlDeviceGetCount(self):
+            return count
+
+    gpus, present, notes = nvml.nvml_gpus(ALL, Odd([full_gpu("NVIDIA L4", UUID0)]))
+    assert gpus == [] and present == 0
+
+
+def test_a_hung_driver_times_out_and_detection_falls_back_to_torch():
+    import threading
+
+    class Hung(FakeNVML):
+        def nvmlInit(self):
+            threading.Event().wait(60)  # a driver that never answers
+
+    start = time.perf_counter()
+    gpus, present, notes = nvml.nvml_gpus(ALL, Hung(), timeout_s=0.2)
+    assert time.perf_counter() - start < 5
+    assert gpus is None and present == 0 and "did not answer within 0.2 s" in notes[0]
+
+
+@pytest.mark.parametrize("module, error", [
+    ("pynvml", "RuntimeError: nvml binding is broken"),
+    ("torch", "OSError: libcudnn.so.9: cannot open shared object file"),
+])
+def test_a_library_that_raises_on_import_is_a_note_not_a_crash(monkeypatch, tmp_path, module,
+                                                                error):
+    kind, _, message = error.partition(": ")
+    (tmp_path / f"{module}.py").write_text(f"raise {kind}({message!r})\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.delitem(sys.modules, module, raising=False)
+    if module == "pynvml":
+        found, why = nvml.import_nvml()
+        assert found is None and why.endswith(error)
+    else:
+        found, why = torch_probe.import_torch()
+        assert found is None and why == error
+        info, notes = torch_probe.torch_info(None, why)
+        assert not info.installed and info.import_error == error
+        assert "fails to import" in notes[0]
+
+
+def test_a_broken_torch_gets_its_own_doctor_finding():
+    from gpulab import doctor
+
+    report = detect(environ={}, nvml=FakeNVML([]), torch_module=fake_torch())
+    broken = dataclasses.replace(report, torch=TorchInfo(installed=False, build="not installed",
+                                                         import_error="OSError: libcudnn"))
+    findings = {f.code: f for f in doctor.diagnose(broken)}
+    assert "torch-broken" in findings and "torch-missing" not in findings
+    assert "libcudnn" in findings["torch-broken"].message
+
+
+def test_json_output_is_strict_even_with_non_finite_values():
+    """A NaN anywhere in the report becomes null: strict JSON parsers must accept --json."""
+    from gpulab import doctor
+
+    report = detect(environ={}, nvml=FakeNVML([]), torch_module=fake_torch())
+    odd = dataclasses.replace(report, cpu=dataclasses.replace(report.cpu,
+                                                              max_frequency_mhz=float("nan")))
+
+    def refuse(constant):
+        raise ValueError(f"not strict JSON: {constant}")
+
+    data = json.loads(doctor.render_json(odd, doctor.diagnose(odd)), parse_constant=refuse)
+    assert data["report"]["cpu"]["max_frequency_mhz"] is None
+
+
+def test_gpuinfo_keeps_only_sane_values_whatever_its_source():
+    gpu = GPUInfo(index=0, name="", memory_total_bytes="N/A", temperature_c=float("inf"),
+                  pcie_gen_current=True, compute_capability="-1.-1", utilization_gpu_percent=150,
+                  throttle_reasons=["SwPowerCap", "Bogus"], driver_version=550)
+    assert gpu.name == "GPU 0" and gpu.memory_total_bytes is None and gpu.temperature_c is None
+    assert gpu.pcie_gen_current is None and gpu.compute_capability is None
+    assert gpu.utilization_gpu_percent is None and gpu.throttle_reasons == ["SwPowerCap"]
+    assert gpu.driver_version is None
