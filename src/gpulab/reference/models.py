@@ -21,6 +21,7 @@ from importlib import resources
 from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import checked, did_you_mean
 from gpulab.reference.modelspec import ModelSpec
 
 __all__ = ["CATALOGUE", "CatalogueEntry", "get", "load_catalogue", "names"]
@@ -78,13 +79,17 @@ def names() -> list[str]:
     return list(CATALOGUE)
 
 
-def get(name: str) -> ModelSpec:
+@checked
+def get(model: str) -> ModelSpec:
     """The ModelSpec of a catalogue model by name (case-insensitive); unknown names list all."""
-    entry = CATALOGUE.get(name)
+    entry = CATALOGUE.get(model)
     if entry is None:
         folded = {key.lower(): key for key in CATALOGUE}
-        entry = CATALOGUE.get(folded.get(str(name).lower(), ""))
+        entry = CATALOGUE.get(folded.get(model.lower(), ""))
     if entry is None:
+        guess = did_you_mean(model, CATALOGUE)
+        hint = f"did you mean {guess!r}? " if guess else ""
         raise GpulabConfigError(
-            f"model={name!r} is not in the catalogue; choose one of: {', '.join(names())}")
+            f"model={model!r} is not in the catalogue; {hint}choose one of: {', '.join(names())}",
+            "model")
     return entry.spec
