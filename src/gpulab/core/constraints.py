@@ -16,11 +16,14 @@ from typing import Annotated, Any
 
 from gpulab.core.errors import GpulabConfigError
 
-__all__ = ["MAX_MAGNITUDE", "AtLeast", "AtMost", "Between", "Fraction", "NonEmpty",
+__all__ = ["MAX_MAGNITUDE", "MIN_MAGNITUDE", "AtLeast", "AtMost", "Between", "Fraction", "NonEmpty",
            "NonNegativeFloat", "NonNegativeInt", "OneOf", "Positive", "PositiveFloat",
            "PositiveInt", "Rule", "did_you_mean", "show"]
 
 MAX_MAGNITUDE = 1e18
+# A nonzero number smaller than this means nothing in the course (a picosecond, a trillionth
+# of a byte) and only turns a division into an infinity: 1 / 5e-324 overflows.
+MIN_MAGNITUDE = 1e-12
 
 
 # --------------------------------------------------------------------------- value display

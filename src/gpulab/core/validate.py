@@ -14,7 +14,8 @@ The rules, the same everywhere:
 - ``bool`` is strict: only ``True`` or ``False`` (the string ``"False"`` is not false);
 - ``int`` is an integer that is not a bool; ``float`` is any real number that is finite;
   both are at most ``MAX_MAGNITUDE`` in size (no size in this course comes near it, and
-  ``10**400`` would otherwise overflow deep inside);
+  ``10**400`` would otherwise overflow deep inside), and a nonzero float is at least
+  ``MIN_MAGNITUDE`` (``5e-324`` would turn a division into an infinity);
 - ``Annotated[..., Positive]``, ``AtLeast(x)``, ``AtMost(x)``, ``Between(a, b)`` bound it;
 - ``Annotated[str, OneOf(choices)]`` is a known choice, with a "did you mean" for near misses;
 - a class (``ModelSpec``, ``GPUSpec``, ...) is an instance of it, else the message names both
@@ -49,6 +50,7 @@ from typing import Annotated, Any
 
 from gpulab.core.constraints import (
     MAX_MAGNITUDE,
+    MIN_MAGNITUDE,
     AtLeast,
     AtMost,
     Between,
@@ -71,6 +73,7 @@ _NONE_TYPE = type(None)
 
 __all__ = [
     "MAX_MAGNITUDE",
+    "MIN_MAGNITUDE",
     "AtLeast",
     "AtMost",
     "Between",
@@ -124,6 +127,10 @@ def _check_float(name: str, value: Any) -> None:
     if abs(number) > MAX_MAGNITUDE:
         raise GpulabConfigError(
             f"{name}={show(value)} must be a finite number of at most {MAX_MAGNITUDE:g}", name)
+    if number != 0 and abs(number) < MIN_MAGNITUDE:
+        raise GpulabConfigError(
+            f"{name}={show(value)} is too small to mean anything here: a nonzero number must be "
+            f"at least {MIN_MAGNITUDE:g} in size", name)
 
 
 def _check_callable(name: str, value: Any) -> None:

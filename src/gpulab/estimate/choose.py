@@ -29,7 +29,7 @@ from typing import Annotated
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import GB
-from gpulab.core.validate import OneOf, PositiveInt, checked
+from gpulab.core.validate import Between, OneOf, PositiveInt, checked
 from gpulab.estimate import memory, perf
 from gpulab.estimate.memory import Breakdown
 from gpulab.reference import models, specs
@@ -43,6 +43,8 @@ TASKS = ("inference", "fine-tuning")
 _TRAINING_RECIPES = {"bf16": "bf16-mixed", "fp32": "fp32"}
 APPLE_GPU_SHARE = specs.APPLE_GPU_SHARE  # the GPU's share of a Mac's unified memory
 Task = Annotated[str, OneOf(TASKS, "task")]
+# Cards of one model in one machine or pod: beyond 64 the even-split model means nothing.
+CardCount = Annotated[int, Between(1, 64)]
 
 
 @checked
@@ -134,14 +136,6 @@ class Candidate:
 # --------------------------------------------------------------------------- helpers
 
 
-def _gpu(name: str) -> specs.GPUSpec:
-    """The spec row for `name`; GpulabConfigError naming gpu= and the known rows."""
-    try:
-        return specs.get_gpu(name)
-    except GpulabConfigError as err:
-        raise GpulabConfigError(str(err).replace("name=", "gpu=", 1), "gpu") from None
-
-
 def _capacity_bytes(gpu: specs.GPUSpec) -> int:
     """Memory one card offers a model (gpulab.specs: Apple counts the GPU's share)."""
     return gpu.model_memory_bytes
@@ -192,9 +186,9 @@ def _money(usd: float) -> str:
 
 
 @checked
-def evaluate(workload: Workload, gpu: str, count: PositiveInt = 1) -> Candidate:
+def evaluate(workload: Workload, gpu: str, count: CardCount = 1) -> Candidate:
     """Judge `count` cards of `gpu` against `workload`: fit, memory, speed bound, power, price."""
-    card = _gpu(gpu)
+    card = specs.resolve_gpu(gpu)
     if card.vendor == "Apple" and count > 1:
         raise GpulabConfigError(f"count={count}: an {card.name} is one chip per Mac; several Macs "
                                 f"over a network are not modelled, use count=1")
@@ -286,14 +280,14 @@ def evaluate(workload: Workload, gpu: str, count: PositiveInt = 1) -> Candidate:
 
 @checked
 def recommend(workload: Workload, gpus: list[str] | None = None,
-              max_count: PositiveInt = 8) -> list[Candidate]:
+              max_count: CardCount = 8) -> list[Candidate]:
     """Only fitting candidates, each GPU model at its smallest fitting count, fewest cards first.
 
     Ties go to the cheapest known launch price (unknown prices after known ones), then the name.
     `gpus` limits the search to those rows (table keys or reported names); None tries them all.
     An Apple chip is tried once: a Mac holds one.
     """
-    names = list(specs.load_gpus()) if gpus is None else [_gpu(g).name for g in gpus]
+    names = list(specs.load_gpus()) if gpus is None else [specs.resolve_gpu(g, "gpus").name for g in gpus]
     found = []
     for name in dict.fromkeys(names):  # keep order, drop repeats
         card = specs.get_gpu(name)

@@ -113,7 +113,13 @@ class Breakdown:
 
     @property
     def total(self) -> int:
-        """Sum of every part, in bytes: an upper bound of the memory needed."""
+        """Sum of every part, in bytes: every part held at once.
+
+        An upper bound of the steady state. A training step's peak can exceed it by a
+        transient the parts do not hold: with tied embeddings, the embedding's gradient is
+        made as a copy and added to the head's at the end of the backward pass, when almost no
+        activation is left (property-based tests found it at tiny sequence lengths).
+        """
         return sum(getattr(self, p) for p in self.PARTS)
 
     @property

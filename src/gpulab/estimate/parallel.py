@@ -365,8 +365,9 @@ def lora_params(spec: ModelSpec, rank: PositiveInt = 16,
     with ordinary attention only.
     """
     if spec.is_moe or spec.attention_type == "mla":
-        raise GpulabConfigError(f"lora_params counts dense models with ordinary attention; "
-                                f"{spec.name} is a mixture of experts or uses MLA")
+        raise GpulabConfigError(f"spec={spec.name!r}: lora_params counts dense models with "
+                                "ordinary attention, and this is a mixture of experts or uses MLA",
+                                "spec")
     if not spec.gated_mlp and any(x == "gate" for x in targets):
         raise GpulabConfigError(f"{spec.name} has no gate projection; drop 'gate' from targets")
     h, f = spec.hidden_size, spec.intermediate_size

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import AtLeast, Between, OneOf, PositiveFloat, PositiveInt, checked
+from gpulab.core.validate import AtLeast, Between, OneOf, PositiveFloat, checked
 from gpulab.reference import specs
 
 __all__ = [
@@ -192,12 +192,10 @@ def size_psu(build: Build, sizes: tuple[PositiveFloat, ...] = COMMON_PSU_W) -> P
 
 
 @checked
-def build_for_gpu(gpu: str, count: PositiveInt = 1, **build: float | str) -> Build:
+def build_for_gpu(gpu: str, count: Annotated[int, Between(1, 64)] = 1,
+                  **build: float | str) -> Build:
     """A Build whose GPU power is the spec table's board power for `gpu` (other fields as given)."""
-    try:
-        spec = specs.get_gpu(gpu)
-    except GpulabConfigError as err:
-        raise GpulabConfigError(str(err).replace("name=", "gpu=", 1), "gpu") from None
+    spec = specs.resolve_gpu(gpu)
     if spec.board_power_w is None:
         raise GpulabConfigError(f"gpu={gpu!r}: the spec table has no board power for "
                                 f"{spec.name} (Apple publishes none); pass gpu_power_w to Build")

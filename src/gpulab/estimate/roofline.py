@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import OneOf, PositiveFloat, PositiveInt, check_value, checked
 from gpulab.reference.formats import DTYPE_BYTES
-from gpulab.reference.specs import GPUSpec, PeakDtype, get_gpu, load_gpus
+from gpulab.reference.specs import GPUSpec, PeakDtype, load_gpus, resolve_gpu
 
 
 @dataclass(frozen=True)
@@ -162,7 +162,7 @@ def percent_of_peak(achieved: float, peak: float | None) -> float | None:
 @checked
 def gpu_ridge_point(gpu: GPUSpec | str, dtype: PeakDtype = "bf16") -> float | None:
     """A spec-table GPU's ridge point in FLOP per byte: its peak / its bandwidth; None without a peak."""
-    spec = gpu if isinstance(gpu, GPUSpec) else get_gpu(gpu)
+    spec = resolve_gpu(gpu)
     peak = spec.peak_flops(dtype)
     return None if peak is None else ridge_point(peak, spec.bandwidth_bytes_per_s)
 
@@ -177,7 +177,7 @@ def _short_source(source: str, limit: int = 70) -> str:
 @checked
 def spec_table(names: list[str] | None = None) -> list[dict[str, Any]]:
     """Rows for a notebook table: memory, bandwidth, fp32/bf16 peaks, ridge point, source."""
-    specs = list(load_gpus().values()) if names is None else [get_gpu(n) for n in names]
+    specs = list(load_gpus().values()) if names is None else [resolve_gpu(n, "names") for n in names]
     rows = []
     for spec in specs:
         # Turing (T4) has no bf16: its ridge point is the fp16 one, and the row says so.

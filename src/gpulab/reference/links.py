@@ -60,14 +60,10 @@ def pcie(gen: int, lanes: int = 16) -> Link:
     return Link(f"PCIe {gen}.0 x{lanes}", pcie_peak_bytes_per_s(gen, lanes), PCIE_SOURCE)
 
 
-def _gpu(gpu: specs.GPUSpec | str) -> specs.GPUSpec:
-    return gpu if isinstance(gpu, specs.GPUSpec) else specs.get_gpu(gpu)
-
-
 @checked
 def nvlink(gpu: specs.GPUSpec | str) -> Link | None:
     """A GPU's NVLink per direction (the table's both-directions figure / 2); None without one."""
-    g = _gpu(gpu)
+    g = specs.resolve_gpu(gpu)
     total = g.interconnect.get("nvlink_gbs")
     if not total:
         return None
@@ -79,7 +75,7 @@ def nvlink(gpu: specs.GPUSpec | str) -> Link | None:
 def gpu_link(gpu: specs.GPUSpec | str,
              kind: Annotated[str, OneOf(("auto", "nvlink", "pcie"), "link kind")] = "auto") -> Link:
     """The link a GPU's collectives run over: "nvlink", "pcie", or "auto" (NVLink when it has one)."""
-    g = _gpu(gpu)
+    g = specs.resolve_gpu(gpu)
     if kind in ("auto", "nvlink"):
         link = nvlink(g)
         if link is not None:

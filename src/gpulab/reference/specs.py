@@ -39,6 +39,7 @@ __all__ = [
     "get_gpu",
     "load_cpus",
     "load_gpus",
+    "resolve_gpu",
 ]
 
 # Precisions a peak can be asked for, in the order the table lists them. int8 is in OPS.
@@ -245,6 +246,17 @@ def get_gpu(name: str) -> GPUSpec:
         raise GpulabConfigError(f"name={name!r} is not a GPU in the spec table; {hint}"
                                 f"known: {', '.join(table)}.", "name")
     return spec
+
+
+@checked
+def resolve_gpu(gpu: GPUSpec | str, field: str = "gpu") -> GPUSpec:
+    """A row given as itself or by name; an unknown name's error names the caller's `field`."""
+    if isinstance(gpu, GPUSpec):
+        return gpu
+    try:
+        return get_gpu(gpu)
+    except GpulabConfigError as err:
+        raise GpulabConfigError(str(err).replace("name=", f"{field}=", 1), field) from None
 
 
 # --------------------------------------------------------------------------- CPU table
