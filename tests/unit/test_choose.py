@@ -209,8 +209,9 @@ def test_bad_gpu_and_counts_name_the_field():
         evaluate(w, "RTX 4090", 0)
     with pytest.raises(GpulabConfigError, match="max_count=0"):
         recommend(w, max_count=0)
-    with pytest.raises(GpulabConfigError, match="gpu="):
-        recommend(w, gpus=["Voodoo 2"])
+    with pytest.raises(GpulabConfigError, match=r"gpus\[1\]='Voodoo 2'") as info:
+        recommend(w, gpus=["RTX 4090", "Voodoo 2"])
+    assert info.value.field == "gpus[1]"
     with pytest.raises(GpulabConfigError, match="workload"):
         evaluate("Llama-3-8B", "RTX 4090")
 

@@ -287,7 +287,8 @@ def recommend(workload: Workload, gpus: list[str] | None = None,
     `gpus` limits the search to those rows (table keys or reported names); None tries them all.
     An Apple chip is tried once: a Mac holds one.
     """
-    names = list(specs.load_gpus()) if gpus is None else [specs.resolve_gpu(g, "gpus").name for g in gpus]
+    names = list(specs.load_gpus()) if gpus is None else [specs.resolve_gpu(g, f"gpus[{i}]").name
+                                                              for i, g in enumerate(gpus)]
     found = []
     for name in dict.fromkeys(names):  # keep order, drop repeats
         card = specs.get_gpu(name)
