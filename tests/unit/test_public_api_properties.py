@@ -444,3 +444,42 @@ def test_a_near_miss_gets_a_suggestion():
         specs.get_gpu("RTX4090")
     with pytest.raises(GpulabConfigError, match="did you mean 'q4_k_m'"):
         memory.weight_bytes(LLAMA, "Q4KM")
+
+
+# --------------------------------------------------------------------------- detection
+
+ODD_VALUES = [None, "N/A", b"\xff\xfe", float("nan"), float("inf"), -1, 0, 2**32 - 1, 10**400,
+              True, [], (), (-1, -1), ("8", "9"), 1.5, "8.9", object()]
+NVML_FIELDS = ["name", "uuid", "memory", "cc", "power_limit_mw", "power_mw", "temperature",
+               "sm_clock", "max_sm_clock", "mem_clock", "pcie_gen", "pcie_gen_max", "pcie_width",
+               "pcie_width_max", "utilization", "clocks_event_reasons", "processes"]
+
+
+@SETTINGS
+@given(st.dictionaries(st.sampled_from(NVML_FIELDS), st.sampled_from(ODD_VALUES), max_size=6),
+       st.sampled_from([None, "550.54.14", b"\xff", 3, float("nan")]),
+       st.sampled_from([12040, None, "N/A", -5, 10**9]))
+def test_detection_and_the_doctor_survive_whatever_nvml_returns(odd, driver, cuda):
+    """Any mix of odd NVML values: the GPU stays in the report, the doctor runs, JSON is strict."""
+    import json as json_
+
+    from gpulab import doctor, hardware
+    from tests.unit.test_hardware import UUID0, FakeNVML, fake_torch, full_gpu
+
+    class Odd(FakeNVML):
+        def nvmlDeviceGetName(self, h):
+            return self._get("name", h)
+
+    gpu = full_gpu("NVIDIA GeForce RTX 4090", UUID0) | odd
+    report = hardware.detect(environ={}, nvml=Odd([gpu], driver=driver, cuda=cuda),
+                             torch_module=fake_torch())
+    assert len(report.gpus) == 1 and report.gpus_present == 1
+    findings = doctor.diagnose(report)
+    assert "no-gpu" not in {f.code for f in findings}
+    text = doctor.render_json(report, findings)
+
+    def refuse(constant):
+        raise AssertionError(f"not strict JSON: {constant}")
+
+    json_.loads(text, parse_constant=refuse)
+    assert str(report) and report._repr_html_()
