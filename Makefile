@@ -39,7 +39,8 @@ $(STAMP): pyproject.toml constraints.txt
 
 setup: $(STAMP)
 
-# The site carries its own copy of the widget JavaScript (no third-party CDN).
+# The site carries its own copy of the widget JavaScript and of Pyodide (no third-party CDN);
+# eslint, jsdom and Pyodide also serve `make lint` and the node tests (tests/js).
 node_modules/.package-lock.json: package.json package-lock.json
 	npm ci --no-audit --no-fund --loglevel=error
 
@@ -53,16 +54,18 @@ lab: setup
 	$(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[dev,lab]"
 	$(VENV)/bin/jupyter lab --notebook-dir=$(CURDIR) --MappingKernelManager.default_kernel_name=gpulab
 
-lint: setup
+lint: setup widgets-js
 	$(VENV_PYTHON) -m ruff check src tests tools benchmarks workshop labs/07_distributed
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV_PYTHON) tools/nbcheck.py
+	node_modules/.bin/eslint --max-warnings=0 .
 
 # GPULAB_STRICT=1: every extra and tool the tests use is installed here, so a missing one
 # fails instead of skipping (tests/helpers.py). `gpu` tests skip with their reason on a CPU.
 test: export GPULAB_STRICT := 1
 test: setup widgets-js lint
 	GPULAB_QUICK=1 $(VENV_PYTHON) -m pytest tests/unit
+	PYTHON=$(PYTHON) node --test tests/js/
 	$(VENV_PYTHON) -m pytest tests/workshop
 	GPULAB_QUICK=1 $(VENV_PYTHON) -m pytest tests/benchmarks
 	GPULAB_QUICK=1 $(VENV_PYTHON) -m pytest tests/notebooks

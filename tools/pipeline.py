@@ -33,6 +33,11 @@ QUICK_BUDGET_S = 60.0  # per notebook, quick mode, on the 2-core CI machine
 WIDGET_ASSETS = ROOT / "node_modules" / "@jupyter-widgets" / "html-manager" / "dist"
 REQUIRE_JS = ROOT / "node_modules" / "requirejs" / "require.js"
 MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
+# Pyodide runs chapter 6's static calculators (gpulab.calculators); these are the files its
+# loader fetches (the .map files are for debuggers only).
+PYODIDE = ROOT / "node_modules" / "pyodide"
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip",
+                 "pyodide-lock.json")
 SITE_STATIC = "_site_static"  # not the root _static/: JB1 would load every .js there
 
 
@@ -267,12 +272,16 @@ def _passed_notebooks(run: RunConfig) -> set[str]:
 
 
 def _copy_site_assets(static: Path) -> None:
-    """Copy require.js, the widget manager with its fonts, and MathJax into the site's static folder.
+    """Copy require.js, the widget manager with its fonts, MathJax and Pyodide into the site's
+    static folder, and write the archive of gpulab that the static calculators run in Pyodide.
 
     The site carries its own JavaScript so that it renders offline and sends no request to a
     third-party CDN (DESIGN.md); the npm packages are pinned in package-lock.json.
     """
-    needed = [WIDGET_ASSETS / "embed-amd.js", REQUIRE_JS, MATHJAX / "tex-mml-chtml.js"]
+    from gpulab.ui import calculators  # the archive is of the gpulab this interpreter imports
+
+    needed = [WIDGET_ASSETS / "embed-amd.js", REQUIRE_JS, MATHJAX / "tex-mml-chtml.js",
+              *(PYODIDE / name for name in PYODIDE_FILES)]
     if not all(p.exists() for p in needed):
         raise SystemExit("site JavaScript missing: run `npm ci` (make does) first")
     static.mkdir(parents=True, exist_ok=True)
@@ -287,6 +296,14 @@ def _copy_site_assets(static: Path) -> None:
     mathjax.mkdir()
     shutil.copy(MATHJAX / "tex-mml-chtml.js", mathjax / "tex-mml-chtml.js")
     shutil.copytree(MATHJAX / "output" / "chtml" / "fonts", mathjax / "output" / "chtml" / "fonts")
+    # Pyodide and gpulab's pure layers, where the calculators' snippets say they are
+    pyodide = static / calculators.PYODIDE_DIR
+    pyodide.mkdir(parents=True)
+    for name in PYODIDE_FILES:
+        shutil.copy(PYODIDE / name, pyodide / name)
+    archive = static / calculators.ARCHIVE
+    archive.parent.mkdir(parents=True, exist_ok=True)
+    archive.write_bytes(calculators.python_archive())
 
 
 def html_dir(run: RunConfig) -> Path:

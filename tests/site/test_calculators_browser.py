@@ -1,52 +1,71 @@
 """Chapter 6's static calculators in headless Chromium, on the built site, without a kernel.
 
-For seeded random inputs the test sets the page's inputs, reads what the page shows and
-compares it with what gpulab computes here (gpulab.calculators.memory_expected and
-cost_expected). `data-value` holds the page's unrounded number, compared tightly; the visible
-text is compared within its display rounding. No request may leave the machine.
+The page loads Pyodide and the archive of gpulab from the site's own _static folder and runs
+the library there (gpulab.calculators). Once both calculators say they are ready, the test
+types the seeded random inputs of tests/js/samples.py, reads what the page shows and compares
+it with what gpulab computes here in CPython (gpulab.calculators.memory_expected and
+cost_expected). `data-value` holds the page's unrounded number, compared tightly; the
+visible text is compared within its display rounding. No request may leave the machine.
 """
 
 from __future__ import annotations
 
-import random
+import contextlib
 import re
 
 import pytest
 
 from gpulab import calculators
 from gpulab.core.errors import GpulabConfigError
+from tests.js import samples
 from tests.site.conftest import open_offline
 
 PAGE = "notebooks/06_choosing_hardware.html"
 MEMORY = "#gpulab-memory-calculator"
 COST = "#gpulab-cost-calculator"
-SAMPLES = 24
+READY_TIMEOUT_MS = 60_000  # Pyodide starts in about 3-6 s on the 2-core CI machine
 MEMORY_KEYS = ("total", "weights", "kv", "other", "tps_total", "tps_user")
 COST_KEYS = ("electricity_per_day", "electricity_per_month", "electricity_per_year",
              "local_monthly", "cloud_monthly", "local_per_million", "cloud_per_million")
+MEMORY_DEFAULTS = {"model": "Llama-3-8B", "weights": "int4", "kv_cache": "bf16",
+                   "context": 8192, "users": 1, "gpu": "RTX 4090"}
+
+
+@contextlib.contextmanager
+def _guarded(tab, outside: list[str]):
+    """Record the page's JavaScript errors; at the end, fail on them or on outside requests."""
+    errors: list[str] = []
+    tab.on("pageerror", lambda exc: errors.append(str(exc)))
+    yield errors
+    assert not outside, f"requests left the machine: {outside}"
+    # The book theme declares its Thebe launcher's constant twice on every page; that error is
+    # the theme's, not the calculators' (whose outputs the tests read back).
+    errors[:] = [e for e in errors if "THEBE_JS_URL" not in e]
+    assert not errors, f"JavaScript errors on the page: {errors}"
 
 
 @pytest.fixture(scope="module")
 def page(browser, site, site_url):
-    """The chapter-6 page, loaded with every request outside 127.0.0.1 refused and recorded."""
+    """The chapter-6 page, every request outside 127.0.0.1 refused, both calculators ready."""
     if not (site / PAGE).exists():
         pytest.fail(f"{PAGE} is not in the built site")
     tab, outside = open_offline(browser)
-    errors: list[str] = []
-    tab.on("pageerror", lambda exc: errors.append(str(exc)))
-    tab.goto(f"{site_url}/{PAGE}", wait_until="networkidle")
-    yield tab
-    assert not outside, f"requests left the machine: {outside}"
-    # The book theme declares its Thebe launcher's constant twice on every page; that error is
-    # the theme's, not the calculators' (whose outputs the tests above read back).
-    errors = [e for e in errors if "THEBE_JS_URL" not in e]
-    assert not errors, f"JavaScript errors on the page: {errors}"
+    with _guarded(tab, outside):
+        tab.goto(f"{site_url}/{PAGE}", wait_until="networkidle")
+        for root in (MEMORY, COST):
+            try:
+                tab.wait_for_selector(f'{root}[data-state="ready"]', timeout=READY_TIMEOUT_MS)
+            except Exception:
+                state = tab.get_attribute(root, "data-state")
+                status = tab.inner_text(f"{root} [data-status]")
+                pytest.fail(f"{root} is not ready (data-state={state!r}: {status!r})")
+        yield tab
     tab.close()
 
 
 def _out(page, root: str, key: str) -> tuple[str, str]:
     """(data-value, visible text) of one output element."""
-    el = page.locator(f'{root} [data-out="{key}"]')
+    el = page.locator(f'{root} [data-out="{key}"]').first
     return el.get_attribute("data-value"), el.inner_text()
 
 
@@ -55,26 +74,46 @@ def _shown_number(text: str) -> float:
     return float(re.search(r"-?[\d,]*\.?\d+(?:e[-+]?\d+)?", text).group().replace(",", ""))
 
 
-def _options(page, root: str, key: str) -> list[str]:
-    return page.locator(f'{root} [data-in="{key}"] option').all_inner_texts()
+def _set(page, root: str, values: dict) -> None:
+    """Set inputs one by one as a reader would (each edit recomputes); skip those that hold
+    that text already."""
+    held = page.eval_on_selector_all(f"{root} [data-in]", "els => Object.fromEntries("
+                                     "els.map(e => [e.getAttribute('data-in'), e.value]))")
+    for key, value in values.items():
+        if held[key] == samples.text(value):
+            continue
+        selector = f'{root} [data-in="{key}"]'
+        if page.locator(selector).evaluate("e => e.tagName") == "SELECT":
+            page.select_option(selector, value=str(value))
+        else:
+            page.fill(selector, samples.text(value))
 
 
-def _set_memory(page, model, fmt, context, users, gpu) -> None:
-    for key, value in (("model", model), ("format", fmt), ("context", context),
-                       ("users", users), ("gpu", gpu)):
-        page.select_option(f'{MEMORY} [data-in="{key}"]', label=str(value))
+def test_the_calculators_start_from_the_sites_own_files(page, site_url):
+    """Pyodide and the gpulab archive came from this site's _static folder, and the inputs are live."""
+    loaded = page.evaluate("performance.getEntriesByType('resource').map(r => r.name)")
+    for path in (f"_static/{calculators.PYODIDE_DIR}pyodide.asm.wasm",
+                 f"_static/{calculators.PYODIDE_DIR}python_stdlib.zip",
+                 f"_static/{calculators.ARCHIVE}"):
+        assert f"{site_url}/{path}" in loaded, f"{path} was not loaded: {loaded}"
+    for root in (MEMORY, COST):
+        assert page.locator(f"{root} [data-in]:disabled").count() == 0
+        assert page.inner_text(f"{root} [data-status]") == ""
+        ready_ms = int(page.get_attribute(root, "data-ready-ms"))
+        assert 0 < ready_ms < READY_TIMEOUT_MS
 
 
 def test_memory_calculator_matches_gpulab(page):
-    """For seeded random model/format/context/users/GPU, the page shows the library's values."""
-    choices = {key: _options(page, MEMORY, key) for key in ("model", "format", "context", "users", "gpu")}
-    assert len(choices["model"]) >= 10 and "RTX 4090" in choices["gpu"]
-    rng = random.Random(2026)
-    for _ in range(SAMPLES):
-        model, fmt, context, users, gpu = (rng.choice(choices[k]) for k in choices)
-        _set_memory(page, model, fmt, context, users, gpu)
-        want = calculators.memory_expected(model, fmt, int(context), int(users), gpu)
-        where = f"{model} {fmt} {context} tokens x {users} users on {gpu}"
+    """For seeded random model/formats/context/users/GPU, the page shows the library's values."""
+    options = page.locator(f'{MEMORY} [data-in="model"] option').all_inner_texts()
+    assert len(options) >= 10 and "RTX 4090" in page.locator(
+        f'{MEMORY} [data-in="gpu"] option').all_inner_texts()
+    for values in samples.memory_samples():
+        _set(page, MEMORY, values)
+        want = calculators.memory_expected(values["model"], values["weights"], values["context"],
+                                           values["users"], values["gpu"], values["kv_cache"])
+        where = str(values)
+        assert _out(page, MEMORY, "error")[0] == "", where
         for key in MEMORY_KEYS:
             value, text = _out(page, MEMORY, key)
             assert float(value) == pytest.approx(want[key], rel=1e-9), f"{key}: {where}"
@@ -89,43 +128,31 @@ def test_memory_calculator_matches_gpulab(page):
 
 def test_changing_a_memory_input_changes_the_result(page):
     """More users: the KV cache and the total grow to the library's new values."""
-    _set_memory(page, "Llama-3-8B", "int4", 8192, 1, "RTX 4090")
+    _set(page, MEMORY, MEMORY_DEFAULTS)
     before = float(_out(page, MEMORY, "total")[0])
-    page.select_option(f'{MEMORY} [data-in="users"]', label="20")
+    page.fill(f'{MEMORY} [data-in="users"]', "20")
     after = float(_out(page, MEMORY, "total")[0])
     assert after > before
     assert after == calculators.memory_expected("Llama-3-8B", "int4", 8192, 20, "RTX 4090")["total"]
 
 
-def _random_cost_inputs(rng: random.Random) -> dict:
-    """Valid inputs over wide ranges, some rounded as a reader would type them."""
-    load = rng.choice([rng.uniform(50, 3000), 350, 450])
-    return {
-        "hardware_price": rng.choice([0, round(rng.uniform(500, 300_000), 2)]),
-        "power_load_w": round(load, 1),
-        "power_idle_w": round(rng.uniform(0, load * 0.3), 1),
-        "electricity_per_kwh": round(rng.uniform(0.0, 1.5), 3),
-        "hours_per_day": rng.choice([24, round(rng.uniform(0.5, 24), 2)]),
-        "utilisation": rng.choice([1, round(rng.uniform(0.05, 1), 3)]),
-        "years": rng.choice([1, 3, round(rng.uniform(0.5, 8), 1)]),
-        "price_per_hour": round(rng.uniform(0, 40), 2),
-        "monthly_fee": rng.choice([0, 9.99, 49.99]),
-        "tokens_per_s": round(rng.uniform(1, 5000), 1),
-    }
-
-
-def _set_cost(page, values: dict) -> None:
-    for key, value in values.items():
-        page.fill(f'{COST} [data-in="{key}"]', repr(value))
+@pytest.mark.parametrize("field, text", samples.BAD_MEMORY)
+def test_memory_calculator_refuses_what_gpulab_refuses(page, field, text):
+    """A context or user count gpulab refuses shows an error naming the field."""
+    _set(page, MEMORY, MEMORY_DEFAULTS)
+    page.fill(f'{MEMORY} [data-in="{field}"]', text)
+    message = _out(page, MEMORY, "error")[1]
+    assert field in message, message
+    assert page.get_attribute(MEMORY, "data-error") == field
+    _set(page, MEMORY, MEMORY_DEFAULTS)
+    assert _out(page, MEMORY, "error")[1] == ""
 
 
 def test_cost_calculator_matches_gpulab(page):
-    """For seeded random inputs, the page's arithmetic equals gpulab.cost's."""
-    rng = random.Random(6)
+    """For seeded random inputs, the page's figures are gpulab.cost's."""
     never = 0
-    for _ in range(SAMPLES):
-        values = _random_cost_inputs(rng)
-        _set_cost(page, values)
+    for values in samples.cost_samples():
+        _set(page, COST, values)
         want = calculators.cost_expected(values)
         assert _out(page, COST, "error")[0] == "", values
         for key in COST_KEYS:
@@ -139,31 +166,54 @@ def test_cost_calculator_matches_gpulab(page):
             assert value == "" and "never" in text, values
         else:
             assert float(value) == pytest.approx(want["break_even_months"], rel=1e-9), values
-    assert 0 < never < SAMPLES, "the samples should cover both outcomes"
+    assert 0 < never < samples.SAMPLES, "the samples should cover both outcomes"
 
 
 def test_changing_a_cost_input_changes_the_result(page):
     """The seed's example, then a dearer rental: the break-even moves to gpulab's new value."""
-    _set_cost(page, calculators.COST_DEFAULTS)
+    _set(page, COST, calculators.COST_DEFAULTS)
     before = float(_out(page, COST, "break_even_months")[0])
     assert before == pytest.approx(calculators.cost_expected(calculators.COST_DEFAULTS)["break_even_months"])
+    months = page.get_attribute(f'{COST} [data-out="chart"]', "data-months")
     dearer = calculators.COST_DEFAULTS | {"price_per_hour": 12}
     page.fill(f'{COST} [data-in="price_per_hour"]', "12")
     after = float(_out(page, COST, "break_even_months")[0])
     assert after == pytest.approx(calculators.cost_expected(dearer)["break_even_months"], rel=1e-9)
     assert after < before
+    assert page.get_attribute(f'{COST} [data-out="chart"]', "data-months") != months
+    page.select_option(f'{COST} [data-in="currency"]', "USD")
+    assert set(page.locator(f'{COST} [data-out="currency"]').all_inner_texts()) == {"USD"}
+    page.select_option(f'{COST} [data-in="currency"]', "CNY")
 
 
-@pytest.mark.parametrize("field, value", [("hardware_price", -1), ("hours_per_day", 0),
-                                          ("hours_per_day", 30), ("utilisation", 1.5),
-                                          ("price_per_hour", -2.8), ("tokens_per_s", 0)])
-def test_cost_calculator_refuses_what_gpulab_refuses(page, field, value):
+@pytest.mark.parametrize("field, text", samples.BAD_COST)
+def test_cost_calculator_refuses_what_gpulab_refuses(page, field, text):
     """Bad input shows an error naming the field, where gpulab raises one naming it too."""
-    values = calculators.COST_DEFAULTS | {field: value}
-    with pytest.raises(GpulabConfigError, match=field):
-        calculators.cost_expected(values)
-    _set_cost(page, values)
+    if text:
+        with pytest.raises(GpulabConfigError, match=field):
+            calculators.cost_expected(calculators.COST_DEFAULTS | {field: float(text)})
+    _set(page, COST, calculators.COST_DEFAULTS)
+    page.fill(f'{COST} [data-in="{field}"]', text)
     message = _out(page, COST, "error")[1]
     assert field in message, message
-    _set_cost(page, calculators.COST_DEFAULTS)
+    assert page.get_attribute(COST, "data-error") == field
+    _set(page, COST, calculators.COST_DEFAULTS)
     assert _out(page, COST, "error")[1] == ""
+
+
+def test_outside_the_site_the_snippet_shows_its_defaults_and_loads_nothing(browser):
+    """As in Jupyter: no site around the snippet, so no Pyodide; the defaults' outputs stay,
+    the inputs stay disabled, the status line points to the live calculators, nothing fails."""
+    tab, outside = open_offline(browser)
+    with _guarded(tab, outside):
+        tab.set_content(calculators.memory_calculator_html() + calculators.cost_calculator_html(),
+                        wait_until="load")
+        tab.wait_for_timeout(300)  # the module scripts have run by now
+        for root in (MEMORY, COST):
+            assert tab.get_attribute(root, "data-state") == "static"
+            assert tab.locator(f"{root} [data-in]:disabled").count() == tab.locator(
+                f"{root} [data-in]").count()
+        assert "gpulab.widgets.memory_calculator()" in tab.inner_text(f"{MEMORY} [data-status]")
+        want = calculators.memory_expected("Llama-3-8B", "int4", 8192, 1, "RTX 4090")
+        assert float(_out(tab, MEMORY, "total")[0]) == want["total"]
+    tab.close()

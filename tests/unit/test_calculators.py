@@ -1,140 +1,269 @@
-"""gpulab.calculators: the precomputed table agrees with the library; the HTML is self-contained.
+"""The static calculators: the page's Python (gpulab.estimate.calculator) agrees with the library
+reached another way, the snippets carry their JavaScript and defaults, and the archive the
+site carries holds a gpulab that runs on its own.
 
-The JavaScript itself runs in tests/site/test_calculators_browser.py, against the built page.
+The JavaScript runs in tests/js (node, Pyodide) and tests/site (Chromium, the built page).
 """
 
 from __future__ import annotations
 
-import random
+import io
+import json
 import re
+import subprocess
+import sys
+import zipfile
+from importlib import resources
+from pathlib import Path
 
 import pytest
 
-from gpulab import calculators, cost, memory
+from gpulab import calculators, cost, memory, models
 from gpulab.core.errors import GpulabConfigError
+from gpulab.estimate import calculator
+from tests.js import samples
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # Python 3.10: the same parser, from PyPI
+    import tomli as tomllib
+
+ROOT = Path(__file__).resolve().parents[2]
+MEMORY_DEFAULTS = {"model": "Llama-3-8B", "weights": "int4", "kv_cache": "bf16",
+                   "context": "8192", "users": "1", "gpu": "RTX 4090"}
+COST_TEXTS = {k: samples.text(v) for k, v in calculators.COST_DEFAULTS.items()} | {"currency": "CNY"}
 
 
-@pytest.fixture(scope="module")
-def table():
-    return calculators.memory_table()
+def _texts(values: dict) -> dict:
+    return {k: samples.text(v) for k, v in values.items()}
 
 
-def _lookup(table: dict, model: str, fmt: str, context: int, users: int, gpu: str) -> dict:
-    """The page's arithmetic, in Python: index the flat arrays as the script does."""
-    m, f = table["models"].index(model), table["formats"].index(fmt)
-    c, u = table["contexts"].index(context), table["users"].index(users)
-    F, C, U = len(table["formats"]), len(table["contexts"]), len(table["users"])
-    g = next(x for x in table["gpus"] if x["name"] == gpu)
-    total = table["total"][((m * F + f) * C + c) * U + u]
-    kv = table["kv"][(m * C + c) * U + u]
-    weights = table["weights"][m * F + f]
-    tps = users * g["bandwidth_gbs"] * 1e9 / (table["active"][m * F + f] + kv)
-    return {"total": total, "weights": weights, "kv": kv, "other": total - weights - kv,
-            "fits": total <= g["capacity"], "tps_total": tps, "tps_user": tps / users,
-            "fits_on": sorted(x["name"] for x in table["gpus"] if total <= x["capacity"])}
+# --------------------------------------------------------------------------- the page's Python
 
 
-def test_table_covers_the_grid(table):
-    grid = calculators.MemoryGrid()
-    n = len(grid.models) * len(grid.formats) * len(grid.contexts) * len(grid.users)
-    assert len(table["total"]) == n
-    assert len(table["weights"]) == len(table["active"]) == len(grid.models) * len(grid.formats)
-    assert len(table["kv"]) == len(grid.models) * len(grid.contexts) * len(grid.users)
-    assert {g["name"] for g in table["gpus"]} >= {"RTX 4090", "RTX 3090", "H100 SXM"}
+def test_memory_outputs_agree_with_memory_perf_and_specs():
+    """The browser test's seeded inputs: the page's function (through gpulab.choose) gives
+    what gpulab.memory, perf and specs give directly, to the byte and to 1e-12."""
+    for values in samples.memory_samples():
+        got = calculator.page_outputs("memory", _texts(values))
+        assert got["error"] == "", values
+        out = got["outputs"]
+        want = calculators.memory_expected(values["model"], values["weights"], values["context"],
+                                           values["users"], values["gpu"], values["kv_cache"])
+        for key in ("total", "weights", "kv", "other"):
+            assert out[key]["value"] == want[key], (values, key)
+        assert out["fits"]["value"] == ("yes" if want["fits"] else "no"), values
+        assert out["fits_on"]["value"].split("; ") == want["fits_on"] or (
+            out["fits_on"]["value"] == "" and want["fits_on"] == []), values
+        for key in ("tps_total", "tps_user"):
+            assert out[key]["value"] == pytest.approx(want[key], rel=1e-12), (values, key)
 
 
-def test_lookup_agrees_with_the_library_on_sampled_inputs(table):
-    """40 seeded random grid points: the table's values are the library's, to the byte."""
-    rng = random.Random(6)
-    for _ in range(40):
-        args = (rng.choice(table["models"]), rng.choice(table["formats"]),
-                rng.choice(table["contexts"]), rng.choice(table["users"]),
-                rng.choice(table["gpus"])["name"])
-        got, want = _lookup(table, *args), calculators.memory_expected(*args)
-        for key in ("total", "weights", "kv", "other", "fits", "fits_on"):
-            assert got[key] == want[key], (args, key)
-        assert got["tps_total"] == pytest.approx(want["tps_total"], rel=1e-12), args
-        assert got["tps_user"] == pytest.approx(want["tps_user"], rel=1e-12), args
-
-
-def test_expected_memory_matches_estimate_and_fit_list():
-    """Llama-3-8B int4, 8192 tokens, 1 user: estimate_inference's total; fits a 24 GB card.
-    choose.evaluate on one card and chapter 2's estimate are the same arithmetic."""
-    from gpulab import models
-
-    want = calculators.memory_expected("Llama-3-8B", "int4", 8192, 1, "RTX 4090")
+def test_memory_outputs_of_the_defaults():
+    """Llama-3-8B int4, 8192 tokens, 1 user: estimate_inference's total; fits a 24 GB card."""
+    out = calculator.memory_outputs("Llama-3-8B", "int4", "bf16", 8192, 1, "RTX 4090")
     b = memory.estimate_inference(models.get("Llama-3-8B"), "int4", "bf16", 1, 8192)
-    assert want["total"] == b.total
-    assert want["fits"] and "RTX 4090" in want["fits_on"]
-    big = calculators.memory_expected("Llama-3-70B", "bf16", 8192, 1, "RTX 4090")
-    assert not big["fits"] and "RTX 4090" not in big["fits_on"]
+    assert out["total"]["value"] == b.total
+    assert out["total"]["text"] == calculator.display_number(b.total / 1e9)
+    assert out["fits"]["text"] == "yes (24 GB)"
+    assert "RTX 4090" in out["fits_on"]["value"].split("; ")
+    assert out["note"]["text"] == ""
+    big = calculator.memory_outputs("Llama-3-70B", "bf16", "bf16", 8192, 1, "RTX 4090")
+    assert big["fits"]["value"] == "no" and "RTX 4090" not in big["fits_on"]["value"]
+    # the smallest card that fits comes first in the text; the value is sorted by name
+    shown = out["fits_on"]["text"].split(", ")
+    assert sorted(shown) == out["fits_on"]["value"].split("; ") and shown[0] != "A10"
 
 
-def test_memory_html_is_self_contained_and_small():
-    page = calculators.memory_calculator_html()
-    assert len(page.encode()) < 300_000
+def test_memory_outputs_note_a_context_beyond_the_model():
+    longest = models.get("Llama-2-7B").max_position_embeddings
+    out = calculator.memory_outputs("Llama-2-7B", "int4", "bf16", longest * 2, 1, "RTX 4090")
+    assert f"{longest:,} tokens" in out["note"]["text"]
+
+
+def test_cost_outputs_are_gpulab_cost():
+    """The defaults are the seed's example: 2.1 CNY a day, 19 months against a rented 4090."""
+    out = calculator.page_outputs("cost", COST_TEXTS)["outputs"]
+    assert out["electricity_per_day"]["value"] == pytest.approx(2.1)
+    assert out["electricity_per_year"]["value"] == pytest.approx(766.5)
+    assert out["break_even_months"]["value"] == pytest.approx(19.04, abs=0.01)
+    assert out["break_even_months"]["text"] == "19 months (1.59 years)"
+    setup = cost.LocalSetup(15000, 350, 0.6, 10)
+    assert out["local_per_million"]["value"] == pytest.approx(
+        cost.cost_per_million_tokens(cost.local_cost_per_busy_hour(setup), 50))
+    assert out["cloud_per_million"]["value"] == pytest.approx(cost.cost_per_million_tokens(2.8, 50))
+    assert out["currency"]["text"] == "CNY"
+
+
+def test_cost_outputs_agree_with_cost_expected_on_seeded_inputs():
+    for values in samples.cost_samples():
+        out = calculator.page_outputs("cost", _texts(values) | {"currency": "USD"})["outputs"]
+        want = calculators.cost_expected(values, "USD")
+        for key, value in want.items():
+            assert out[key]["value"] == (None if value is None else pytest.approx(value, rel=1e-12)), \
+                (values, key)
+
+
+def test_cost_outputs_never_break_even():
+    out = calculator.page_outputs("cost", COST_TEXTS | {"price_per_hour": "0.1"})["outputs"]
+    assert out["break_even_months"] == {"value": None, "text": "never: renting stays cheaper"}
+    assert out["chart"]["attrs"]["data-months"] == "36"
+
+
+def test_cost_chart_spans_one_and_a_half_break_evens():
+    """19.04 months to break even: a 29-month chart, 30 points a line, inside the SVG box."""
+    out = calculator.page_outputs("cost", COST_TEXTS)["outputs"]
+    assert out["chart"]["attrs"]["data-months"] == "29"
+    assert out["chart_end"]["text"] == "29 months"
+    box = calculator.CHART
+    for line in ("chart_local", "chart_cloud"):
+        points = [tuple(map(float, p.split(","))) for p in out[line]["attrs"]["points"].split()]
+        assert len(points) == 30
+        assert points[0][0] == box["left"] and points[-1][0] == box["width"] - 10
+        assert all(10 - 0.05 <= y <= box["height"] - box["bottom"] + 0.05 for _, y in points)
+    curve = cost.cost_over_time(cost.LocalSetup(15000, 350, 0.6, 10), cost.CloudRate(2.8), 29)
+    assert out["chart_top"]["text"] == calculator.display_number(max(curve.local + curve.cloud))
+
+
+@pytest.mark.parametrize("kind, field, text", [("memory", f, t) for f, t in samples.BAD_MEMORY]
+                         + [("cost", f, t) for f, t in samples.BAD_COST]
+                         + samples.BAD_TEXT_ONLY)
+def test_bad_input_gives_an_error_naming_the_field(kind, field, text):
+    inputs = (MEMORY_DEFAULTS if kind == "memory" else COST_TEXTS) | {field: text}
+    got = calculator.page_outputs(kind, inputs)
+    assert got["field"] == field, got
+    assert field in got["error"] and got["outputs"] == {"error": {"value": got["error"],
+                                                                  "text": got["error"]}}
+
+
+@pytest.mark.parametrize("field, text", [("model", "GPT-5"), ("gpu", "Voodoo 2"),
+                                         ("weights", "int3"), ("kv_cache", "int2")])
+def test_unknown_choices_name_the_field(field, text):
+    got = calculator.page_outputs("memory", MEMORY_DEFAULTS | {field: text})
+    assert got["field"] == field and text in got["error"]
+
+
+def test_a_page_that_sends_the_wrong_inputs_is_a_bug_not_an_error_to_show():
+    with pytest.raises(GpulabConfigError, match="inputs"):
+        calculator.page_outputs("memory", {"model": "Llama-3-8B"})
+    with pytest.raises(GpulabConfigError, match="inputs"):
+        calculator.page_outputs("cost", COST_TEXTS | {"rent": "3"})
+    with pytest.raises(GpulabConfigError, match="inputs"):
+        calculator.page_outputs("memory", MEMORY_DEFAULTS | {"users": 1})
+    with pytest.raises(GpulabConfigError, match="kind"):
+        calculator.page_outputs("power", {})
+    with pytest.raises(GpulabConfigError, match="inputs_json"):
+        calculator.page_outputs_json("cost", "[1, 2]")
+
+
+def test_page_outputs_json_is_the_json_of_page_outputs():
+    text = calculator.page_outputs_json("memory", json.dumps(MEMORY_DEFAULTS))
+    assert json.loads(text) == calculator.page_outputs("memory", MEMORY_DEFAULTS)
+    never = calculator.page_outputs_json("cost", json.dumps(COST_TEXTS | {"price_per_hour": "0"}))
+    assert json.loads(never)["outputs"]["break_even_months"]["value"] is None
+
+
+@pytest.mark.parametrize("x, shown", [(0, "0"), (2.1, "2.1"), (19.04, "19"), (0.041666, "0.0417"),
+                                      (99.96, "100"), (766.5, "766"), (1234.4, "1,234"),
+                                      (1.2e-7, "1.2e-07"), (-3.14159, "-3.14"),
+                                      (float("inf"), "-"), (float("nan"), "-")])
+def test_display_number(x, shown):
+    assert calculator.display_number(x) == shown
+
+
+def test_reading_a_number_names_the_field():
+    for text, message in (("", "enter a number"), ("abc", "is not a number"),
+                          ("inf", "finite"), ("nan", "finite"), ("2.5", "whole number")):
+        got = calculator.page_outputs("memory", MEMORY_DEFAULTS | {"users": text})
+        assert got["field"] == "users" and message in got["error"], (text, got["error"])
+    ok = calculator.page_outputs("memory", MEMORY_DEFAULTS | {"context": " 4e3 "})
+    assert ok["error"] == "" and ok["outputs"]["kv"]["value"] == memory.kv_cache_bytes(
+        models.get("Llama-3-8B"), 4000, 1, "bf16")
+
+
+# --------------------------------------------------------------------------- the snippets
+
+
+@pytest.mark.parametrize("build, uid", [(calculators.memory_calculator_html, "gpulab-memory-calculator"),
+                                        (calculators.cost_calculator_html, "gpulab-cost-calculator")])
+def test_snippet_carries_the_script_file_and_no_outside_reference(build, uid):
+    page = build()
+    assert len(page.encode()) < 40_000  # no precomputed table: the page runs gpulab
     assert not re.search(r"<script[^>]*\bsrc=", page)
     assert "http://" not in page and "https://" not in page
-    script = page.split("<script>", 1)[1]
-    assert script.count("</script>") == 1  # the data cannot close the element early
-    for key in ("total", "weights", "kv", "other", "fits", "tps_total", "tps_user", "fits_on"):
-        assert f'data-out="{key}"' in page
-    assert 'id="gpulab-memory-calculator"' in page
+    script = page.split('<script type="module">', 1)[1]
+    assert script == calculators.script() + "</script>"  # the file, as it is, once
+    assert f'id="{uid}"' in page and 'data-state="static"' in page
+    assert f'data-pyodide="{calculators.PYODIDE_DIR}"' in page
+    assert f'data-archive="{calculators.ARCHIVE}"' in page
 
 
-def test_memory_html_defaults_must_be_offered():
+def test_snippets_are_rendered_with_the_outputs_of_their_defaults():
+    page = calculators.memory_calculator_html()
+    want = calculator.page_outputs("memory", MEMORY_DEFAULTS)["outputs"]
+    for key in ("total", "kv", "tps_total", "fits_on"):
+        assert f'data-out="{key}" data-value="{want[key]["value"]}">{want[key]["text"]}<' in page
+    # the inputs hold the defaults and are disabled until gpulab runs in the page
+    assert '<option value="Llama-3-8B" selected>' in page
+    assert 'data-in="context" value="8192" disabled' in page
+    assert "gpulab.widgets.memory_calculator()" in page
+    page = calculators.cost_calculator_html()
+    for key, _, default in calculators.COST_INPUTS:
+        assert f'data-in="{key}" value="{calculators._as_text(default)}" disabled' in page
+    assert 'data-out="chart_local" points="60.0,' in page
+
+
+def test_snippet_defaults_must_be_valid():
     with pytest.raises(GpulabConfigError, match="model"):
         calculators.memory_calculator_html(model="GPT-5")
     with pytest.raises(GpulabConfigError, match="context"):
-        calculators.memory_calculator_html(context=5000)
+        calculators.memory_calculator_html(context=0)
     with pytest.raises(GpulabConfigError, match="gpu"):
         calculators.memory_calculator_html(gpu="Voodoo 2")
-
-
-def test_grid_rejects_unknown_choices():
-    with pytest.raises(GpulabConfigError, match="GPT-5"):
-        calculators.MemoryGrid(models=("GPT-5",))
-    with pytest.raises(GpulabConfigError, match="weights"):
-        calculators.MemoryGrid(formats=("int3",))
-    with pytest.raises(GpulabConfigError, match="users"):
-        calculators.MemoryGrid(users=(0, 1))
-    with pytest.raises(GpulabConfigError, match="kv_cache"):
-        calculators.MemoryGrid(kv_cache="int2")
-
-
-def test_cost_expected_is_gpulab_cost():
-    """The defaults are the seed's example: 2.1 CNY a day, 19 months against a rented 4090."""
-    got = calculators.cost_expected(calculators.COST_DEFAULTS)
-    assert got["electricity_per_day"] == pytest.approx(2.1)
-    assert got["electricity_per_year"] == pytest.approx(766.5)
-    assert got["break_even_months"] == pytest.approx(19.04, abs=0.01)
-    setup = cost.LocalSetup(15000, 350, 0.6, 10)
-    assert got["local_per_million"] == pytest.approx(
-        cost.cost_per_million_tokens(cost.local_cost_per_busy_hour(setup), 50))
-    assert got["cloud_per_million"] == pytest.approx(cost.cost_per_million_tokens(2.8, 50))
-
-
-def test_cost_expected_never_breaks_even():
-    values = calculators.COST_DEFAULTS | {"price_per_hour": 0.1}
-    assert calculators.cost_expected(values)["break_even_months"] is None
-
-
-@pytest.mark.parametrize("field, value", [("hardware_price", -1), ("hours_per_day", 0),
-                                          ("utilisation", 1.5), ("tokens_per_s", 0),
-                                          ("price_per_hour", -2.8)])
-def test_cost_expected_refuses_bad_input(field, value):
-    with pytest.raises(GpulabConfigError, match=field):
-        calculators.cost_expected(calculators.COST_DEFAULTS | {field: value})
-
-
-def test_cost_html_is_self_contained_and_shares_the_constants():
-    page = calculators.cost_calculator_html()
-    assert not re.search(r"<script[^>]*\bsrc=", page)
-    assert "http://" not in page and "https://" not in page
-    assert f"DAYS_PER_YEAR = {cost.DAYS_PER_YEAR!r}" in page
-    for key, _, default in calculators.COST_INPUTS:
-        assert f'data-in="{key}" value="{default:g}"' in page
     with pytest.raises(GpulabConfigError, match="years"):
         calculators.cost_calculator_html({"years": 0})
     with pytest.raises(GpulabConfigError, match="currency"):
         calculators.cost_calculator_html(currency="EUR")
+    with pytest.raises(GpulabConfigError, match="rent"):
+        calculators.cost_calculator_html({"rent": 3})
+    assert 'value="int4" selected' in calculators.memory_calculator_html(weights="INT4")
+
+
+def test_the_script_is_package_data():
+    """pyproject ships gpulab/ui/js/*.mjs, and the file is where calculators.script reads it."""
+    patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "package-data"]["gpulab"]
+    shipped = [p for p in resources.files("gpulab.ui").joinpath("js").iterdir()
+               if p.name.endswith(".mjs")]
+    assert shipped and all(any(Path("ui/js", p.name).match(g) for g in patterns) for p in shipped)
+
+
+# --------------------------------------------------------------------------- the archive
+
+
+def test_archive_holds_the_pure_layers_and_their_data():
+    names = zipfile.ZipFile(io.BytesIO(calculators.python_archive())).namelist()
+    src = Path(resources.files("gpulab"))
+    for layer in ("core", "reference", "estimate"):
+        for module in (src / layer).rglob("*.py"):
+            assert f"gpulab/{module.relative_to(src).as_posix()}" in names
+    assert "gpulab/__init__.py" in names and "gpulab/data/gpu_specs.json" in names
+    assert len([n for n in names if n.startswith("gpulab/data/model_configs/")]) == len(models.names())
+    assert not [n for n in names if re.match(r"gpulab/(ui|bench|machine|course)/", n)]
+    assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
+    assert calculators.python_archive() == calculators.python_archive()  # reproducible
+
+
+def test_archive_runs_alone(tmp_path):
+    """Unpacked, in an isolated interpreter with nothing else on sys.path (as in Pyodide):
+    the page's call gives what gpulab gives here, and no layer above estimate was imported."""
+    zipfile.ZipFile(io.BytesIO(calculators.python_archive())).extractall(tmp_path)
+    code = ("import json, sys; sys.path[:0] = [sys.argv[1]]\n"
+            "from gpulab.estimate import calculator\n"
+            "out = calculator.page_outputs_json('memory', sys.argv[2])\n"
+            "assert not [m for m in sys.modules if m.split('.')[:2] in (['gpulab', 'ui'], "
+            "['gpulab', 'machine'], ['gpulab', 'bench']) or m in ('torch', 'numpy')], sys.modules\n"
+            "print(out)")
+    run = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(tmp_path),
+                          json.dumps(MEMORY_DEFAULTS)], capture_output=True, text=True, check=True)
+    assert json.loads(run.stdout) == calculator.page_outputs("memory", MEMORY_DEFAULTS)

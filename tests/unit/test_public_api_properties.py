@@ -20,6 +20,7 @@ from __future__ import annotations
 import dataclasses
 import importlib
 import inspect
+import json
 import math
 import os
 import typing
@@ -31,7 +32,19 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gpulab
-from gpulab import choose, cost, formats, levers, memory, models, parallel, perf, power, specs
+from gpulab import (
+    calculator,
+    choose,
+    cost,
+    formats,
+    levers,
+    memory,
+    models,
+    parallel,
+    perf,
+    power,
+    specs,
+)
 from gpulab.core.constraints import _Bounds
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import OneOf
@@ -60,6 +73,7 @@ LENIENT = {
     "gpulab.reference.measured.section": "reads the library's own data",
     "gpulab.estimate.roofline.itemsize": "accepts ints, names and torch dtypes, checked by hand",
     "gpulab.estimate.roofline.percent_of_peak": "None for an unknown peak, as a report shows it",
+    "gpulab.estimate.calculator.display_number": "shows any number, '-' for one that is not finite",
 }
 
 
@@ -103,6 +117,15 @@ TINY_MOE = ModelSpec(name="tiny-moe", n_layers=3, hidden_size=64, n_heads=4, n_k
                      n_routed_experts=4, experts_per_token=2, moe_intermediate_size=32,
                      first_dense_layers=1, n_shared_experts=1)
 GPU_NAMES = list(specs.load_gpus())
+# What a calculator's form fields may hold (valid text first), by field.
+FORM_TEXT = {"model": ["Llama-3-8B", "Llama-3-70B", "DeepSeek-R1"], "weights": ["int4", "bf16"],
+             "kv_cache": ["bf16", "fp8"], "context": ["4096", "131072", "1e9", "0", "-2"],
+             "users": ["1", "30", "2.5"], "gpu": ["RTX 4090", "H200", "Apple M3 Max"],
+             "hardware_price": ["15000", "0"], "power_load_w": ["350", "0"],
+             "power_idle_w": ["50", "9999"], "electricity_per_kwh": ["0.6"],
+             "hours_per_day": ["10", "25"], "utilisation": ["1", "0.5", "0"], "years": ["3"],
+             "price_per_hour": ["2.8"], "monthly_fee": ["0", "-1"], "tokens_per_s": ["50", "0"],
+             "currency": ["CNY", "USD", "EUR"]}
 # The values that broke earlier versions (fuzzing found them): none is valid for any number.
 JUNK = [None, "x", "0.05", "False", float("nan"), float("inf"), -float("inf"), -1, 0,
         10**400, True, [1], ["bf16"], {}, 1.5e308, object()]
@@ -152,6 +175,11 @@ FACTORIES: dict[type, st.SearchStrategy] = {}
 def _valid(fn: Callable, name: str, ann: Any) -> st.SearchStrategy | None:
     """Values of every kind `ann` allows (None when the suite cannot make one)."""
     origin = typing.get_origin(ann)
+    if name in ("inputs", "inputs_json"):  # a static calculator's form, as text
+        forms = st.one_of(*(st.fixed_dictionaries({f: st.sampled_from(FORM_TEXT[f] + ["", "x", "nan"])
+                                                   for f in fields})
+                            for fields in (calculator.MEMORY_FIELDS, calculator.COST_FIELDS)))
+        return forms.map(json.dumps) if name == "inputs_json" else forms
     if ann is Any and name == "dtype":  # a dtype name, a byte count, or a torch dtype
         import torch
 
@@ -431,7 +459,16 @@ LLAMA = models.get("Llama-3-8B")
     (lambda: ModelSpec.from_hf_config({**models.CATALOGUE["Llama-3.2-1B"].config,
                                        "tie_word_embeddings": "false"}), "tie_word_embeddings"),
     (lambda: choose.recommend(choose.Workload("Llama-3-8B"), max_count=10**6), "max_count"),
+    # arguments handed on through **kwargs are checked as the caller's, size limits included
+    (lambda: memory.largest_batch(LLAMA, 1e9, context_bytes=10**400), "context_bytes"),
+    (lambda: power.build_for_gpu("RTX 4090", cpu_power_w=1e300), "cpu_power_w"),
 ])
+
+
+def test_values_the_library_derives_may_exceed_the_input_limits():
+    """Inputs within the limits can give an exabyte of activations: a sane (finite) answer."""
+    b = memory.estimate_training(models.get("DeepSeek-R1"), batch=10**6, seq_len=10**6)
+    assert b.activations > 1e18 and math.isfinite(float(b.total))
 def test_each_case_fuzzing_found_gives_a_clear_error(call, field):
     with pytest.raises(GpulabConfigError) as info:
         call()

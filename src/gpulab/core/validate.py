@@ -35,6 +35,8 @@ field and prints four lines ending in a URL.)
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import dataclasses
 import functools
 import inspect
@@ -44,7 +46,7 @@ import re
 import sys
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from collections.abc import Callable as CallableABC
 from typing import Annotated, Any
 
@@ -85,6 +87,7 @@ __all__ = [
     "Positive",
     "PositiveFloat",
     "PositiveInt",
+    "boundary",
     "checked",
     "check_value",
     "did_you_mean",
@@ -105,11 +108,37 @@ def _check_bool(name: str, value: Any) -> None:
     raise GpulabConfigError(f"{name}={show(value)} must be True or False", name)
 
 
+# How deep the current call is in @checked functions. The size limits guard the public
+# boundary: a reader's 10**400 is refused there, while a value the library derived itself (an
+# exabyte of activations for a 10**6-token batch) may pass between its own functions; the
+# result is still checked to be finite by the property tests.
+_DEPTH: contextvars.ContextVar[int] = contextvars.ContextVar("gpulab_checked_depth", default=0)
+
+
+def _at_boundary() -> bool:
+    return _DEPTH.get() == 0
+
+
+@contextlib.contextmanager
+def boundary() -> Iterator[None]:
+    """Check calls made inside the block as if the reader made them (size limits included).
+
+    For a function that hands its caller's arguments on unchecked (``**kwargs`` passed to an
+    estimator, the text of a calculator's form read into numbers): the hand-off is the
+    boundary, so the limits apply there.
+    """
+    token = _DEPTH.set(0)
+    try:
+        yield
+    finally:
+        _DEPTH.reset(token)
+
+
 def _check_int(name: str, value: Any) -> None:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise GpulabConfigError(
             f"{name}={show(value)} must be an integer, not {type(value).__name__}", name)
-    if abs(int(value)) > MAX_MAGNITUDE:
+    if abs(int(value)) > MAX_MAGNITUDE and _at_boundary():
         raise GpulabConfigError(f"{name}={show(value)} is too large (at most {MAX_MAGNITUDE:g})",
                                 name)
 
@@ -124,10 +153,10 @@ def _check_float(name: str, value: Any) -> None:
         number = math.inf
     if math.isnan(number):
         raise GpulabConfigError(f"{name}={show(value)} must be a finite number, not NaN", name)
-    if abs(number) > MAX_MAGNITUDE:
+    if math.isinf(number) or (abs(number) > MAX_MAGNITUDE and _at_boundary()):
         raise GpulabConfigError(
             f"{name}={show(value)} must be a finite number of at most {MAX_MAGNITUDE:g}", name)
-    if number != 0 and abs(number) < MIN_MAGNITUDE:
+    if number != 0 and abs(number) < MIN_MAGNITUDE and _at_boundary():
         raise GpulabConfigError(
             f"{name}={show(value)} is too small to mean anything here: a nonzero number must be "
             f"at least {MIN_MAGNITUDE:g} in size", name)
@@ -346,7 +375,11 @@ def checked(obj: Any) -> Any:
             check = by_name.get(name)
             if check is not None:
                 check(name, value)
-        return fn(*args, **kwargs)
+        token = _DEPTH.set(_DEPTH.get() + 1)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            _DEPTH.reset(token)
 
     wrapper.__gpulab_checked__ = True  # type: ignore[attr-defined]
     return wrapper

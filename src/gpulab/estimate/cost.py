@@ -11,8 +11,8 @@
 
 All money is in one currency per comparison: the module never converts on its own, because an
 exchange rate is a market price on a date, not a constant. `convert` takes the rate as an
-explicit input. The static-site calculator (`gpulab.calculators`) ports the arithmetic below to
-JavaScript with the same constants; the browser test keeps the two in step.
+explicit input. The static-site calculator (`gpulab.calculators`) runs this module itself, in
+the reader's browser through Pyodide: there is no second implementation to keep in step.
 """
 
 from __future__ import annotations

@@ -30,6 +30,7 @@ from gpulab.core.validate import (
     OneOf,
     PositiveFloat,
     PositiveInt,
+    boundary,
     checked,
 )
 from gpulab.reference import specs
@@ -353,7 +354,9 @@ def largest_batch(spec: ModelSpec, budget_bytes: PositiveFloat, mode: Mode = "in
     The estimate grows with the batch, so a binary search finds the answer.
     """
     estimate = _estimator(mode)
-    return _largest(lambda b: estimate(spec, batch=b, seq_len=seq_len, **kwargs).total, budget_bytes, limit)
+    with boundary():  # **kwargs are the caller's, checked by the estimator as such
+        return _largest(lambda b: estimate(spec, batch=b, seq_len=seq_len, **kwargs).total,
+                        budget_bytes, limit)
 
 
 @checked
@@ -361,7 +364,9 @@ def largest_context(spec: ModelSpec, budget_bytes: PositiveFloat, mode: Mode = "
                     batch: PositiveInt = 1, limit: PositiveInt = 1 << 24, **kwargs) -> int:
     """The longest sequence whose estimated total fits `budget_bytes` (0 when none fits)."""
     estimate = _estimator(mode)
-    return _largest(lambda s: estimate(spec, batch=batch, seq_len=s, **kwargs).total, budget_bytes, limit)
+    with boundary():  # **kwargs are the caller's, checked by the estimator as such
+        return _largest(lambda s: estimate(spec, batch=batch, seq_len=s, **kwargs).total,
+                        budget_bytes, limit)
 
 
 def _estimator(mode: str):

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from typing import Annotated
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import AtLeast, Between, OneOf, PositiveFloat, checked
+from gpulab.core.validate import AtLeast, Between, OneOf, PositiveFloat, boundary, checked
 from gpulab.reference import specs
 
 __all__ = [
@@ -199,7 +199,8 @@ def build_for_gpu(gpu: str, count: Annotated[int, Between(1, 64)] = 1,
     if spec.board_power_w is None:
         raise GpulabConfigError(f"gpu={gpu!r}: the spec table has no board power for "
                                 f"{spec.name} (Apple publishes none); pass gpu_power_w to Build")
-    return Build(gpu_power_w=spec.board_power_w, gpu_count=count, **build)
+    with boundary():  # **build is the caller's: Build checks it as such
+        return Build(gpu_power_w=spec.board_power_w, gpu_count=count, **build)
 
 
 def _min_rating_for_peak(peak_w: float, standard: str) -> float:

@@ -1,0 +1,28 @@
+// ESLint (flat config) for the course's own JavaScript: the static calculators' glue, shipped
+// as package data in src/gpulab/ui/js/, and its node tests in tests/js/. `make lint` runs it.
+import js from "@eslint/js";
+import globals from "globals";
+
+const strict = {
+  eqeqeq: "error",
+  "no-var": "error",
+  "prefer-const": "error",
+  "no-unused-vars": ["error", { args: "after-used" }],
+  "no-implicit-globals": "error",
+  "no-console": "error",
+};
+
+export default [
+  { ignores: ["node_modules/", "_build/", ".venv/", "book/_widgets_static/"] },
+  js.configs.recommended,
+  {
+    files: ["src/gpulab/ui/js/**/*.mjs"],
+    languageOptions: { ecmaVersion: 2022, sourceType: "module", globals: globals.browser },
+    rules: strict,
+  },
+  {
+    files: ["tests/js/**/*.mjs", "eslint.config.mjs"],
+    languageOptions: { ecmaVersion: 2022, sourceType: "module", globals: globals.node },
+    rules: { ...strict, "no-console": "off" },
+  },
+];
