@@ -464,11 +464,6 @@ LLAMA = models.get("Llama-3-8B")
     (lambda: power.build_for_gpu("RTX 4090", cpu_power_w=1e300), "cpu_power_w"),
 ])
 
-
-def test_values_the_library_derives_may_exceed_the_input_limits():
-    """Inputs within the limits can give an exabyte of activations: a sane (finite) answer."""
-    b = memory.estimate_training(models.get("DeepSeek-R1"), batch=10**6, seq_len=10**6)
-    assert b.activations > 1e18 and math.isfinite(float(b.total))
 def test_each_case_fuzzing_found_gives_a_clear_error(call, field):
     with pytest.raises(GpulabConfigError) as info:
         call()
@@ -520,3 +515,9 @@ def test_detection_and_the_doctor_survive_whatever_nvml_returns(odd, driver, cud
 
     json_.loads(text, parse_constant=refuse)
     assert str(report) and report._repr_html_()
+
+
+def test_values_the_library_derives_may_exceed_the_input_limits():
+    """Inputs within the limits can give an exabyte of activations: a sane (finite) answer."""
+    b = memory.estimate_training(models.get("DeepSeek-R1"), batch=10**6, seq_len=10**6)
+    assert b.activations > 1e18 and math.isfinite(float(b.total))
