@@ -10,6 +10,7 @@ plainly: a missing one fails everywhere.
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import os
 import sys
 from types import ModuleType
