@@ -1,0 +1,52 @@
+"""Figures typed by hand into the pages may only become fewer (tools/typed_figures.py).
+
+A committed per-file baseline (tests/typed_figures.json) holds today's count; a page that
+gains a typed figure fails, and a page that lost some fails until the baseline is lowered
+(`python tools/typed_figures.py --update`), so every figure glued stays glued.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tools import typed_figures as tf
+
+
+@pytest.fixture(scope="module")
+def found():
+    return tf.count()
+
+
+def test_no_page_gains_a_typed_figure(found):
+    over = tf.over_baseline(found, tf.load_baseline())
+    assert over == {}, ("typed figures above the baseline (glue them from code): "
+                        + "; ".join(f"{p}: {n} > {b}" for p, (n, b) in over.items()))
+
+
+def test_every_figure_glued_is_locked_in(found):
+    """A page with fewer typed figures than its baseline: lower the baseline, so none returns."""
+    baseline = tf.load_baseline()
+    fewer = {p: (len(found.get(p, [])), n) for p, n in baseline.items() if len(found.get(p, [])) < n}
+    assert fewer == {}, ("fewer typed figures than the baseline: run `python tools/typed_figures.py "
+                         f"--update` to lock the gain in: {fewer}")
+    assert json.loads(tf.BASELINE.read_text())["total"] == sum(baseline.values())
+
+
+@pytest.mark.parametrize("text, figures", [
+    ("Llama-3-70B needs 42.0 GB at 4.84 bits per weight", ["42.0 GB", "4.84 bits per weight"]),
+    ("the RTX 4090 reads 1,008 GB/s, 11.2x the CPU, 30–50% slower", ["1,008 GB/s", "11.2x", "30–50%"]),
+    ("$70 \\times 10^9 \\times 2 = 140$ GB", ["140$ GB"]),
+    ("an A100 80GB, an RTX 3060 12GB, a 70B model, PCIe 4.0 x16, CUDA 12.6, in 2024", []),
+    ("glued {glue:text}`../notebooks/02_will_it_fit.ipynb::w70:.1f` GB and `24 GB` in code", []),
+    ('"from 200+ MB to 700+ MB" ([pytorch#28113](https://github.com/pytorch/pytorch/issues/28113))', []),
+    ("a link [24 GB](https://example.com/24 GB) to a page", ["24 GB"]),
+])
+def test_the_detector_counts_figures_and_spares_names_code_roles_and_cited_quotes(text, figures):
+    assert [f.text for f in tf.figures_in_text(text, "x.md")] == figures
+
+
+def test_code_blocks_are_not_prose_but_directives_are():
+    text = "```python\nx = 24  # 24 GB\n```\n\n```{note}\nIt takes 24 GB.\n```\n"
+    assert [f.text for f in tf.figures_in_text(text, "x.md")] == ["24 GB"]

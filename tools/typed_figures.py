@@ -1,0 +1,198 @@
+"""Figures typed by hand into the pages: find them, count them, and hold the count down.
+
+The course's promise is that every figure a page states (bytes, bandwidth, FLOP/s, tokens/s,
+bits per weight, watts, prices, ratios, percentages) is computed by gpulab and placed into the
+text by the book's toolchain (myst-nb's glue, a claim reference), not typed. This tool finds
+the numbers with a unit that are typed instead, in:
+
+- the chapter pages, ``book/**/*.md``;
+- the Markdown cells of every notebook and lab (``tools.pipeline.discover``);
+- the course's text fields of ``src/gpulab/data/fact_check.json``: ``correct_value``, ``reason``
+  and a derivation's ``note`` (``quote`` and ``claim_en`` are the articles' own words, cited
+  once, and are not counted).
+
+What does not count: code (fenced blocks and inline code), MyST roles (a glued value, a claim
+reference, a cross-reference), link targets and HTML attributes, product names that carry a
+number ("A100 80GB", "RTX 3060 12GB", "70B"), and a quotation of a third-party source followed
+by its link.
+
+The work of replacing them lands in parts behind a ratchet: ``tests/typed_figures.json`` holds
+each file's count, a test fails when a file has more than its baseline (or a new file has
+any), and ``--update`` lowers the baseline after figures are glued (it never raises one).
+
+    python tools/typed_figures.py             # the count per file, and the total
+    python tools/typed_figures.py --show FILE # each typed figure of one file, with its line
+    python tools/typed_figures.py --update    # lower the committed baseline to today's counts
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+from tools.pipeline import discover  # noqa: E402
+
+BASELINE = ROOT / "tests" / "typed_figures.json"
+FACT_CHECK = ROOT / "src" / "gpulab" / "data" / "fact_check.json"
+FACT_CHECK_FIELDS = ("correct_value", "reason")  # quote and claim_en: the article's own words
+
+# The units a figure of the course comes in. Longer names first, so "GB/s" wins over "GB".
+_UNITS = [
+    r"TFLOP/s", r"GFLOP/s", r"PFLOP/s", r"MFLOP/s", r"FLOP/s", r"TFLOPS", r"GFLOPS", r"TOPS",
+    r"FLOP per byte", r"FLOP/byte", r"FLOPs?", r"GFLOP", r"TFLOP",
+    r"TB/s", r"GB/s", r"MB/s", r"KB/s", r"GiB/s", r"MiB/s", r"GT/s", r"Gbit/s", r"Gb/s", r"Gbps",
+    r"TB", r"GB", r"MB", r"KB", r"kB", r"TiB", r"GiB", r"MiB", r"KiB", r"B", r"bytes?",
+    r"bits per weight", r"bits?", r"bpw",
+    r"tokens?/s", r"tok/s", r"samples?/s", r"images?/s", r"docs?/s", r"it/s",
+    r"kWh", r"Wh", r"kW", r"W",
+    r"GHz", r"MHz",
+    r"ms", r"us", r"µs", r"ns", r"s", r"seconds?", r"min", r"minutes?", r"h", r"hours?",
+    r"days?", r"weeks?", r"months?", r"years?",
+    r"CNY", r"USD", r"RMB", r"EUR", r"yuan", r"dollars",
+    r"%", r"°C",
+]
+_NUMBER = (r"(?<![\w.,/^{_])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+           r"(?:[–-](?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)?")
+_WORD_UNITS = "|".join(u for u in _UNITS if u not in ("%", "°C"))
+# A word unit needs a space (or the end of a math span) before it: "24 GB" is a figure, while
+# "80GB" in "A100 80GB" and "70B" are names. % and °C may touch their number.
+FIGURE = re.compile(
+    rf"(?P<number>{_NUMBER})(?:(?:\$\s?|\s)(?P<unit>{_WORD_UNITS})|\s?(?P<symbol>%|°C))(?![\w/])"
+    rf"|(?P<ratio>{_NUMBER})(?P<times>[x×])(?![\w])"
+)
+_FENCE = re.compile(r"^(```|~~~)")
+_CODE_FENCE_OPEN = re.compile(r"^(```|~~~)\s*(python|bash|sh|console|text|json|yaml|toml|ini|js|"
+                              r"javascript|html|\s*$)")
+_INLINE_CODE = re.compile(r"``[^`]+``|`[^`]+`")
+_ROLE = re.compile(r"\{[\w:.-]+\}`[^`]*`")
+_LINK_TARGET = re.compile(r"\]\([^)]*\)|<[^>]+>|https?://\S+")
+_CITED_QUOTE = re.compile(r"[\"“][^\"”]*[\"”]\s*\(?\[?[^\n]{0,80}?(\]\(|https?://)")
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One typed figure: where it is and what it says."""
+
+    path: str  # relative to the repository
+    line: int  # 1-based, within the page or the notebook cell's text
+    text: str  # the figure as typed, "42.0 GB"
+    context: str  # the line it is on
+
+
+def _prose_lines(text: str) -> list[tuple[int, str]]:
+    """(line number, line) of the prose of a Markdown text: code fences are left out."""
+    out, in_code = [], False
+    for number, line in enumerate(text.splitlines(), start=1):
+        stripped = line.strip()
+        if _FENCE.match(stripped):
+            if in_code:
+                in_code = False
+                continue
+            if _CODE_FENCE_OPEN.match(stripped):
+                in_code = True
+                continue
+            continue  # a MyST directive's fence: its body is prose
+        if not in_code:
+            out.append((number, line))
+    return out
+
+
+def _scrub(line: str) -> str:
+    """The line without what never counts: code, roles, link targets, cited quotations."""
+    line = _INLINE_CODE.sub(" ", line)
+    line = _ROLE.sub(" ", line)
+    line = _CITED_QUOTE.sub(" ", line)
+    return _LINK_TARGET.sub(" ", line)
+
+
+def figures_in_text(text: str, path: str) -> list[Figure]:
+    """Every typed figure in one Markdown text."""
+    found = []
+    for number, line in _prose_lines(text):
+        for m in FIGURE.finditer(_scrub(line)):
+            found.append(Figure(path, number, m.group(0).strip(), line.strip()[:160]))
+    return found
+
+
+def _notebook_markdown(path: Path) -> str:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    parts = []
+    for cell in cells:
+        if cell["cell_type"] == "markdown":
+            src = cell["source"]
+            parts.append("".join(src) if isinstance(src, list) else src)
+    return "\n\n".join(parts)
+
+
+def _fact_check_text() -> str:
+    claims = json.loads(FACT_CHECK.read_text(encoding="utf-8"))["claims"]
+    lines = []
+    for claim in claims:
+        lines += [str(claim.get(f, "")) for f in FACT_CHECK_FIELDS]
+        lines.append(str(claim.get("derivation", {}).get("note", "")))
+    return "\n".join(lines)
+
+
+def sources(root: Path = ROOT) -> dict[str, str]:
+    """Every text the check reads: relative path -> its Markdown."""
+    texts = {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
+             for p in sorted((root / "book").rglob("*.md"))}
+    for path in discover(root):
+        texts[path.relative_to(root).as_posix()] = _notebook_markdown(path)
+    texts[FACT_CHECK.relative_to(root).as_posix()] = _fact_check_text()
+    return texts
+
+
+def count(root: Path = ROOT) -> dict[str, list[Figure]]:
+    """Typed figures per file."""
+    return {path: figures_in_text(text, path) for path, text in sources(root).items()}
+
+
+def load_baseline(path: Path = BASELINE) -> dict[str, int]:
+    """The committed per-file counts that may only fall."""
+    return json.loads(path.read_text(encoding="utf-8"))["files"]
+
+
+def over_baseline(found: dict[str, list[Figure]], baseline: dict[str, int]) -> dict[str, tuple[int, int]]:
+    """Files with more typed figures than their baseline: path -> (count, allowed)."""
+    return {path: (len(figs), baseline.get(path, 0)) for path, figs in found.items()
+            if len(figs) > baseline.get(path, 0)}
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Print the counts; --show a file's figures; --update lowers the baseline."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--show", metavar="FILE", help="list each typed figure of one file")
+    parser.add_argument("--update", action="store_true", help="lower the baseline to today's counts")
+    args = parser.parse_args(argv)
+    found = count()
+    if args.show:
+        for fig in found.get(args.show, []):
+            print(f"{fig.path}:{fig.line}: {fig.text:>14}   {fig.context}")
+        return 0
+    baseline = load_baseline() if BASELINE.exists() else {}
+    for path, figs in sorted(found.items(), key=lambda kv: -len(kv[1])):
+        allowed = baseline.get(path)
+        print(f"{len(figs):5d}  {path}" + (f"  (baseline {allowed})" if allowed is not None else ""))
+    total = sum(len(f) for f in found.values())
+    print(f"{total:5d}  typed figures in all" +
+          (f" (baseline {sum(baseline.values())})" if baseline else ""))
+    if args.update:
+        raised = {p: n for p, n in over_baseline(found, baseline).items()} if baseline else {}
+        if raised:
+            print(f"not updated: these files have more than their baseline: {raised}")
+            return 1
+        counts = {path: len(figs) for path, figs in sorted(found.items())}
+        BASELINE.write_text(json.dumps({"total": total, "files": counts}, indent=1) + "\n")
+        print(f"baseline written: {BASELINE.relative_to(ROOT)}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
