@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from gpulab.bench import memprobe, timing
-from gpulab.bench import precision as precision_
+from gpulab.bench.precision import autocast, check_runs_on, grad_scaler
 from gpulab.core.validate import (
     PositiveFloat,
     PositiveInt,
@@ -243,17 +243,17 @@ def train_steps(model, batch: PositiveInt, seq_len: PositiveInt, steps: Positive
     """
     torch = _torch()
     device = _device_of(model)
-    precision_.check_runs_on(precision, device)
+    check_runs_on(precision, device)
     ids = random_ids(model, batch, seq_len, seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
-    scaler = precision_.grad_scaler(precision)
+    scaler = grad_scaler(precision)
     model.train()
     hooks_before = memprobe.input_grad_hooks(model)
     if activation_checkpointing:
         memprobe.set_activation_checkpointing(model, True)
 
     def step() -> Any:
-        with precision_.autocast(device, precision):
+        with autocast(device, precision):
             loss = model(input_ids=ids, labels=ids, use_cache=False).loss
         if scaler is None:
             loss.backward()
