@@ -42,3 +42,12 @@ def need_module(name: str, extra: str) -> ModuleType:
 def has_module(name: str) -> bool:
     """Whether a module can be found without importing it."""
     return importlib.util.find_spec(name) is not None
+
+
+def raw_fact_check() -> dict:
+    """The fact-check registry as stored (data/fact_check.json), before any validation."""
+    import json
+    from importlib import resources
+
+    text = (resources.files("gpulab") / "data" / "fact_check.json").read_text(encoding="utf-8")
+    return json.loads(text)

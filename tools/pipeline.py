@@ -245,6 +245,10 @@ def stage_site(run: RunConfig) -> Path:
     shutil.copy(ROOT / "_toc.yml", src / "_toc.yml")
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config.setdefault("execute", {})["execute_notebooks"] = "off"  # executed once, by papermill
+    # Local Sphinx extensions live in the repository, not in the staged copy: absolute paths.
+    extensions = config.get("sphinx", {}).get("local_extensions") or {}
+    for name, path in extensions.items():
+        extensions[name] = str(ROOT / path)
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
     missing = []
     passed = _passed_notebooks(run)

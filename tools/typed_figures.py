@@ -13,8 +13,10 @@ the numbers with a unit that are typed instead, in:
 
 What does not count: code (fenced blocks and inline code), MyST roles (a glued value, a claim
 reference, a cross-reference), link targets and HTML attributes, product names that carry a
-number ("A100 80GB", "RTX 3060 12GB", "70B"), and a quotation of a third-party source followed
-by its link.
+number ("A100 80GB", "RTX 3060 12GB", "70B"), a quotation of a third-party source followed
+by its link, and the course's own timings, which are its design, not a property of a model or
+a GPU: the minutes on a notebook's "**Time:**" line (DESIGN.md asks every title cell for it)
+and the agenda durations of the workshop pages (minutes and hours under ``book/workshop/``).
 
 The work of replacing them lands in parts behind a ratchet: ``tests/typed_figures.json`` holds
 each file's count, a test fails when a file has more than its baseline (or a new file has
@@ -86,18 +88,25 @@ class Figure:
 
 
 def _prose_lines(text: str) -> list[tuple[int, str]]:
-    """(line number, line) of the prose of a Markdown text: code fences are left out."""
-    out, in_code = [], False
+    """(line number, line) of the prose of a Markdown text: code fences are left out.
+
+    A MyST directive fenced with backticks (```{note}) holds prose, and its bare closing fence
+    closes it; only a fence that opens code (a language or none, outside a directive) starts
+    lines that do not count.
+    """
+    out, in_code, directives = [], False, 0
     for number, line in enumerate(text.splitlines(), start=1):
         stripped = line.strip()
         if _FENCE.match(stripped):
             if in_code:
                 in_code = False
-                continue
-            if _CODE_FENCE_OPEN.match(stripped):
+            elif stripped.lstrip("`~").startswith("{"):
+                directives += 1  # a directive's fence: its body is prose
+            elif directives and not stripped.strip("`~"):
+                directives -= 1  # the bare fence that closes the directive
+            elif _CODE_FENCE_OPEN.match(stripped):
                 in_code = True
-                continue
-            continue  # a MyST directive's fence: its body is prose
+            continue
         if not in_code:
             out.append((number, line))
     return out
@@ -111,12 +120,25 @@ def _scrub(line: str) -> str:
     return _LINK_TARGET.sub(" ", line)
 
 
+_DURATION_UNITS = {"min", "minutes", "minute", "h", "hour", "hours"}
+_TIME_LINE = re.compile(r"^\s*\*\*Time:\*\*")
+
+
+def _course_timing(match: re.Match, line: str, path: str) -> bool:
+    """A duration of the course itself: a title cell's Time line, or a workshop agenda."""
+    if match.group("unit") not in _DURATION_UNITS:
+        return False
+    return path.startswith("book/workshop/") or (
+        bool(_TIME_LINE.match(line)) and match.group("unit") in ("minutes", "min"))
+
+
 def figures_in_text(text: str, path: str) -> list[Figure]:
     """Every typed figure in one Markdown text."""
     found = []
     for number, line in _prose_lines(text):
         for m in FIGURE.finditer(_scrub(line)):
-            found.append(Figure(path, number, m.group(0).strip(), line.strip()[:160]))
+            if not _course_timing(m, line, path):
+                found.append(Figure(path, number, m.group(0).strip(), line.strip()[:160]))
     return found
 
 

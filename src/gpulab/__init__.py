@@ -28,17 +28,19 @@ __version__ = "0.1.0"
 LAYERS: dict[str, tuple[str, ...]] = {
     "core": ("errors", "constraints", "validate", "units"),
     "reference": ("specs", "modelspec", "hf_config", "models", "formats", "drivers", "links",
-                  "measured"),
+                  "measured", "published"),
     "machine": ("hardware", "report", "visible", "nvml", "torch_probe", "host", "device",
                 "peaks", "doctor", "rules", "versions", "monitor", "budget", "next_steps"),
-    "estimate": ("memory", "perf", "roofline", "parallel", "serving", "collectives", "choose",
-                 "cost", "power", "levers", "calculator"),
+    "estimate": ("memory", "activations", "perf", "roofline", "parallel", "serving", "collectives", "choose",
+                 "cost", "power", "levers", "calculator", "published_bounds"),
     "bench": ("timing", "measure", "memprobe", "torch_models", "generation", "attention",
               "syncs", "batching", "oom", "quantize", "workloads", "loading", "compiled",
               "triton_support", "launch", "precision", "progress", "quiet", "record"),
-    "ui": ("tables", "plots", "widgets", "calculators"),
+    "ui": ("tables", "plots", "widgets", "calculators", "glue"),
     "course": ("labs", "slowloop", "slowloop_grading", "slowloop_profile", "textdata",
-               "derivations", "claims_hardware", "claims_models", "factcheck"),
+               "derivations", "claims_hardware", "claims_models", "factcheck", "figures",
+               "figures_ch01", "figures_ch02", "figures_ch03", "figures_ch04", "figures_ch05",
+               "figures_ch06", "figures_ch07"),
 }
 MODULES: dict[str, str] = {name: f"gpulab.{layer}.{name}"
                            for layer, names in LAYERS.items() for name in names}

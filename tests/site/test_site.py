@@ -122,3 +122,17 @@ def test_plots_appear_on_the_site(site, page, least):
     """The lab's sweeps and roofline are rendered as images on its page."""
     images = [link for link in _parse(site / page).links if "_images/" in link]
     assert len(images) >= least, f"{page}: {len(images)} plots, expected at least {least}"
+
+
+@pytest.mark.parametrize("page", sorted(Path("book").glob("0*.md")), ids=lambda p: p.name)
+def test_the_site_shows_every_glued_figure_the_resolver_computes(site, page):
+    """What tools/glued_pages.py says a page pastes is what the built page says (no raw role)."""
+    from tools import glued_pages
+
+    rel = page.as_posix()
+    html = (site / rel).with_suffix(".html").read_text(encoding="utf-8")
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
+    assert "{glue:text}" not in text and "{claim}" not in text and "{verdict}" not in text
+    pasted = re.findall(r'<span class="pasted-text">([^<]*)</span>', html)
+    expected = [glued_pages.resolve(r) for r in glued_pages.parse(page.read_text(encoding="utf-8"), rel)]
+    assert pasted == expected

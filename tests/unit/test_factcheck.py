@@ -61,7 +61,7 @@ def test_new_claims_follow_the_list_and_name_their_article(claims):
 
 
 def test_every_computed_derivation_is_registered_runs_and_matches_the_data(claims, rows):
-    """A computed derivation names a registered function; its headline appears in correct_value."""
+    """A computed derivation names a registered function; its headline appears in the rendered correct_value."""
     computed = [c for c in claims if c.computed_name]
     assert len(computed) >= 40
     assert all(c.computed_name in factcheck.REGISTRY for c in computed)
@@ -130,8 +130,10 @@ def test_key_values_against_hand_arithmetic():
     assert factcheck.compute("power_limit_fraction_4090").value == pytest.approx(350 / 450)
     assert factcheck.compute("comfyui_speedup").text == "2.9x"
     assert factcheck.compute("int4_vs_fp16_ratio").value == pytest.approx(16 / 4.125)
+    # every weight a token uses (one of the 32,000 embedding rows) + one token's fp16 KV cache
+    read = (6_738_415_616 - 31_999 * 4096) * 2 + 2 * 32 * 32 * 128 * 2
     assert factcheck.compute("decode_bound_llama2_7b_rtx4090").value == pytest.approx(
-        1008e9 / (6_738_415_616 * 2), rel=1e-6)
+        1008e9 / read, rel=1e-6)
     r1 = factcheck.compute("deepseek_r1_on_4_a100")
     assert r1.value > 320  # int4 weights do not fit on four 80 GB A100s
     assert factcheck.compute("fp4_vs_fp16_rtx5090").value == pytest.approx(4.0)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab import memory, models
+from gpulab import memory, models, specs
 from gpulab.core.errors import GpulabConfigError
 from gpulab.estimate.memory import ModelSpec, estimate_inference, estimate_training
 
@@ -96,26 +96,99 @@ def test_training_bytes_per_parameter_by_recipe():
     assert eight_bit.optimizer == pytest.approx(n * 2 * (1 + 4 / 2048), rel=1e-6)
 
 
-def test_checkpointing_cuts_activations_and_peak_is_at_most_total():
-    """Checkpointing keeps layer inputs and one layer's activations (the loss's logits remain)."""
+def test_checkpointing_cuts_activations_and_the_optimizer_step_can_set_the_peak():
+    """Checkpointing keeps layer inputs and one layer's activations (the loss's logits remain).
+
+    bf16 loss, by hand: the bf16 logits (2 bytes), transformers' fp32 copy of them (4) and the
+    fp32 log-softmax (4) per token and vocab entry. With so few activations left, the peak is
+    the AdamW step on CUDA (PyTorch's foreach default): bf16 weights and gradients (2 + 2),
+    fp32 master and states (12) and sqrt(exp_avg_sq) for every parameter at once (4): 20 B/param.
+    """
     full = estimate_training(LLAMA_8B, batch=4, seq_len=2048)
     ckpt = estimate_training(LLAMA_8B, batch=4, seq_len=2048, activation_checkpointing=True)
-    logits = 4 * 2048 * LLAMA_8B.vocab_size * 4 * 2
+    logits = 4 * 2048 * LLAMA_8B.vocab_size * (2 + 4 + 4)
     assert ckpt.activations - logits < (full.activations - logits) / 10
-    assert full.peak <= full.total and ckpt.peak <= ckpt.total
+    assert full.peak <= full.total
+    assert ckpt.peak == LLAMA_8B.n_params * 20
+    fused = estimate_training(LLAMA_8B, batch=4, seq_len=2048, activation_checkpointing=True,
+                              optimizer_impl="fused")
+    assert fused.peak <= fused.total
+
+
+def test_optimizer_step_temporaries_by_hand():
+    """Llama-3-8B's largest tensor is its embedding (or head): 128,256 x 4,096 = 525,336,576.
+
+    AdamW for-loop (the CPU's default): sqrt(exp_avg_sq) and its quotient for one tensor at a
+    time, 2 x 525,336,576 x 4 bytes; foreach (CUDA's default): one fp32 copy of every
+    parameter; fused and SGD: nothing. tests/unit/test_memprobe.py measures the same on a CPU.
+    """
+    assert memory.optimizer_step_bytes(LLAMA_8B, "adamw", "for-loop") == 2 * 525_336_576 * 4
+    assert memory.optimizer_step_bytes(LLAMA_8B, "adamw", "auto", device="cpu") == 2 * 525_336_576 * 4
+    assert memory.optimizer_step_bytes(LLAMA_8B, "adamw", "auto", device="cuda") == LLAMA_8B.n_params * 4
+    assert memory.optimizer_step_bytes(LLAMA_8B, "adamw", "fused") == 0
+    assert memory.optimizer_step_bytes(LLAMA_8B, "sgd-momentum", "foreach") == 0
+
+
+def test_inference_peak_is_the_widest_moment_not_a_sum_by_hand():
+    """Llama-3-8B (h 4,096, MLP 14,336, 8 KV heads of 128, vocab 128,256), 1 x 1,000 tokens, bf16.
+
+    In an MLP (separate gate and up): the embeddings, the layer's input, the mid-layer residual
+    and the norm's output (4 x 4,096) with the activated gate, up and product (3 x 14,336):
+    59,392 values x 2 bytes x 1,000 tokens = 118,784,000 bytes, plus rotary cos and sin
+    (2 x 128 x 1,000 x 2 = 512,000): 119,296,000. At the head with every position's logits:
+    the final norm's output (4,096) and 128,256 bf16 logits per token: 264,704,000, which
+    is the peak alone, not added to the layers' (they are freed by then).
+    """
+    last = memory.inference_activation_bytes(LLAMA_8B, 1, 1000, "bf16", "last")
+    every = memory.inference_activation_bytes(LLAMA_8B, 1, 1000, "bf16", "all")
+    assert last == 119_296_000
+    assert every == 1000 * (4096 + 128_256) * 2 == 264_704_000
+
+
+def test_eager_attention_adds_the_score_matrix_by_hand():
+    """The same prefill with eager attention: 32 heads x 1,000 x 1,000 = 32,000,000 scores.
+
+    In attention: the embeddings, the input, the norm's output, the rotated queries, the keys
+    and values repeated to 32 heads and the new 8-head keys and values (6 x 4,096 + 2 x 1,024
+    = 26,624 values x 2 bytes x 1,000 = 53,248,000), the masked scores (2 bytes), their fp32
+    softmax (4) and its bf16 copy (2): 256,000,000, the causal mask (1,000 x 1,000 x 2 =
+    2,000,000) and the rotary cos and sin (512,000): 311,760,000, 2.6 x the SDPA figure.
+    """
+    eager = memory.inference_activation_bytes(LLAMA_8B, 1, 1000, "bf16", "last", attention="eager")
+    assert eager == 53_248_000 + 256_000_000 + 2_000_000 + 512_000
 
 
 def test_activations_grow_linearly_with_tokens():
-    """Twice the batch, twice the activations (no seq x seq term with fused attention)."""
+    """Twice the batch, twice the activations (no seq x seq term with fused attention), but for
+    the rotary cos and sin, made once per position: 2 x 128 x 1,024 x 2 bytes = 524,288."""
     a1 = memory.training_activation_bytes(LLAMA_8B, 1, 1024, "bf16")
     a2 = memory.training_activation_bytes(LLAMA_8B, 2, 1024, "bf16")
-    assert a2 == 2 * a1
+    assert a2 == 2 * a1 - 524_288
 
 
 def test_overhead_is_context_plus_slack():
     """CUDA: half a GiB of context plus 5% of the tensors; the CPU has no context."""
     assert memory.runtime_overhead(100 * 2**20, "cuda") == 2**29 + 5 * 2**20
     assert memory.runtime_overhead(100 * 2**20, "cpu") == 5 * 2**20
+
+
+def test_the_runtime_share_is_counted_once_on_the_capacity_side():
+    """Estimates are tensors only; the context and slack come off the card, not added again."""
+    spec = models.get("Llama-3-8B")
+    b = memory.estimate_inference(spec, "int4", batch=2, seq_len=1024)
+    assert b.overhead == 0 and b.total == b.weights + b.kv_cache + b.activations
+    t = memory.estimate_training(spec, batch=1, seq_len=256)
+    assert t.overhead == 0
+    assert t.total == t.weights + t.gradients + t.optimizer + t.activations
+    # asked for, the share is there (a total as nvidia-smi shows it), and only then
+    asked = memory.estimate_inference(spec, "int4", batch=2, seq_len=1024,
+                                      context_bytes=2**29, allocator_slack=0.05)
+    assert asked.overhead == 2**29 + int(0.05 * b.total)
+    # the card's side: one context and the slack, each once
+    card = specs.get_gpu("RTX 4090")
+    assert card.model_memory_bytes * 1.05 + 2**29 == pytest.approx(card.memory_bytes, abs=2)
+    fits = {r["gpu"]: r["fits"] for r in memory.gpus_that_fit(b.total)}
+    assert fits["RTX 4090"] == (b.total <= card.model_memory_bytes)
 
 
 def test_largest_batch_and_context_fit_the_budget():

@@ -1,11 +1,17 @@
-"""gpulab.memprobe on a tiny model: exact sizes, and the estimate within 10% of the measurement."""
+"""gpulab.memprobe on a tiny model: exact sizes, the estimate against the measurement, two instruments."""
 
 from __future__ import annotations
 
 import pytest
+import torch
 
 from gpulab import memprobe, torch_models
-from gpulab.estimate.memory import ModelSpec, estimate_inference, estimate_training
+from gpulab.estimate.memory import (
+    ModelSpec,
+    estimate_inference,
+    estimate_training,
+    optimizer_step_bytes,
+)
 
 TINY = dict(model_type="llama", hidden_size=128, intermediate_size=344, num_hidden_layers=2,
             num_attention_heads=4, num_key_value_heads=2, vocab_size=1000, tie_word_embeddings=False)
@@ -37,3 +43,73 @@ def test_unknown_optimizer_is_refused():
     """Only optimizers that can be built here are measured."""
     with pytest.raises(ValueError, match="optimizer='lion'"):
         memprobe.measure_training(torch_models.build_model(TINY), 1, 8, optimizer="lion")
+
+
+def _step(model, opt, ids):
+    model(input_ids=ids, labels=ids).loss.backward()
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+
+
+@pytest.mark.parametrize("impl, make", [
+    ("for-loop", lambda p: torch.optim.AdamW(p, foreach=False)),
+    ("foreach", lambda p: torch.optim.AdamW(p, foreach=True)),
+    ("fused", lambda p: torch.optim.AdamW(p, fused=True)),
+])
+def test_the_optimizer_steps_temporaries_are_measured(impl, make):
+    """MemTracker over one AdamW step alone, less the weights, gradients and states before it:
+    the estimator's optimizer_step_bytes (for-loop: twice the 1000 x 128 embedding) to 1 KiB."""
+    spec = ModelSpec.from_hf_config(TINY)
+    model = torch_models.build_model(TINY).train()
+    opt = make(model.parameters())
+    ids = torch.randint(0, 1000, (1, 16))
+    _step(model, opt, ids)
+    model(input_ids=ids, labels=ids).loss.backward()
+    held = memprobe.tensor_bytes([*model.parameters(), *(p.grad for p in model.parameters()),
+                                  *(t for s in opt.state.values() for t in s.values())])
+    temporaries = memprobe.peak_bytes(opt.step, "cpu", model, opt) - held
+    by_hand = {"for-loop": 2 * 1000 * 128 * 4, "foreach": spec.n_params * 4, "fused": 0}[impl]
+    assert optimizer_step_bytes(spec, "adamw", impl, "cpu") == by_hand
+    assert by_hand <= temporaries <= by_hand + 1024  # + a few scalars (step counts, lr)
+
+
+@pytest.mark.parametrize("attention", ["sdpa", "eager"])
+@pytest.mark.parametrize("setting", ["prefill", "forward", "train"])
+def test_each_setting_is_predicted_within_2_percent_of_memtracker(setting, attention):
+    """Peak tensors of a prefill (last logits), a forward (all logits) and a steady AdamW step,
+    measured with MemTracker on transformers' Llama: 256 tokens, more than h = 128, so the loss's
+    backward (three vocab-wide fp32 tensors) sets the training peak."""
+    spec = ModelSpec.from_hf_config(TINY)
+    model = torch_models.build_model(TINY, attn_implementation=attention)
+    if setting == "train":
+        m = memprobe.measure_training(model, 2, 128)
+        predicted = estimate_training(spec, "fp32", "adamw", 2, 128, attention=attention,
+                                      device="cpu").peak
+    else:
+        logits = "last" if setting == "prefill" else "all"
+        m = memprobe.measure_inference(model, 2, 128, logits=logits)
+        predicted = estimate_inference(spec, "fp32", "fp32", 2, 128, activations="fp32",
+                                       logits=logits, attention=attention, device="cpu").total
+    assert predicted == pytest.approx(m.peak, rel=0.02)
+
+
+def test_the_allocator_is_a_second_instrument():
+    """The profiler's allocator count sees memory that bypasses MemTracker's dispatch mode, and
+    agrees with MemTracker on an ordinary forward pass."""
+    from torch.utils._python_dispatch import _disable_current_modes
+
+    def hidden():
+        with _disable_current_modes():
+            x = torch.empty(1 << 20, dtype=torch.uint8)
+        return x.sum()
+
+    assert memprobe.peak_bytes(hidden, "cpu") < 1 << 20 <= memprobe.allocator_peak_bytes(hidden, "cpu")
+    model = torch_models.build_model(TINY)
+    ids = torch.randint(0, 1000, (2, 64))
+
+    def forward():
+        with torch.inference_mode():
+            model(input_ids=ids)
+
+    by_tracker = memprobe.peak_bytes(forward, "cpu", model)
+    assert memprobe.allocator_peak_bytes(forward, "cpu", model) == pytest.approx(by_tracker, rel=0.01)

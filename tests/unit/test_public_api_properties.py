@@ -357,11 +357,16 @@ def test_inference_memory_grows_with_batch_and_context_and_covers_the_weights(
 def test_training_memory_grows_with_batch_and_its_peak_lies_within_the_total(
         spec, precision, optimizer, batch, seq, ckpt):
     b = memory.estimate_training(spec, precision, optimizer, batch, seq, ckpt)
-    # the peak may pass the total only by the tied embedding's transient gradient copy
+    # the peak may pass the total only by what is alive for a moment: the tied embedding's
+    # gradient copy, the optimizer step's temporaries, and the loss backward's vocab-wide fp32
+    # gradients (4 bytes per token and vocabulary entry)
+    recipe = formats.TRAINING_PRECISIONS[precision]
     parts = spec.params_by_component()
-    tied_copy = parts["embedding"] * formats.TRAINING_PRECISIONS[precision]["gradients"] \
-        if spec.tie_embeddings else 0
-    assert b.weights <= b.peak <= b.total + tied_copy
+    tied_copy = parts["embedding"] * recipe["gradients"] if spec.tie_embeddings else 0
+    step = memory.optimizer_step_bytes(spec, optimizer,
+                                       state_bytes=4 if recipe["master"] else recipe["gradients"])
+    loss = batch * seq * spec.vocab_size * 4
+    assert b.weights <= b.peak <= b.total + tied_copy + step + loss
     bigger = memory.estimate_training(spec, precision, optimizer, batch + 1, seq, ckpt)
     assert bigger.total > b.total and bigger.activations > b.activations
     if not ckpt:
@@ -388,9 +393,10 @@ def test_mfu_is_a_fraction_or_an_error_naming_the_rate(spec, tokens_per_s, peak,
     except GpulabConfigError as err:
         assert err.field == "achieved_tokens_per_s" and "%" in str(err)
         per_token = perf.forward_flops(spec, 1) * (3 if training else 1)
-        assert tokens_per_s * per_token > peak * 1e12  # refused only above the peak
+        # refused only above the rated peak plus a boosting card's headroom
+        assert tokens_per_s * per_token > perf.BOOST_HEADROOM * peak * 1e12
         return
-    assert 0 < share <= 1
+    assert 0 < share <= perf.BOOST_HEADROOM
 
 
 @SETTINGS

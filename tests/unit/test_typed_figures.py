@@ -50,3 +50,20 @@ def test_the_detector_counts_figures_and_spares_names_code_roles_and_cited_quote
 def test_code_blocks_are_not_prose_but_directives_are():
     text = "```python\nx = 24  # 24 GB\n```\n\n```{note}\nIt takes 24 GB.\n```\n"
     assert [f.text for f in tf.figures_in_text(text, "x.md")] == ["24 GB"]
+
+
+def test_prose_after_a_directive_still_counts():
+    """The bare fence that closes a directive is not the start of a code block."""
+    text = "```{note}\nIt takes 24 GB.\n```\n\nThen 48 GB.\n\n```\nraw 96 GB\n```\nAnd 12 GB.\n"
+    assert [f.text for f in tf.figures_in_text(text, "x.md")] == ["24 GB", "48 GB", "12 GB"]
+
+
+@pytest.mark.parametrize("text, path, figures", [
+    ("**Time:** 25 minutes. **Hardware:** a CPU.", "notebooks/x.ipynb", []),
+    ("**Time:** 25 minutes, of which 2 GB of downloads.", "notebooks/x.ipynb", ["2 GB"]),
+    ("| 0:10 | lab | 20 min |", "book/workshop/instructor_guide.md", []),
+    ("| 0:10 | lab | 20 min |", "book/02_vram.md", ["20 min"]),
+    ("it takes 10 minutes to load", "notebooks/x.ipynb", ["10 minutes"]),
+])
+def test_only_the_courses_own_timings_are_allowed(text, path, figures):
+    assert [f.text for f in tf.figures_in_text(text, path)] == figures

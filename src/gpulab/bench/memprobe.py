@@ -6,6 +6,16 @@ activations) with PyTorch's `MemTracker`, which follows every live tensor's stor
 device, the CPU included; on a CUDA GPU the allocator's peak is read as well. Chapter 5's
 questions about the allocator (what ``zero_grad(set_to_none=...)`` keeps, what
 ``empty_cache()`` returns) are measured here too.
+
+What MemTracker counts: the storages of every operator's outputs (through a dispatch mode),
+and the modules, optimizers and tensors given to ``track_external``; a tensor made before it
+starts (the input ids) is not counted unless given. Its categories follow the phase, not the
+tensor: everything made in the forward pass is "Activation" (the KV cache and the logits
+too), in the backward "Temp", in the optimizer step "Optstate" (AdamW's temporaries too).
+``get_tracker_snapshot("peak")`` is the global peak, every category at that one moment (what
+``peak`` here reports); per-module peaks (``display_modulewise_snapshots``) are each module's
+own. Kernels' internal buffers are invisible to it: ``allocator_peak_bytes`` is a second
+instrument that sees them (on the CPU, torch.profiler's allocator count).
 """
 
 from __future__ import annotations
@@ -279,3 +289,51 @@ def empty_cache_demo(device: Any, nbytes: PositiveInt) -> list[CacheStep] | None
     torch.cuda.empty_cache()
     record("empty_cache() after del")
     return steps
+
+
+# ---------------------------------------------------------------- a second instrument
+
+
+def allocator_peak_bytes(fn: Callable[[], Any], device: Any, *track: Any) -> int:
+    """Peak bytes the allocator handed out while `fn()` ran, plus the tensors of `track`.
+
+    An instrument independent of MemTracker: MemTracker sees the outputs of operators through
+    a dispatch mode; the allocator sees every allocation, a kernel's internal scratch included.
+    On a CUDA GPU: `torch.cuda.max_memory_allocated` over the call (then `track` is not needed:
+    the allocator already holds the tensors made before). Elsewhere: torch.profiler's memory
+    events, whose "Total Allocated" counts what was allocated (and not yet freed) since the
+    profiler started; the modules' parameters and buffers and the optimizers' states in
+    `track`, made before the call, are added. A tensor made before the call and freed during it
+    would be counted to the end (none is, in the steps this module measures).
+    """
+    import json
+    import os
+    import tempfile
+
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        return peak_bytes(fn, device)
+    from torch.profiler import ProfilerActivity, profile
+
+    before = []
+    for obj in track:
+        if isinstance(obj, torch.nn.Module):
+            before += [*obj.parameters(), *obj.buffers()]
+        elif isinstance(obj, torch.optim.Optimizer):
+            before += [t for state in obj.state.values() for t in state.values() if torch.is_tensor(t)]
+            before += [p.grad for group in obj.param_groups for p in group["params"]]
+    with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+        fn()
+    fd, path = tempfile.mkstemp(suffix=".json")
+    os.close(fd)
+    try:
+        prof.export_chrome_trace(path)
+        with open(path) as f:
+            events = json.load(f)["traceEvents"]
+    finally:
+        os.unlink(path)
+    allocated = [e["args"]["Total Allocated"] for e in events
+                 if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type") == 0]
+    return tensor_bytes(before) + max(allocated, default=0)

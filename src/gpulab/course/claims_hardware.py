@@ -1,7 +1,10 @@
 """Fact-check derivations for chapters 1 and 4-6: compute, bandwidth, drivers, power and prices.
 
 Each function recomputes one claim's correct value with gpulab (the spec tables, the driver
-table, ``gpulab.cost``) and registers itself in ``gpulab.derivations``.
+table, ``gpulab.cost``) and registers itself in ``gpulab.derivations``. Its ``Computed.values``
+are the named figures that the claim's text templates in ``fact_check.json`` fill in, so no
+figure of an explanation is typed by hand; the article's own inputs (0.6 CNY/kWh, 350 W, 2.8
+CNY/h) are named constants here, quoted as the article's.
 """
 
 from __future__ import annotations
@@ -9,6 +12,8 @@ from __future__ import annotations
 from gpulab.course.derivations import (
     DDR5_4800_DUAL_GBS,
     LINEAR_BENCH_FLOP,
+    PRICES,
+    RTX4090_MIN_PSU_W,
     Computed,
     cpu_13900k,
     gpu,
@@ -19,80 +24,119 @@ from gpulab.reference import drivers
 
 __all__: list[str] = []  # nothing to import: the functions register themselves
 
+# The article's own figures that the derivations below take as inputs.
+ARTICLE_GPU_S, ARTICLE_CPU_S = 0.012, 0.84  # the nn.Linear benchmark, seconds (claim 20)
+ARTICLE_DDR5_GBS = 80  # "DDR5 ... about 80 GB/s" (claim 32)
+ARTICLE_POWER_W = 350  # nvidia-smi -pl 350 and the electricity sum (claims 49, 93)
+ARTICLE_KWH_CNY, ARTICLE_HOURS_PER_DAY = 0.6, 10  # claim 93
+ARTICLE_A100_CNY_H, ARTICLE_4090_CNY_H = 12, 2.8  # AutoDL rental prices (claims 26, 94, 77)
+ARTICLE_WEEK_CNY = 60  # "rent an RTX 4090 for a week (about 60 CNY)" (claim 77)
+ARTICLE_H100_CNY = 70_000  # "H100 单卡7万" (claim 79)
+ARTICLE_USD_PER_TOKEN = {"deepseek_r1": 0.0012, "llama3_70b": 0.0003, "qwen25_72b": 0.0009}
+
+
+def _cpu_peaks() -> tuple[float, float]:
+    """The i9-13900K's FP32 peak at base and at turbo clocks, in TFLOP/s."""
+    c = cpu_13900k()
+    return c.peak_fp32_flops("base") / 1e12, c.peak_fp32_flops("turbo") / 1e12
+
+
+def _peak_ratios(dtype: str) -> tuple[float, float]:
+    """RTX 4090 peak in `dtype` over the CPU's FP32 peak: (at turbo clocks, at base clocks)."""
+    base, turbo = _cpu_peaks()
+    g = gpu("RTX 4090").peak_tflops[dtype]
+    return g / turbo, g / base
+
+
+def _compute_vs_cpu() -> dict[str, float]:
+    """The ratios the chapter-1 claims are checked against, named for the templates."""
+    base, turbo = _cpu_peaks()
+    g, c = gpu("RTX 4090"), cpu_13900k()
+    fp32_lo, fp32_hi = _peak_ratios("fp32")
+    bf16_lo, bf16_hi = _peak_ratios("bf16")
+    return {"fp32_lo": fp32_lo, "fp32_hi": fp32_hi, "bf16_lo": bf16_lo, "bf16_hi": bf16_hi,
+            "bw_ratio": g.bandwidth_gbs / c.memory_bandwidth_gbs, "cpu_base_tflops": base,
+            "cpu_turbo_tflops": turbo, "gpu_fp32_tflops": g.peak_tflops["fp32"],
+            "gpu_bf16_tflops": g.peak_tflops["bf16"], "gpu_bw": g.bandwidth_gbs,
+            "cpu_bw": c.memory_bandwidth_gbs}
+
 
 # ---- chapter 1: compute, bandwidth, Tensor Cores
 
 @register("speedup_4090_vs_13900k_fp32")
 def _speedup_fp32() -> Computed:
-    g, c = gpu("RTX 4090"), cpu_13900k()
-    lo, hi = g.peak_tflops["fp32"] * 1e12 / c.peak_fp32_flops("turbo"), \
-        g.peak_tflops["fp32"] * 1e12 / c.peak_fp32_flops("base")
-    bw = g.bandwidth_gbs / c.memory_bandwidth_gbs
-    return Computed(lo, "x", f"{lo:.0f}–{hi:.0f}x",
-                    f"FP32 peaks: RTX 4090 {g.peak_tflops['fp32']} TFLOP/s / i9-13900K "
-                    f"{c.peak_fp32_flops('turbo') / 1e12:.2f} (all-core max turbo) to "
-                    f"{c.peak_fp32_flops('base') / 1e12:.2f} TFLOP/s (base clocks); memory-bound work "
-                    f"gets the bandwidth ratio {g.bandwidth_gbs:g} / {c.memory_bandwidth_gbs:g} = {bw:.1f}x "
-                    "(gpulab.specs)")
+    v = _compute_vs_cpu()
+    return Computed(v["fp32_lo"], "x", f"{v['fp32_lo']:.0f}–{v['fp32_hi']:.0f}x",
+                    f"FP32 peaks: RTX 4090 {v['gpu_fp32_tflops']:g} TFLOP/s / i9-13900K "
+                    f"{v['cpu_turbo_tflops']:.2f} (all-core max turbo) to {v['cpu_base_tflops']:.2f} "
+                    f"TFLOP/s (base clocks); memory-bound work gets the bandwidth ratio "
+                    f"{v['gpu_bw']:g} / {v['cpu_bw']:g} = {v['bw_ratio']:.1f}x (gpulab.specs)", v)
 
 
 @register("speedup_4090_bf16_vs_13900k_fp32")
 def _speedup_bf16() -> Computed:
-    g, c = gpu("RTX 4090"), cpu_13900k()
-    lo, hi = g.peak_tflops["bf16"] * 1e12 / c.peak_fp32_flops("turbo"), \
-        g.peak_tflops["bf16"] * 1e12 / c.peak_fp32_flops("base")
-    h = gpu("H100 SXM").peak_tflops["bf16"] * 1e12 / c.peak_fp32_flops("base")
-    return Computed(lo, "x", f"{lo:.0f}–{hi:.0f}x",
-                    f"BF16 Tensor Core peak {g.peak_tflops['bf16']} TFLOP/s over the i9-13900K's FP32 "
-                    f"peak (1.33-2.59 TFLOP/s); an H100 SXM reaches {h:.0f}x the base-clock CPU peak")
+    v = _compute_vs_cpu()
+    base, _ = _cpu_peaks()
+    v["h100_vs_cpu_base"] = gpu("H100 SXM").peak_tflops["bf16"] / base
+    return Computed(v["bf16_lo"], "x", f"{v['bf16_lo']:.0f}–{v['bf16_hi']:.0f}x",
+                    f"BF16 Tensor Core peak {v['gpu_bf16_tflops']:g} TFLOP/s over the i9-13900K's FP32 "
+                    f"peak ({v['cpu_base_tflops']:.2f}-{v['cpu_turbo_tflops']:.2f} TFLOP/s); an H100 SXM "
+                    f"reaches {v['h100_vs_cpu_base']:.0f}x the base-clock CPU peak", v)
 
 
 @register("linear_benchmark_implied_rate")
 def _linear_bench() -> Computed:
-    g, c = gpu("RTX 4090"), cpu_13900k()
-    gpu_rate = LINEAR_BENCH_FLOP / 0.012
-    cpu_rate = LINEAR_BENCH_FLOP / 0.84
-    return Computed(gpu_rate / 1e12, "TFLOP/s", f"{gpu_rate / 1e12:.1f} TFLOP/s",
-                    f"2 x 10000 x 4096 x 4096 = {LINEAR_BENCH_FLOP / 1e9:.1f} GFLOP; / 0.012 s = "
-                    f"{gpu_rate / 1e12:.1f} TFLOP/s ({gpu_rate / (g.peak_tflops['fp32'] * 1e12):.0%} of "
-                    f"the 4090's FP32 peak); / 0.84 s = {cpu_rate / 1e9:.0f} GFLOP/s "
-                    f"({cpu_rate / c.peak_fp32_flops('base'):.0%} of the CPU's base-clock peak); "
-                    f"0.84 / 0.012 = {0.84 / 0.012:.0f}x exceeds the peak ratio of 32-62x")
+    v = _compute_vs_cpu()
+    gpu_rate, cpu_rate = LINEAR_BENCH_FLOP / ARTICLE_GPU_S, LINEAR_BENCH_FLOP / ARTICLE_CPU_S
+    v.update(gpu_tflops=gpu_rate / 1e12, gpu_share=gpu_rate / (v["gpu_fp32_tflops"] * 1e12),
+             cpu_gflops=cpu_rate / 1e9, cpu_share=cpu_rate / (v["cpu_base_tflops"] * 1e12),
+             claimed_ratio=ARTICLE_CPU_S / ARTICLE_GPU_S)
+    return Computed(v["gpu_tflops"], "TFLOP/s", f"{v['gpu_tflops']:.1f} TFLOP/s",
+                    f"2 x 10000 x 4096 x 4096 = {LINEAR_BENCH_FLOP / 1e9:.1f} GFLOP; / {ARTICLE_GPU_S} s = "
+                    f"{v['gpu_tflops']:.1f} TFLOP/s ({v['gpu_share']:.0%} of the 4090's FP32 peak); "
+                    f"/ {ARTICLE_CPU_S} s = {v['cpu_gflops']:.0f} GFLOP/s ({v['cpu_share']:.0%} of the "
+                    f"CPU's base-clock peak); {ARTICLE_CPU_S} / {ARTICLE_GPU_S} = {v['claimed_ratio']:.0f}x "
+                    f"exceeds the peak ratio of {v['fp32_lo']:.0f}-{v['fp32_hi']:.0f}x", v)
 
 
 @register("core_counts_4090_13900k")
 def _cores() -> Computed:
     g, c = gpu("RTX 4090"), cpu_13900k()
+    v = {**_compute_vs_cpu(), "cuda_cores": g.cuda_cores, "cpu_cores": c.cores,
+         "core_ratio": g.cuda_cores / c.cores}
     return Computed(g.cuda_cores, "cores", f"{g.cuda_cores:,} CUDA cores vs {c.cores} CPU cores",
-                    f"{g.cuda_cores} / {c.cores} = {g.cuda_cores / c.cores:.0f}, but a CUDA core is one "
-                    "FP32 lane: compare peak FLOP/s instead (32-62x)")
+                    f"{g.cuda_cores} / {c.cores} = {v['core_ratio']:.0f}, but a CUDA core is one FP32 "
+                    f"lane: compare peak FLOP/s instead ({v['fp32_lo']:.0f}-{v['fp32_hi']:.0f}x)", v)
 
 
 @register("fp4_vs_fp16_rtx5090")
 def _fp4() -> Computed:
-    g = gpu("RTX 5090")
-    r = g.peak_tflops["fp4"] / g.peak_tflops["fp16_fp16acc"]
-    return Computed(r, "x", f"{r:.1f}x",
-                    f"RTX 5090 dense FP4 {g.peak_tflops['fp4']} / FP16 (FP16 accumulate) "
-                    f"{g.peak_tflops['fp16_fp16acc']} TFLOP/s; "
-                    f"{g.peak_tflops['fp4'] / g.peak_tflops['bf16']:.0f}x a BF16 PyTorch matmul")
+    t = gpu("RTX 5090").peak_tflops
+    v = {"fp4_tflops": t["fp4"], "fp16_tflops": t["fp16_fp16acc"], "ratio": t["fp4"] / t["fp16_fp16acc"],
+         "vs_bf16": t["fp4"] / t["bf16"]}
+    return Computed(v["ratio"], "x", f"{v['ratio']:.1f}x",
+                    f"RTX 5090 dense FP4 {t['fp4']:g} / FP16 (FP16 accumulate) {t['fp16_fp16acc']:g} "
+                    f"TFLOP/s; {v['vs_bf16']:.0f}x a BF16 PyTorch matmul", v)
 
 
 @register("rtx4090_bandwidth")
 def _bw4090() -> Computed:
     g = gpu("RTX 4090")
+    v = {"bw": g.bandwidth_gbs, "bus_bits": g.memory_bus_bits, "rate_gbps": g.memory_data_rate_gbps}
     return Computed(g.bandwidth_gbs, "GB/s", f"{g.bandwidth_gbs:g} GB/s",
                     f"{g.memory_bus_bits}-bit / 8 x {g.memory_data_rate_gbps:g} Gbit/s = "
-                    f"{g.derived_bandwidth_gbs():g} GB/s")
+                    f"{g.derived_bandwidth_gbs():g} GB/s", v)
 
 
 @register("ddr5_dual_channel_bandwidth")
 def _ddr5() -> Computed:
     c, g = cpu_13900k(), gpu("RTX 4090")
+    v = {"lo": DDR5_4800_DUAL_GBS, "hi": c.memory_bandwidth_gbs, "claimed_gbs": ARTICLE_DDR5_GBS,
+         "vs_claimed": g.bandwidth_gbs / ARTICLE_DDR5_GBS, "vs_hi": g.bandwidth_gbs / c.memory_bandwidth_gbs}
     return Computed(c.memory_bandwidth_gbs, "GB/s", f"{DDR5_4800_DUAL_GBS:g}–{c.memory_bandwidth_gbs:g} GB/s",
-                    f"2 channels x 8 bytes x 4800-5600 MT/s; {g.bandwidth_gbs:g} / 80 = "
-                    f"{g.bandwidth_gbs / 80:.1f}x, {g.bandwidth_gbs:g} / {c.memory_bandwidth_gbs:g} = "
-                    f"{g.bandwidth_gbs / c.memory_bandwidth_gbs:.1f}x")
+                    f"2 channels x 8 bytes x 4800-5600 MT/s; {g.bandwidth_gbs:g} / {ARTICLE_DDR5_GBS} = "
+                    f"{v['vs_claimed']:.1f}x, {g.bandwidth_gbs:g} / {c.memory_bandwidth_gbs:g} = "
+                    f"{v['vs_hi']:.1f}x", v)
 
 
 @register("rtx4090_vs_rtx3060")
@@ -101,7 +145,8 @@ def _vs3060() -> Computed:
     bw, fl = a.bandwidth_gbs / b.bandwidth_gbs, a.peak_tflops["bf16"] / b.peak_tflops["bf16"]
     return Computed(bw, "x", f"{bw:.1f}x (bandwidth) to {fl:.1f}x (BF16 compute)",
                     f"bandwidth {a.bandwidth_gbs:g} / {b.bandwidth_gbs:g} GB/s (token generation); BF16 "
-                    f"peak {a.peak_tflops['bf16']} / {b.peak_tflops['bf16']} TFLOP/s (large matmuls)")
+                    f"peak {a.peak_tflops['bf16']:g} / {b.peak_tflops['bf16']:g} TFLOP/s (large matmuls)",
+                    {"bw_ratio": bw, "bf16_ratio": fl})
 
 
 @register("tensor_vs_fp32_speedup")
@@ -109,8 +154,9 @@ def _tc() -> Computed:
     a, h = gpu("RTX 4090"), gpu("H100 SXM")
     ra, rh = a.peak_tflops["bf16"] / a.peak_tflops["fp32"], h.peak_tflops["bf16"] / h.peak_tflops["fp32"]
     return Computed(ra, "x", f"{ra:.1f}x (RTX 4090) to {rh:.1f}x (H100 SXM)",
-                    f"BF16 Tensor Core peak / FP32 peak: {a.peak_tflops['bf16']} / {a.peak_tflops['fp32']}, "
-                    f"{h.peak_tflops['bf16']} / {h.peak_tflops['fp32']} TFLOP/s")
+                    f"BF16 Tensor Core peak / FP32 peak: {a.peak_tflops['bf16']:g} / {a.peak_tflops['fp32']:g}, "
+                    f"{h.peak_tflops['bf16']:g} / {h.peak_tflops['fp32']:g} TFLOP/s",
+                    {"geforce": ra, "datacenter": rh})
 
 
 @register("hbm_vs_gddr_bandwidth")
@@ -119,9 +165,10 @@ def _hbm() -> Computed:
     hbm = {n: gpu(n).bandwidth_gbs for n in ("A100 40GB SXM", "A100 80GB SXM", "H100 SXM", "H200")}
     lo, hi = min(hbm.values()) / ref, max(hbm.values()) / ref
     r5090 = gpu("RTX 5090").bandwidth_gbs
+    v = {"lo": lo, "hi": hi, "rtx5090_bw": r5090, "a100_40_bw": hbm["A100 40GB SXM"], "rtx4090_bw": ref}
     return Computed(lo, "x", f"{lo:.1f}–{hi:.1f}x",
-                    ", ".join(f"{n} {v:g}" for n, v in hbm.items()) + f" GB/s over the RTX 4090's {ref:g}; "
-                    f"the RTX 5090 ({r5090:g} GB/s) exceeds the A100 40GB ({hbm['A100 40GB SXM']:g})")
+                    ", ".join(f"{n} {b:g}" for n, b in hbm.items()) + f" GB/s over the RTX 4090's {ref:g}; "
+                    f"the RTX 5090 ({r5090:g} GB/s) exceeds the A100 40GB ({hbm['A100 40GB SXM']:g})", v)
 
 
 @register("hbm_memory_types")
@@ -135,21 +182,41 @@ def _hbm_types() -> Computed:
 @register("vram_vs_ddr5_ratio")
 def _vram_ratio() -> Computed:
     c = cpu_13900k().memory_bandwidth_gbs
-    lo, hi = gpu("RTX 4060 Ti 16GB").bandwidth_gbs / c, gpu("RTX 4090").bandwidth_gbs / c
+    low, high = gpu("RTX 4060 Ti 16GB").bandwidth_gbs, gpu("RTX 4090").bandwidth_gbs
+    lo, hi = low / c, high / c
     return Computed(lo, "x", f"{lo:.1f}–{hi:.1f}x",
-                    f"RTX 4060 Ti 16GB 288 GB/s to RTX 4090 1008 GB/s over dual-channel DDR5-5600 ({c:g} GB/s)")
+                    f"RTX 4060 Ti 16GB {low:g} GB/s to RTX 4090 {high:g} GB/s over dual-channel DDR5-5600 "
+                    f"({c:g} GB/s)", {"lo": lo, "hi": hi})
+
+
+@register("nvlink_a100_h100")
+def _nvlink() -> Computed:
+    a, h = (gpu(n).interconnect["nvlink_gbs"] for n in ("A100 80GB SXM", "H100 SXM"))
+    return Computed(h, "GB/s", f"A100 {a:g} GB/s, H100 {h:g} GB/s",
+                    "NVLink bandwidth per GPU, gpulab.specs (A100 80GB SXM, H100 SXM)",
+                    {"a100_nvlink": a, "h100_nvlink": h})
+
+
+@register("fa3_claim_vs_h100_peak")
+def _fa3() -> Computed:
+    peak = gpu("H100 SXM").peak_tflops["fp16"]
+    claimed = 120  # the article's "在H100上实现120 TFLOPs"
+    share = claimed / peak
+    return Computed(share, "fraction", f"{share:.0%}",
+                    f"the claimed {claimed} TFLOP/s over the H100 SXM's dense FP16 peak {peak:g} TFLOP/s",
+                    {"claimed_share": share, "peak_tflops": peak})
 
 
 # ---- chapters 4-6: versions, power, prices
 
 @register("cuda_12_6_min_driver")
 def _driver() -> Computed:
-    _, linux = drivers.required_drivers("12.6", "linux")
+    compat, linux = drivers.required_drivers("12.6", "linux")
     _, windows = drivers.required_drivers("12.6", "windows")
-    compat, _ = drivers.required_drivers("12.6", "linux")
     return Computed(float(linux.split(".")[0]), "driver", f"{linux} (Linux) / {windows} (Windows)",
                     f"NVIDIA's CUDA 12.6 GA driver (gpulab/data/cuda_driver_minimums.json, from the CUDA "
-                    f"release notes); minor-version compatibility runs CUDA 12.x on >= {compat}")
+                    f"release notes); minor-version compatibility runs CUDA 12.x on >= {compat}",
+                    {"linux": linux, "windows": windows, "compat": compat})
 
 
 @register("rtx5090_memory_and_launch")
@@ -157,26 +224,46 @@ def _r5090() -> Computed:
     g = gpu("RTX 5090")
     return Computed(g.memory_gb, "GB", f"{g.memory_gb:g} GB, launched {g.launch_date}",
                     f"gpulab.specs: {g.memory_gb:g} GB {g.memory_type}, launch {g.launch_date}, "
-                    f"dense FP4 {g.peak_tflops['fp4']} TFLOP/s")
+                    f"dense FP4 {g.peak_tflops['fp4']:g} TFLOP/s",
+                    {"memory_gb": g.memory_gb, "launch": g.launch_date})
 
 
 @register("a10_memory")
 def _a10() -> Computed:
     g = gpu("A10")
-    return Computed(g.memory_gb, "GB", f"{g.memory_gb:g} GB", f"gpulab.specs: A10, {g.memory_gb:g} GB {g.memory_type}")
+    return Computed(g.memory_gb, "GB", f"{g.memory_gb:g} GB", f"gpulab.specs: A10, {g.memory_gb:g} GB {g.memory_type}",
+                    {"memory_gb": g.memory_gb})
+
+
+@register("rtx5070ti_memory")
+def _r5070ti() -> Computed:
+    g = gpu("RTX 5070 Ti")
+    return Computed(g.memory_gb, "GB", f"{g.memory_gb:g} GB", f"gpulab.specs: RTX 5070 Ti, {g.memory_gb:g} GB "
+                    f"{g.memory_type}", {"memory_gb": g.memory_gb, "memory_type": g.memory_type})
+
+
+@register("m3_ultra_memory")
+def _m3u() -> Computed:
+    m3, m2 = gpu("Apple M3 Ultra"), gpu("Apple M2 Ultra")
+    return Computed(m3.memory_gb, "GB", f"{m3.memory_gb:g} GB",
+                    f"gpulab.specs: M3 Ultra up to {m3.memory_gb:g} GB at {m3.bandwidth_gbs:g} GB/s; "
+                    f"M2 Ultra up to {m2.memory_gb:g} GB",
+                    {"memory_gb": m3.memory_gb, "bw": m3.bandwidth_gbs, "m2_memory_gb": m2.memory_gb})
 
 
 @register("power_limit_fraction_4090")
 def _pl() -> Computed:
     g = gpu("RTX 4090")
-    r = 350 / g.board_power_w
-    return Computed(r, "fraction", f"{r:.1%}", f"350 W / {g.board_power_w:g} W board power (gpulab.specs)")
+    r = ARTICLE_POWER_W / g.board_power_w
+    return Computed(r, "fraction", f"{r:.1%}", f"{ARTICLE_POWER_W} W / {g.board_power_w:g} W board power "
+                    "(gpulab.specs)", {"share": r, "board_w": g.board_power_w, "limit_w": ARTICLE_POWER_W})
 
 
 @register("rtx4090_board_power")
 def _pw() -> Computed:
     g = gpu("RTX 4090")
-    return Computed(g.board_power_w, "W", f"{g.board_power_w:g} W", "RTX 4090 total graphics power (gpulab.specs)")
+    return Computed(g.board_power_w, "W", f"{g.board_power_w:g} W", "RTX 4090 total graphics power (gpulab.specs)",
+                    {"board_w": g.board_power_w, "psu_w": RTX4090_MIN_PSU_W})
 
 
 @register("compute_capability_recommended")
@@ -189,19 +276,21 @@ def _cc() -> Computed:
 
 
 def _seed_box(power_w: float) -> cost.LocalSetup:
-    """The article's machine: 0.6 CNY/kWh, 10 hours a day at `power_w` (gpulab.cost)."""
-    return cost.LocalSetup(hardware_price=0, power_load_w=power_w, electricity_per_kwh=0.6,
-                           hours_per_day=10)
+    """The article's machine: its electricity price and hours a day, at `power_w` (gpulab.cost)."""
+    return cost.LocalSetup(hardware_price=0, power_load_w=power_w, electricity_per_kwh=ARTICLE_KWH_CNY,
+                           hours_per_day=ARTICLE_HOURS_PER_DAY)
 
 
 @register("electricity_cost_4090")
 def _power_cost() -> Computed:
-    box = _seed_box(350)
+    box = _seed_box(ARTICLE_POWER_W)
     day, year = cost.electricity_per_day(box), cost.electricity_per_year(box)
-    full = cost.electricity_per_year(_seed_box(gpu("RTX 4090").board_power_w))
+    board = gpu("RTX 4090").board_power_w
+    full = cost.electricity_per_year(_seed_box(board))
     return Computed(year, "CNY", f"{year:.1f} CNY/year",
-                    f"0.6 CNY/kWh x 0.35 kW x 10 h = {day:.2f} CNY/day; x 365 = {year:.1f}; at the 450 W "
-                    f"board power {full:.1f} CNY/year (gpulab.cost)")
+                    f"{ARTICLE_KWH_CNY} CNY/kWh x {ARTICLE_POWER_W / 1e3} kW x {ARTICLE_HOURS_PER_DAY} h = "
+                    f"{day:.2f} CNY/day; x 365 = {year:.1f}; at the {board:g} W board power {full:.1f} CNY/year "
+                    "(gpulab.cost)", {"day": day, "year": year, "board_w": board, "board_year": full})
 
 
 def _rent_per_year(price_per_hour: float, hours_per_day: float) -> float:
@@ -212,14 +301,59 @@ def _rent_per_year(price_per_hour: float, hours_per_day: float) -> float:
 
 @register("cloud_cost_year")
 def _cloud() -> Computed:
-    a100, r4090 = _rent_per_year(12, 10), _rent_per_year(2.8, 10)
+    a100 = _rent_per_year(ARTICLE_A100_CNY_H, ARTICLE_HOURS_PER_DAY)
+    r4090 = _rent_per_year(ARTICLE_4090_CNY_H, ARTICLE_HOURS_PER_DAY)
     return Computed(r4090, "CNY", f"{r4090:,.0f} CNY/year",
-                    f"A100 at 12 CNY/h x 10 h x 365 = {a100:,.0f} CNY; the like-for-like rental, the article's "
-                    f"own RTX 4090 at 2.8 CNY/h x 10 h x 365 = {r4090:,.0f} CNY")
+                    f"A100 at {ARTICLE_A100_CNY_H} CNY/h x {ARTICLE_HOURS_PER_DAY} h x 365 = {a100:,.0f} CNY; "
+                    f"the like-for-like rental, the article's own RTX 4090 at {ARTICLE_4090_CNY_H} CNY/h x "
+                    f"{ARTICLE_HOURS_PER_DAY} h x 365 = {r4090:,.0f} CNY",
+                    {"a100_year": a100, "rtx4090_year": r4090})
 
 
 @register("autodl_week_cost")
 def _week() -> Computed:
-    week = _rent_per_year(2.8, 24) * 7 / cost.DAYS_PER_YEAR
+    week = _rent_per_year(ARTICLE_4090_CNY_H, 24) * 7 / cost.DAYS_PER_YEAR
+    hours = ARTICLE_WEEK_CNY / ARTICLE_4090_CNY_H
     return Computed(week, "CNY", f"{week:.1f} CNY",
-                    f"2.8 CNY/h x 24 h x 7 days = {week:.1f} CNY; 60 CNY buys {60 / 2.8:.1f} hours")
+                    f"{ARTICLE_4090_CNY_H} CNY/h x 24 h x 7 days = {week:.1f} CNY; {ARTICLE_WEEK_CNY} CNY buys "
+                    f"{hours:.1f} hours", {"week": week, "hours_for_claimed": hours})
+
+
+@register("h100_price_vs_claim")
+def _h100_price() -> Computed:
+    lo, hi = (usd * PRICES.usd_cny for usd in PRICES.h100_usd)
+    share_lo, share_hi = ARTICLE_H100_CNY / hi, ARTICLE_H100_CNY / lo
+    return Computed(share_hi, "fraction", f"{lo:,.0f}–{hi:,.0f} CNY",
+                    f"${PRICES.h100_usd[0]:,.0f}-{PRICES.h100_usd[1]:,.0f} per card x {PRICES.usd_cny} CNY/USD; "
+                    f"the claimed {ARTICLE_H100_CNY:,} CNY is {share_lo:.0%}-{share_hi:.0%} of that",
+                    {"lo_cny": lo, "hi_cny": hi, "share_lo": share_lo, "share_hi": share_hi,
+                     "usd_cny": PRICES.usd_cny})
+
+
+def _per_million(usd_per_token: float, published: tuple[float, float]) -> Computed:
+    """The article's price per token as USD per 1M tokens, against a published (low, high) range."""
+    claimed = usd_per_token * 1e6
+    p_lo, p_hi = min(published), max(published)
+    lo, hi = claimed / p_hi, claimed / p_lo
+    return Computed(lo, "x", f"{claimed:,.0f} USD per million tokens",
+                    f"{usd_per_token} USD/token x 1,000,000 = {claimed:,.0f} USD per 1M tokens; published "
+                    f"{p_lo:.2f}-{p_hi:.2f} USD per 1M: {lo:,.0f}-{hi:,.0f} times too high",
+                    {"claimed_per_m": claimed, "over_lo": lo, "over_hi": hi,
+                     "published_lo": p_lo, "published_hi": p_hi})
+
+
+@register("deepseek_r1_price_per_million")
+def _r1_price() -> Computed:
+    p = PRICES.deepseek_r1_output_usd_per_m
+    return _per_million(ARTICLE_USD_PER_TOKEN["deepseek_r1"], (p, p))
+
+
+@register("llama3_70b_price_per_million")
+def _l70_price() -> Computed:
+    return _per_million(ARTICLE_USD_PER_TOKEN["llama3_70b"], PRICES.llama3_70b_usd_per_m)
+
+
+@register("qwen_72b_price_per_million")
+def _qwen_price() -> Computed:
+    qwen = PRICES.qwen2_72b_output_cny_per_k * 1e3 / PRICES.usd_cny  # USD per 1M output tokens
+    return _per_million(ARTICLE_USD_PER_TOKEN["qwen25_72b"], (PRICES.llama3_70b_usd_per_m[0], qwen))

@@ -11,8 +11,10 @@ Inputs that gpulab's tables do not hold are constants below, each with its sourc
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import GB
@@ -21,8 +23,9 @@ from gpulab.reference import models, specs
 from gpulab.reference.formats import bits_per_weight
 
 __all__ = ["BERT_BASE_PARAMS", "DDR4_3200_DUAL_GBS", "DDR5_4800_DUAL_GBS", "GTX1650_GDDR6_GBS",
-           "LINEAR_BENCH_FLOP", "REGISTRY", "Computed", "compute", "cpu_13900k", "gpu",
-           "nominal_weight_gb", "register", "weight_gb"]
+           "LINEAR_BENCH_FLOP", "LLAMACPP_4090_LLAMA2_7B_TOK_S", "PRICES", "REGISTRY", "RTX4090_MIN_PSU_W",
+           "SD35", "Computed", "Prices", "SD35Config",
+           "compute", "cpu_13900k", "gpu", "nominal_weight_gb", "register", "weight_gb"]
 
 
 @dataclass(frozen=True)
@@ -31,9 +34,15 @@ class Computed:
 
     value: float  # the headline number, in `unit`
     unit: str  # "GB", "tokens/s", "x" (a ratio), ...
-    text: str  # the headline as printed; must appear in the claim's correct_value
+    text: str  # the headline as printed; must appear in the claim's rendered correct_value
     how: str  # the arithmetic, with where each input comes from
+    # named values the claim's templates fill in ("{bound_tok_s:.1f} tokens/s"); "headline" is
+    # always added and holds `text`, so a template can show the headline as it is printed here
+    values: Mapping[str, Any] = field(default_factory=dict, hash=False)
 
+    def __post_init__(self) -> None:
+        # read-only, and the headline always present, so every template can rely on it
+        object.__setattr__(self, "values", MappingProxyType({**self.values, "headline": self.text}))
 
 
 REGISTRY: dict[str, Callable[[], Computed]] = {}  # name -> function; filled by @register
@@ -64,6 +73,67 @@ DDR5_4800_DUAL_GBS = 2 * 8 * 4800 / 1e3  # 76.8: the same at 4800 MT/s
 GTX1650_GDDR6_GBS = 192.0  # 128-bit x 12 Gbps (pcpartdb, gigabyte-gtx-1650-eagle-oc-gddr6)
 BERT_BASE_PARAMS = 110e6  # Devlin et al. 2018, "Total Parameters=110M"
 LINEAR_BENCH_FLOP = 2 * 10000 * 4096 * 4096  # the article's nn.Linear(4096, 4096) on 10000 rows
+# llama.cpp's published decode rates for Llama 2 7B on one RTX 4090, tokens/s, "Average eval speed"
+# table of https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference (README, LLaMA 2 section)
+LLAMACPP_4090_LLAMA2_7B_TOK_S = {"f16": 60.78, "q4_0": 149.37}
+RTX4090_MIN_PSU_W = 850  # NVIDIA's power-supply requirement (sportskeeda, 2022-10-12)
+
+
+@dataclass(frozen=True)
+class Prices:
+    """Published prices the article's per-token and per-card figures are checked against."""
+
+    # DeepSeek API, deepseek-reasoner (R1), USD per 1M output tokens, price list in force until
+    # 2025-09-05: https://api-docs.deepseek.com/quick_start/pricing
+    deepseek_r1_output_usd_per_m: float = 2.19
+    # Llama 3 70B class, USD per 1M tokens: aigateway.sh (Llama-3.1-70B output) and
+    # docs.api.market (Meta-Llama-3-70B-Instruct), the low and high ends found
+    llama3_70b_usd_per_m: tuple[float, float] = (0.60, 1.20)
+    # Alibaba's qwen2-72b-instruct, CNY per 1,000 output tokens (the family's published list,
+    # as reproduced at http://win7zhijia.cc/post/44101.html); no dated Qwen2.5-72B list was found
+    qwen2_72b_output_cny_per_k: float = 0.01
+    # H100 per-card price range, USD: https://aiwiki.ai/wiki/nvidia_h100 ("$25,000 to $40,000")
+    h100_usd: tuple[float, float] = (25_000, 40_000)
+    usd_cny: float = 7.2  # CNY per USD, the 2024-2025 rate to about 2%
+
+
+PRICES = Prices()
+
+
+@dataclass(frozen=True)
+class SD35Config:
+    """Stable Diffusion 3.5 at 1024 x 1024 (https://huggingface.co/blog/sd3-5; diffusers defaults)."""
+
+    large_params: float = 8.1e9  # the MMDiT of SD 3.5 Large ("8.1 billion parameters")
+    large_steps: int = 28  # diffusers' default for Large, with classifier-free guidance
+    turbo_steps: int = 4  # Large Turbo: 4 steps, no guidance
+    image_tokens: int = (1024 // 8 // 2) ** 2  # VAE downsamples 8x, 2x2 patches: 64 x 64
+    text_tokens: int = 77 + 256  # CLIP context plus T5 (max_sequence_length 256)
+    # The MMDiT's shapes (Esser et al. 2024, arXiv:2403.03206; the model's transformer/config.json:
+    # num_layers 38, num_attention_heads 38, attention_head_dim 64): one weight set per modality.
+    depth: int = 38
+    heads: int = 38
+    head_dim: int = 64
+
+    @property
+    def width(self) -> int:
+        """The hidden width of a block: heads x head_dim."""
+        return self.heads * self.head_dim
+
+    def pass_flops(self) -> tuple[float, float]:
+        """(matrix, attention) FLOPs of one forward pass at 1024 x 1024.
+
+        Each token goes through its own modality's stream (12 x width^2 weights a block: QKV,
+        output, a 4x MLP), 2 FLOPs per weight; joint attention over all tokens costs
+        Q K^T and scores x V, 2 x tokens^2 x width each, per block.
+        """
+        tokens = self.image_tokens + self.text_tokens
+        matmul = 2 * 12 * self.width**2 * self.depth * tokens
+        attention = 4 * self.depth * tokens**2 * self.width
+        return float(matmul), float(attention)
+
+
+SD35 = SD35Config()
 
 
 def gpu(name: str) -> specs.GPUSpec:

@@ -3,30 +3,39 @@
 The claims live in ``data/fact_check.json``, one entry per claim id of the course's claim list
 (``seed_claims.csv``: ids 1-119) plus the claims that list missed (ids 120 and up). Each entry
 says what the article states (``quote``, in Chinese, and ``claim_en``), a ``verdict`` (one of
-VERDICTS), the ``correct_value`` with units, how that value is derived, and the course
-``chapter`` that discusses it (0 is the set-up page), so that chapters can link to
-``fact_check.html#claim-<id>``.
+VERDICTS) and the rubric clause that decided it, the ``correct_value`` with units, how that
+value is derived, and the course ``chapter`` that discusses it (0 is the set-up page), so that
+chapters can link to ``fact_check.html#claim-<id>``.
 
 A derivation is either ``{"computed": "<name>"}``, a function registered in ``gpulab.derivations``
 (by ``gpulab.claims_hardware`` and ``gpulab.claims_models``) that recomputes
 the value with gpulab (the catalogue, the spec table, the memory and perf estimators), or
 ``{"source": "<URL or publication>", "note": ...}``. Each computed function returns a
-:class:`Computed` whose ``text`` must appear verbatim in the entry's ``correct_value``:
-``check_all()`` reports any entry where the data and the arithmetic have drifted apart.
+:class:`Computed` whose ``text`` (the headline) must appear in the entry's rendered
+``correct_value``: ``check_all()`` reports any entry whose template no longer shows it.
 
     from gpulab import factcheck
 
     claims = factcheck.load()             # validated, sorted by id
     rows = factcheck.check_all(claims)    # every computed derivation, run now
+    factcheck.rendered(claims[0])         # {"correct_value": ..., "reason": ..., "note": ...}, filled
     factcheck.table(rows)                 # a gpulab.tables.Table for the notebook
 
 Figures that are not in gpulab's tables (a GTX 1650's bandwidth, BERT-base's size) are
 constants in ``gpulab.derivations``, each with the source it comes from.
+
+Every verdict is decided by one clause of the RUBRIC (``rubric_clause``, with ``rubric_why``, one
+sentence). The explanation fields (``correct_value``, ``reason``, a derivation's ``note``) are
+templates: ``{name:fmt}`` placeholders are filled from the computed derivation's
+``Computed.values`` by :func:`rendered`, so no figure in them is typed by hand (a literal brace
+is written ``{{`` or ``}}``). A placeholder the values lack raises GpulabConfigError naming the
+claim and the field.
 """
 
 from __future__ import annotations
 
 import json
+import string
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -40,12 +49,31 @@ from gpulab.course import claims_hardware, claims_models  # noqa: F401 - they fi
 from gpulab.course.derivations import REGISTRY, Computed, compute
 from gpulab.ui.tables import Table
 
-__all__ = ["CHAPTERS", "REGISTRY", "SECTIONS", "SEED_FILES", "VERDICTS", "Claim", "Computed",
-           "by_chapter", "by_section",
-           "check_all", "compute", "counts", "load", "markdown", "table", "validate",
-           "verdicts_by_chapter"]
+__all__ = ["CHAPTERS", "REGISTRY", "RUBRIC", "RUBRIC_CLAUSES", "SECTIONS", "SEED_FILES",
+           "TEMPLATE_FIELDS", "VERDICTS", "Claim", "Computed", "by_chapter", "by_section",
+           "check_all", "compute", "counts", "load", "markdown", "placeholders", "rendered",
+           "rubric_markdown", "table", "validate", "verdicts_by_chapter"]
 
 VERDICTS = ("correct", "wrong", "misleading", "not checkable")
+# The one rubric every verdict is decided by: verdict -> its clauses, (clause id, wording). The
+# appendix shows it at the top; each claim names the clause that decided it (rubric_clause).
+RUBRIC: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
+    "correct": (("correct.all-parts-hold", "every part of the claim holds as stated"),),
+    "misleading": (
+        ("misleading.unstated-conditions", "it holds only under conditions it does not state"),
+        ("misleading.part-false", "one part holds and another does not"),
+        ("misleading.wrong-conclusion", "its figures are right and the conclusion drawn from them is not"),
+    ),
+    "wrong": (
+        ("wrong.false-any-reading", "false under any reasonable reading"),
+        ("wrong.actionable-part-false", "the part a reader would act on is false under every condition"),
+    ),
+    "not checkable": (("not-checkable.no-source", "no public source or derivation can settle it"),),
+})
+RUBRIC_CLAUSES: Mapping[str, str] = MappingProxyType(
+    {cid: verdict for verdict, clauses in RUBRIC.items() for cid, _ in clauses})  # clause -> verdict
+TEMPLATE_FIELDS = ("correct_value", "reason", "note")  # the fields rendered from computed values
+_WHY_MAX_CHARS = 300  # rubric_why is one short sentence
 # 0 is the set-up page (book/setup.md); 1-7 are the chapters.
 CHAPTERS = tuple(range(8))
 SEED_FILES = ("000_d7744990b21f3d09.txt", "003_660cd49f24af1ba6.txt")
@@ -64,8 +92,8 @@ SECTIONS = {
         "4. CPU vs GPU table", "5. Hardware picks by scenario", "6. Five use cases",
         "7. Common myths"),
 }
-_REQUIRED = ("id", "seed_file", "section", "quote", "claim_en", "verdict", "correct_value",
-             "derivation", "chapter")
+_REQUIRED = ("id", "seed_file", "section", "quote", "claim_en", "verdict", "rubric_clause",
+             "rubric_why", "correct_value", "derivation", "chapter")
 _OPTIONAL = ("reason",)
 
 
@@ -79,10 +107,12 @@ class Claim:
     quote: str  # the article's words (Chinese), short
     claim_en: str  # the claim in English
     verdict: str  # one of VERDICTS
-    correct_value: str  # the right figure with units, or what is true instead
+    rubric_clause: str  # the RUBRIC clause that decided the verdict, e.g. "misleading.part-false"
+    rubric_why: str  # one sentence: why that clause applies
+    correct_value: str  # template: the right figure with units, or what is true instead
     derivation: Mapping[str, str] = field(hash=False)  # {"computed": name} or {"source", "note"}
     chapter: int  # the course chapter that discusses it; 0 = the set-up page
-    reason: str = ""  # why it cannot be checked (required for "not checkable")
+    reason: str = ""  # template: why it cannot be checked (required for "not checkable")
 
     @property
     def anchor(self) -> str:
@@ -116,6 +146,40 @@ def _check_derivation(cid: Any, d: Any) -> None:
         raise _fail(cid, "derivation", "source must be a non-empty URL or publication")
 
 
+def _check_rubric(cid: Any, verdict: str, clause: Any, why: Any) -> None:
+    """The clause must be a RUBRIC clause of the claim's own verdict; the why one short sentence."""
+    if not isinstance(clause, str) or clause not in RUBRIC_CLAUSES:
+        raise _fail(cid, "rubric_clause", f"{clause!r} is not a rubric clause; use one of: "
+                                          f"{', '.join(RUBRIC_CLAUSES)}")
+    if RUBRIC_CLAUSES[clause] != verdict:
+        raise _fail(cid, "rubric_clause", f"{clause!r} decides the verdict {RUBRIC_CLAUSES[clause]!r}, "
+                                          f"not {verdict!r}; use one of: "
+                                          f"{', '.join(c for c, _ in RUBRIC[verdict])}")
+    if not isinstance(why, str) or not why.strip():
+        raise _fail(cid, "rubric_why", "must be non-empty text: one sentence on why the clause applies")
+    if len(why) > _WHY_MAX_CHARS:
+        raise _fail(cid, "rubric_why", f"must be one short sentence (at most {_WHY_MAX_CHARS} characters)")
+
+
+def placeholders(template: str) -> list[str]:
+    """The named placeholders of a template, in order: "{bound:.1f} of {x}" -> ["bound", "x"]."""
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+
+
+def _check_template(cid: Any, field_name: str, text: str) -> None:
+    """A template must parse, and name each placeholder (no "{}" and no "{0}")."""
+    if not isinstance(text, str):
+        raise _fail(cid, field_name, "must be text")
+    try:
+        names = placeholders(text)
+    except ValueError as exc:
+        raise _fail(cid, field_name, f"is not a valid template ({exc}); write a literal brace as "
+                                     "{{ or }}") from None
+    bad = [n for n in names if not n.isidentifier()]
+    if bad:
+        raise _fail(cid, field_name, f"placeholder {{{bad[0]}}} must be a name, like {{bound_tok_s:.1f}}")
+
+
 def _claim(entry: Any) -> Claim:
     """One entry checked field by field; the error names the claim id and the field."""
     if not isinstance(entry, Mapping):
@@ -133,6 +197,7 @@ def _claim(entry: Any) -> Claim:
         raise _fail(cid, "seed_file", f"{entry['seed_file']!r} is not one of {', '.join(SEED_FILES)}")
     if entry["verdict"] not in VERDICTS:
         raise _fail(cid, "verdict", f"{entry['verdict']!r} is not one of {', '.join(VERDICTS)}")
+    _check_rubric(cid, entry["verdict"], entry["rubric_clause"], entry["rubric_why"])
     if entry["section"] not in SECTIONS[entry["seed_file"]]:
         raise _fail(cid, "section", f"{entry['section']!r} is not a section of {entry['seed_file']}; "
                                     f"use one of: {'; '.join(SECTIONS[entry['seed_file']])}")
@@ -145,8 +210,23 @@ def _claim(entry: Any) -> Claim:
     if entry["verdict"] == "not checkable" and not (isinstance(reason, str) and reason.strip()):
         raise _fail(cid, "reason", "is required when the verdict is 'not checkable'")
     _check_derivation(cid, entry["derivation"])
+    for key, text in (("correct_value", entry["correct_value"]), ("reason", reason),
+                      ("note", entry["derivation"].get("note", ""))):
+        _check_template(cid, key, text)
+    if "source" in entry["derivation"]:
+        _no_placeholders_without_values(cid, entry, reason)
     return Claim(**{**entry, "derivation": MappingProxyType(dict(entry["derivation"])),
                     "reason": reason})
+
+
+def _no_placeholders_without_values(cid: Any, entry: Mapping[str, Any], reason: str) -> None:
+    """A sourced claim has no computed values, so its texts may hold no placeholder."""
+    for key, text in (("correct_value", entry["correct_value"]), ("reason", reason),
+                      ("note", entry["derivation"].get("note", ""))):
+        names = placeholders(text)
+        if names:
+            raise _fail(cid, key, f"placeholder {{{names[0]}}} needs a computed derivation; a sourced "
+                                  "claim quotes its source's figure with the link instead")
 
 
 def validate(data: Any) -> list[Claim]:
@@ -173,20 +253,45 @@ def load(path: str | Path | None = None) -> list[Claim]:
 # ---------------------------------------------------------------- checking and rendering
 
 
+def _fill(claim: Claim, field_name: str, template: str, values: Mapping[str, Any]) -> str:
+    """One template filled from `values`; a missing placeholder names the claim and the field."""
+    missing = [n for n in placeholders(template) if n not in values]
+    if missing:
+        source = f"computed={claim.computed_name!r}" if claim.computed_name else "a sourced claim"
+        raise _fail(claim.id, field_name, f"placeholder {{{missing[0]}}} is not among the values of "
+                                          f"{source}; known: {', '.join(sorted(values)) or 'none'}")
+    try:
+        return template.format_map(values)
+    except (ValueError, TypeError) as exc:  # a format spec that does not suit the value
+        raise _fail(claim.id, field_name, f"cannot be filled: {exc}") from None
+
+
+def rendered(claim: Claim, result: Computed | None = None) -> dict[str, str]:
+    """The claim's explanation fields filled from its computed values: correct_value, reason, note."""
+    if result is None and claim.computed_name:
+        result = compute(claim.computed_name)
+    values = result.values if result is not None else {}
+    texts = {"correct_value": claim.correct_value, "reason": claim.reason,
+             "note": claim.derivation.get("note", "")}
+    return {key: _fill(claim, key, text, values) for key, text in texts.items()}
+
+
 def check_all(claims: Iterable[Claim] | None = None) -> list[dict[str, Any]]:
     """Run every computed derivation; one row per claim, computed ones with value and consistency.
 
-    `consistent` is True when the computed headline (Computed.text) appears in the claim's
-    correct_value, False when the data file and the arithmetic disagree, None for sourced claims.
+    `correct_value` is the rendered text. `consistent` is True when the computed headline
+    (Computed.text) appears in it, False when the template no longer shows what the arithmetic
+    gives, None for sourced claims.
     """
     rows = []
     for c in load() if claims is None else claims:
-        row = {"id": c.id, "chapter": c.chapter, "verdict": c.verdict, "claim": c.claim_en,
-               "correct_value": c.correct_value, "computed": None, "how": None, "consistent": None,
-               "source": c.derivation.get("source")}
-        if c.computed_name:
-            r = compute(c.computed_name)
-            row.update(computed=r.text, how=r.how, consistent=r.text in c.correct_value)
+        r = compute(c.computed_name) if c.computed_name else None
+        text = rendered(c, r)["correct_value"]
+        row = {"id": c.id, "chapter": c.chapter, "verdict": c.verdict, "rubric_clause": c.rubric_clause,
+               "claim": c.claim_en, "correct_value": text, "computed": None, "how": None,
+               "consistent": None, "source": c.derivation.get("source")}
+        if r is not None:
+            row.update(computed=r.text, how=r.how, consistent=r.text in text)
         rows.append(row)
     return rows
 
@@ -237,28 +342,38 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
+def rubric_markdown() -> str:
+    """The rubric as a CommonMark list, one line per verdict with its clauses and their ids."""
+    lines = []
+    for verdict, clauses in RUBRIC.items():
+        wording = "; or ".join(f"{text} (`{cid}`)" for cid, text in clauses)
+        lines.append(f"- **{verdict}**: {wording}.")
+    return "\n".join(lines)
+
+
 def markdown(claims: Iterable[Claim], results: Mapping[int, Computed] | None = None) -> str:
     """Markdown for a group of claims, each under an HTML anchor id="claim-<id>" for links."""
     results = results or {}
     parts = []
     for c in claims:
         d = c.derivation
+        r = (results.get(c.id) or compute(c.computed_name)) if c.computed_name else None
+        text = rendered(c, r)
         article = "tutorial" if c.seed_file == SEED_FILES[0] else "hardware guide"
         where = f"chapter {c.chapter}" if c.chapter else "the set-up page"
         lines = [f'<a id="{c.anchor}"></a>', "",
                  f"**Claim {c.id}** ({article}; discussed in {where}): {_md_escape(c.claim_en)}", "",
                  f"> {_md_escape(c.quote)}", "",
-                 f"- **Verdict:** {c.verdict}",
-                 f"- **Correct value:** {_md_escape(c.correct_value)}"]
-        if c.computed_name:
-            r = results.get(c.id) or compute(c.computed_name)
+                 f"- **Verdict:** {c.verdict} (`{c.rubric_clause}`: {_md_escape(c.rubric_why)})",
+                 f"- **Correct value:** {_md_escape(text['correct_value'])}"]
+        if r is not None:
             lines.append(f"- **Computed in this page** (`{c.computed_name}`): {_md_escape(r.text)}; "
                          f"{_md_escape(r.how)}")
         else:
             lines.append(f"- **Source:** {_md_escape(d['source'])}")
-        if d.get("note"):
-            lines.append(f"- **Note:** {_md_escape(d['note'])}")
-        if c.reason:
-            lines.append(f"- **Why not checkable:** {_md_escape(c.reason)}")
+        if text["note"]:
+            lines.append(f"- **Note:** {_md_escape(text['note'])}")
+        if text["reason"]:
+            lines.append(f"- **Why not checkable:** {_md_escape(text['reason'])}")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)

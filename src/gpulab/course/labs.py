@@ -27,10 +27,12 @@ BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 HINT_PREFIX = "# HINT:"
 DEFAULT_HINT = "write this part, then run the check below"
+# Plain CommonMark (a blockquote, not a MyST directive): learners open this copy in JupyterLab
+# or Colab, which would show a directive as raw text.
 LEARNER_NOTE = (
-    "```{note}\nThis is the learner copy of the lab, generated from the solution "
-    "`{solution}` by `python -m gpulab.labs`. Fill in each cell that raises "
-    "`NotImplementedError`, then run the check below it.\n```"
+    "> **Note.** This is the learner copy of the lab, generated from the solution "
+    "`{solution}` by `python -m gpulab.course.labs`. Fill in each cell that raises "
+    "`NotImplementedError`, then run the check below it."
 )
 
 

@@ -58,9 +58,16 @@ def estimate_for(model: ModelChoice, config_text: str, mode: Mode, weights: Weig
 
 @checked
 def fit_verdicts(breakdown: Breakdown, own_gpus: Sequence[tuple[str, int]] = ()) -> list[str]:
-    """The calculator's verdicts: the reader's GPUs, then every table GPU the estimate fits on."""
-    lines = [f"your {name} ({total / 1e9:.0f} GB): "
-             f"{'fits' if breakdown.total <= total else 'does not fit'}" for name, total in own_gpus]
+    """The calculator's verdicts: the reader's GPUs, then every table GPU the estimate fits on.
+
+    `own_gpus` are (name, total bytes as the driver reports it); the estimate is tensors, so
+    each is compared with what is left for tensors (gpulab.specs.tensor_capacity).
+    """
+    lines = []
+    for name, total in own_gpus:
+        usable = specs.tensor_capacity(total, apple=name.lower().startswith("apple"))
+        verdict = "fits" if breakdown.total <= usable else "does not fit"
+        lines.append(f"your {name} ({total / 1e9:.1f} GB, {usable / 1e9:.1f} GB for tensors): {verdict}")
     fitting = [r["gpu"] for r in memory.gpus_that_fit(breakdown.total) if r["fits"]]
     lines.append("fits on one: " + (", ".join(fitting) if fitting else "no single GPU in the table"))
     return lines
@@ -123,7 +130,9 @@ def memory_outputs(model: ModelName, weights: WeightFormatName, kv_cache: KVForm
         "error": {"value": "", "text": ""},
         "total": _figure(total, 1e9), "weights": _figure(b.weights, 1e9),
         "kv": _figure(b.kv_cache, 1e9), "other": _figure(total - b.weights - b.kv_cache, 1e9),
-        "fits": {"value": verdict, "text": f"{verdict} ({display_number(card.memory_gb)} GB)"},
+        # the capacity the decision used: what the card leaves for tensors (GPUSpec.model_memory_bytes)
+        "fits": {"value": verdict,
+                 "text": f"{verdict} ({display_number(card.model_memory_bytes / 1e9)} GB for tensors)"},
         "tps_total": _figure(one.decode_tokens_per_s_total),
         "tps_user": _figure(one.decode_tokens_per_s_per_user),
         "fits_on": {"value": "; ".join(sorted(c.gpu for c in fitting)),

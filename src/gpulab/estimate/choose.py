@@ -137,33 +137,33 @@ class Candidate:
 
 
 def _capacity_bytes(gpu: specs.GPUSpec) -> int:
-    """Memory one card offers a model (gpulab.specs: Apple counts the GPU's share)."""
+    """The tensors one card can hold: its driver-reported memory less the runtime's share.
+
+    Each card holds its own CUDA context and allocator slack, so `count` cards offer `count`
+    times this (gpulab.specs.GPUSpec.model_memory_bytes; Apple counts the GPU's share).
+    """
     return gpu.model_memory_bytes
 
 
-def _breakdown(workload: Workload, count: int) -> Breakdown:
-    """gpulab.memory's estimate for the workload, with one runtime context per card."""
+def _breakdown(workload: Workload) -> Breakdown:
+    """gpulab.memory's estimate of the workload's tensors (the cards' capacity has the rest)."""
     spec = workload.spec
-    contexts = count * memory.CUDA_CONTEXT_BYTES  # each card holds its own context
     if workload.task == "fine-tuning":
         return memory.estimate_training(
             spec, precision=_TRAINING_RECIPES[workload.weight_format], optimizer="adamw",
             batch=workload.concurrent_users, seq_len=workload.context_tokens,
-            activation_checkpointing=workload.activation_checkpointing, context_bytes=contexts)
+            activation_checkpointing=workload.activation_checkpointing)
     full = memory.estimate_inference(
         spec, weights=workload.weight_format, kv_cache=workload.kv_cache,
-        batch=workload.concurrent_users, seq_len=workload.context_tokens, context_bytes=contexts)
+        batch=workload.concurrent_users, seq_len=workload.context_tokens)
     prefill = workload.prefill_batch
     if prefill is None or prefill >= workload.concurrent_users:
         return full
     # Prompts prefilled `prefill` at a time: the KV cache still holds every user's context,
-    # the activations are those of one smaller prefill, and the allocator slack follows.
+    # and the activations are those of one smaller prefill.
     act = memory.inference_activation_bytes(spec, prefill, workload.context_tokens)
-    over = memory.runtime_overhead(full.weights + full.kv_cache + act, "cuda",
-                                   context_bytes=contexts)
     notes = (*full.notes, f"activations of prefilling {prefill} prompt(s) at a time")
-    return Breakdown(weights=full.weights, kv_cache=full.kv_cache, activations=act,
-                     overhead=over, notes=notes)
+    return Breakdown(weights=full.weights, kv_cache=full.kv_cache, activations=act, notes=notes)
 
 
 def _gb(nbytes: float) -> str:
@@ -193,7 +193,7 @@ def evaluate(workload: Workload, gpu: str, count: CardCount = 1) -> Candidate:
         raise GpulabConfigError(f"count={count}: an {card.name} is one chip per Mac; several Macs "
                                 f"over a network are not modelled, use count=1")
     spec = workload.spec
-    b = _breakdown(workload, count)
+    b = _breakdown(workload)
     needed = b.peak
     available = _capacity_bytes(card) * count
     fits = needed <= available

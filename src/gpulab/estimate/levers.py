@@ -68,16 +68,14 @@ def standard_levers(batch: PositiveInt, precision: TrainingPrecision = "bf16-mix
 def estimate(spec: ModelSpec, lever: Lever, seq_len: PositiveInt,
              device: str = "cuda") -> LeverEstimate:
     """The estimated peak of one pass under `lever` (chapter 2's estimator, one term changed)."""
+    # Gradients already allocated while a forward builds its activations (the old step's, or
+    # those accumulating across micro-batches): they add to every moment before the backward
+    # makes its own, instead of activations and gradients taking turns.
     b = memory.estimate_training(spec, precision=lever.precision, batch=lever.micro_batch,
                                  seq_len=seq_len, activation_checkpointing=lever.checkpointing,
-                                 device=device)
-    peak = b.peak
-    if lever.grads_kept or lever.accumulation > 1:
-        # gradients already allocated while a forward builds its activations (the old step's,
-        # or those accumulating across micro-batches): everything at once, instead of
-        # activations and gradients taking turns
-        peak = b.total
-    return LeverEstimate(lever, b, int(peak))
+                                 device=device,
+                                 gradients_kept=lever.grads_kept or lever.accumulation > 1)
+    return LeverEstimate(lever, b, int(b.peak))
 
 
 @checked

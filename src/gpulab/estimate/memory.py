@@ -33,6 +33,17 @@ from gpulab.core.validate import (
     boundary,
     checked,
 )
+from gpulab.estimate.activations import (
+    OPTIMIZERS,
+    Attention,
+    Logits,
+    Optimizer,
+    OptimizerImpl,
+    inference_activation_bytes,
+    loss_head_bytes,
+    optimizer_step_bytes,
+    training_activation_bytes,
+)
 from gpulab.reference import specs
 from gpulab.reference.formats import (
     ACTIVATION_BYTES,
@@ -61,17 +72,19 @@ __all__ = [
     "bits_per_weight",
     "estimate_inference",
     "estimate_training",
+    "inference_activation_bytes",
     "largest_batch",
     "gpu_layers_that_fit",
     "largest_context",
     "layer_bytes",
+    "optimizer_step_bytes",
     "runtime_overhead",
+    "training_activation_bytes",
     "weight_bytes",
 ]
 
 MODES = ("inference", "training")
 Mode = Annotated[str, OneOf(MODES, "mode")]
-Logits = Annotated[str, OneOf(("last", "all"), "logits choice")]
 
 
 @checked
@@ -116,10 +129,12 @@ class Breakdown:
     def total(self) -> int:
         """Sum of every part, in bytes: every part held at once.
 
-        An upper bound of the steady state. A training step's peak can exceed it by a
-        transient the parts do not hold: with tied embeddings, the embedding's gradient is
-        made as a copy and added to the head's at the end of the backward pass, when almost no
-        activation is left (property-based tests found it at tiny sequence lengths).
+        An upper bound of the steady state. A training step's peak can exceed it by
+        transients the parts do not hold: the optimizer step's temporaries (PyTorch's foreach
+        AdamW makes a copy of every parameter in the state dtype), the loss's backward (the
+        vocab-wide fp32 gradients of the log-softmax and the logits), and with tied embeddings
+        the embedding's gradient, made as a copy and added to the head's at the end of the
+        backward pass. `peak` counts them.
         """
         return sum(getattr(self, p) for p in self.PARTS)
 
@@ -151,15 +166,12 @@ class Breakdown:
 
 # ---------------------------------------------------------------- overhead
 
-# The CUDA context (driver state and the kernels loaded into it) takes memory that no PyTorch
-# counter shows: "from 200+ MB to 700+ MB" depending on the machine (pytorch/pytorch#28113),
-# about 300 MB since CUDA 11.7's lazy module loading (pytorch/pytorch#107667, a maintainer's
-# reply). 0.5 GiB is taken here; the lab measures yours (nvidia-smi's figure minus PyTorch's).
-CUDA_CONTEXT_BYTES = GIB // 2
-# PyTorch's caching allocator keeps freed blocks and rounds sizes up; the gap between reserved
-# and allocated memory is workload-dependent. 5% of the tensors is an assumption, stated as
-# such; the lab measures it as torch.cuda.memory_reserved() - memory_allocated().
-ALLOCATOR_SLACK = 0.05
+# The runtime's share of a card (the CUDA context, the allocator's slack) is counted once, on the
+# capacity side: GPUSpec.model_memory_bytes takes it off the card, so the estimates below count
+# tensors only. runtime_overhead() gives the same terms for a caller who wants the total as the
+# device sees it (nvidia-smi's figure), and only such a caller passes context_bytes or slack.
+CUDA_CONTEXT_BYTES = specs.CUDA_CONTEXT_BYTES
+ALLOCATOR_SLACK = specs.ALLOCATOR_SLACK
 
 
 @checked
@@ -168,11 +180,20 @@ def runtime_overhead(tensor_bytes: NonNegativeFloat, device: str = "cuda",
                      slack: Fraction | None = None) -> int:
     """Memory beyond the tensors: the runtime context plus the allocator's slack.
 
-    On the CPU there is no device context: only the slack applies.
+    The same terms that GPUSpec.model_memory_bytes takes off a card; on the CPU there is no
+    device context, only the slack applies.
     """
     context = (CUDA_CONTEXT_BYTES if device != "cpu" else 0) if context_bytes is None else context_bytes
     slack = ALLOCATOR_SLACK if slack is None else slack
     return int(context + slack * tensor_bytes)
+
+
+def _asked_overhead(tensor_bytes: float, device: str, context_bytes: int | None,
+                    slack: float | None) -> int:
+    """The runtime's share, when the caller asked for it (else 0: the card's capacity has it)."""
+    if context_bytes is None and slack is None:
+        return 0
+    return runtime_overhead(tensor_bytes, device, context_bytes or 0, slack or 0.0)
 
 
 # ---------------------------------------------------------------- inference
@@ -183,68 +204,38 @@ def kv_cache_bytes(spec: ModelSpec, seq_len: PositiveInt, batch: PositiveInt = 1
                    kv_cache: KVFormat = "bf16", mla_expanded: bool = False) -> int:
     """KV cache: 2 x layers x kv_heads x head_dim x seq_len x batch x bytes (MHA/GQA/MQA).
 
-    For multi-head latent attention (DeepSeek-V2/V3) the compressed latent cache,
-    layers x (kv_lora_rank + qk_rope_head_dim) x seq_len x batch x bytes, as vLLM and SGLang
-    store it; `mla_expanded=True` gives the larger cache of implementations that expand it to
-    full keys and values per head.
+    For multi-head latent attention (DeepSeek-V2/V3) the compressed latent cache, layers x
+    (kv_lora_rank + qk_rope_head_dim) x seq_len x batch x bytes, as vLLM and SGLang store it;
+    `mla_expanded=True`: implementations that expand it to full keys and values per head.
     """
     per_token = spec.kv_elements_per_token_expanded() if (mla_expanded and spec.attention_type == "mla") \
         else spec.kv_elements_per_token()
     return int(per_token * seq_len * batch * KV_FORMATS[kv_cache])
 
 
-def _ffn_width(spec: ModelSpec) -> int:
-    """Width of the widest MLP a token passes through (dense, or its experts together)."""
-    if not spec.is_moe:
-        return spec.intermediate_size
-    experts = spec.experts_per_token * spec.moe_intermediate_size
-    shared = spec.n_shared_experts * spec.moe_intermediate_size
-    return max(spec.intermediate_size if spec.first_dense_layers else 0, experts + shared)
-
-
-@checked
-def inference_activation_bytes(spec: ModelSpec, batch: PositiveInt, seq_len: PositiveInt,
-                               dtype: ActivationDtype = "bf16", logits: Logits = "last") -> int:
-    """Transient activations of one forward pass over batch x seq_len tokens (the prefill).
-
-    Nothing is kept for a backward pass, so the peak is the widest point of one layer: the
-    residual stream and a norm's output (2 x hidden), and in the MLP the gate, the up
-    projection, the activated gate and their product (4 x ffn width for a gated MLP; 2 x for
-    a plain one) per token. The output head's logits are added: for the last position only
-    (`logits="last"`, what generation computes) or for every position (`"all"`, a plain forward
-    pass), in fp32 as the library upcasts them.
-    """
-    a = ACTIVATION_BYTES[dtype]
-    tokens = batch * seq_len
-    ffn = (4 if spec.gated_mlp else 2) * _ffn_width(spec)
-    # A mixture-of-experts layer also holds its dispatch buffers: the tokens gathered for an
-    # expert, the expert's output, its weighted copy and the output accumulator (4 x hidden).
-    dispatch = 4 * spec.hidden_size if spec.is_moe else 0
-    layer_peak = tokens * (2 * spec.hidden_size + ffn + dispatch) * a
-    logit_rows = batch if logits == "last" else tokens
-    return int(layer_peak + logit_rows * spec.vocab_size * 4)
-
-
 @checked
 def estimate_inference(
     spec: ModelSpec,
-    weights: WeightFormatName = "bf16",
-    kv_cache: KVFormat = "bf16",
-    batch: PositiveInt = 1,
-    seq_len: PositiveInt = 4096,
+    weights: WeightFormatName = "bf16", kv_cache: KVFormat = "bf16",
+    batch: PositiveInt = 1, seq_len: PositiveInt = 4096,
     *,
-    activations: ActivationDtype = "bf16",
-    logits: Logits = "last",
-    device: str = "cuda",
-    mla_expanded: bool = False,
+    activations: ActivationDtype = "bf16", logits: Logits = "last",
+    attention: Attention = "sdpa", fused_mlp: bool = False,
+    device: str = "cuda", mla_expanded: bool = False,
     context_bytes: NonNegativeInt | None = None,
     allocator_slack: Fraction | None = None,
 ) -> Breakdown:
-    """Memory to serve `batch` sequences of `seq_len` tokens: weights, KV cache, activations, overhead."""
+    """Memory to serve `batch` sequences of `seq_len` tokens: weights, KV cache, activations.
+
+    The total is the tensors, to compare with GPUSpec.model_memory_bytes (the activations, and
+    where they apply: inference_activation_bytes). Passing `context_bytes` and/or
+    `allocator_slack` adds that runtime share as `overhead`, for a total as the device reports
+    it (then compare with GPUSpec.memory_bytes).
+    """
     w = weight_bytes(spec, weights)
     kv = kv_cache_bytes(spec, seq_len, batch, kv_cache, mla_expanded)
-    act = inference_activation_bytes(spec, batch, seq_len, activations, logits)
-    over = runtime_overhead(w + kv + act, device, context_bytes, allocator_slack)
+    act = inference_activation_bytes(spec, batch, seq_len, activations, logits, attention, fused_mlp)
+    over = _asked_overhead(w + kv + act, device, context_bytes, allocator_slack)
     notes = [f"weights in {weights}: {bits_per_weight(weights):.3f} bits per weight"]
     if spec.is_moe:
         notes.append(f"mixture of experts: all {spec.n_params / 1e9:.1f}B parameters are resident; "
@@ -256,88 +247,50 @@ def estimate_inference(
 
 # ---------------------------------------------------------------- training
 
-# Optimizer state bytes per parameter, as a function of the recipe's state precision.
-# (A formula per optimizer, so it lives with the estimator rather than in gpulab.formats.)
-OPTIMIZERS: dict[str, Callable[[int], float]] = {
-    "adamw": lambda state_bytes: 2 * state_bytes,      # exp_avg and exp_avg_sq
-    "sgd-momentum": lambda state_bytes: state_bytes,   # momentum buffer
-    "sgd": lambda state_bytes: 0,
-    # bitsandbytes 8-bit AdamW: two uint8 states + one fp32 absmax per block of 2048 values
-    # (Dettmers et al., 8-bit Optimizers via Block-wise Quantization, 2022)
-    "adamw8bit": lambda state_bytes: 2 * (1 + 4 / 2048),
-}
-Optimizer = Annotated[str, OneOf(OPTIMIZERS, "optimizer")]
-
-
-@checked
-def training_activation_bytes(spec: ModelSpec, batch: PositiveInt, seq_len: PositiveInt,
-                              dtype: ActivationDtype = "bf16",
-                              activation_checkpointing: bool = False) -> int:
-    """Activations kept for the backward pass of a decoder (Llama-style layer, SDPA attention).
-
-    Per layer and token, in elements of the compute dtype:
-    - each of the two RMSNorms keeps its input, the normalised values and its output: 2 x 3h;
-    - attention keeps the rotated queries (h), keys and values (2 x kv width), the rotary
-      cos and sin (2 x head_dim), the attention output and its contiguous copy for the
-      output projection (2h); fused attention keeps a log-sum-exp per head (fp32), not the
-      seq x seq score matrix;
-    - a gated MLP keeps the gate, its activation, the up projection and their product
-      (4 x ffn width; 2 x for a plain MLP).
-    A mixture-of-experts layer adds its gathered inputs and unweighted outputs per chosen expert
-    and its router's logits and probabilities (2 x experts_per_token x h + 2 x experts).
-    That is 9h + 2 kv + 2 head_dim + 4 ffn (+ the MoE terms), which the lab and benchmarks/memory_accuracy.py
-    check against PyTorch's MemTracker on real models. The loss keeps the logits and their
-    log-softmax in fp32 (2 x vocab x 4 bytes per token). With checkpointing a layer keeps only
-    its input (h) and one layer's activations are rebuilt at a time in the backward pass.
-    """
-    a = ACTIVATION_BYTES[dtype]
-    tokens = batch * seq_len
-    kv_width = spec.n_kv_heads * spec.head_dim
-    ffn = (4 if spec.gated_mlp else 2) * _ffn_width(spec)
-    # A mixture-of-experts layer also keeps, per token, the inputs gathered for each chosen
-    # expert and each expert's output before weighting (2 x experts_per_token x h), and the
-    # router's logits and probabilities (2 x experts).
-    moe = 2 * spec.experts_per_token * spec.hidden_size + 2 * spec.n_routed_experts if spec.is_moe else 0
-    per_layer = tokens * (9 * spec.hidden_size + 2 * kv_width + 2 * spec.head_dim + ffn + moe) * a
-    per_layer += tokens * spec.n_heads * 4  # log-sum-exp, fp32
-    head = tokens * spec.vocab_size * 4 * 2
-    if activation_checkpointing:
-        return int(spec.n_layers * tokens * spec.hidden_size * a + per_layer + head)
-    return int(spec.n_layers * per_layer + head)
-
-
 @checked
 def estimate_training(
     spec: ModelSpec,
-    precision: TrainingPrecision = "bf16-mixed",
-    optimizer: Optimizer = "adamw",
-    batch: PositiveInt = 8,
-    seq_len: PositiveInt = 2048,
+    precision: TrainingPrecision = "bf16-mixed", optimizer: Optimizer = "adamw",
+    batch: PositiveInt = 8, seq_len: PositiveInt = 2048,
     activation_checkpointing: bool = False,
     *,
-    device: str = "cuda",
+    attention: Attention = "sdpa", device: str = "cuda", optimizer_impl: OptimizerImpl = "auto",
+    gradients_kept: bool = False,
     context_bytes: NonNegativeInt | None = None,
     allocator_slack: Fraction | None = None,
 ) -> Breakdown:
-    """Memory of one training step: weights, gradients, optimizer states, activations, overhead."""
+    """Memory of one training step: weights, gradients, optimizer states, activations.
+
+    Tensors only, like estimate_inference (whose docstring says how to add the runtime share).
+    `peak` is the worst moment of the step (below); `optimizer_impl`: optimizer_step_bytes.
+    `gradients_kept`: gradients already exist while the forward and backward run (the last
+    step's, under zero_grad(set_to_none=False), or those of accumulating micro-batches).
+    """
     recipe = TRAINING_PRECISIONS[precision]
     n = spec.n_params
     state_bytes = 4 if recipe["master"] else recipe["gradients"]
     w = int(n * recipe["weights"])
     g = int(n * recipe["gradients"])
     opt = int(n * (recipe["master"] + OPTIMIZERS[optimizer](state_bytes)))
-    act = training_activation_bytes(spec, batch, seq_len, recipe["activations"], activation_checkpointing)
-    over = runtime_overhead(w + g + opt + act, device, context_bytes, allocator_slack)
+    act = training_activation_bytes(spec, batch, seq_len, recipe["activations"],
+                                    activation_checkpointing, attention)
+    over = _asked_overhead(w + g + opt + act, device, context_bytes, allocator_slack)
     per_param = (w + g + opt) / n
     notes = (f"{precision} with {optimizer}: {per_param:.1f} bytes per parameter before activations",)
-    # The backward pass frees each layer's activations as it creates that layer's gradients,
-    # so memory peaks either at its start (every activation, plus the output head's gradient,
-    # the first one created) or at its end (every gradient; with tied embeddings the
-    # embedding's gradient is built separately and added to the head's, one more copy).
+    # The worst of four moments (measured with MemTracker): the loss's backward (log-softmax,
+    # its gradient and the logits', 3 fp32 vocab-wide tensors per token; the caller kept only
+    # the loss), the head's backward (the logits' gradient and the head's weight gradient), the
+    # end (every gradient; tied embeddings add a copy) and the step (optimizer_step_bytes).
     parts = spec.params_by_component()
     head_grad = (parts["lm_head"] or parts["embedding"]) * recipe["gradients"]
     tied_copy = head_grad if spec.tie_embeddings else 0
-    peak = w + opt + max(act + head_grad, g + tied_copy)
+    tokens = batch * seq_len
+    kept = act - loss_head_bytes(spec, tokens, recipe["activations"])
+    loss_backward = kept + tokens * spec.vocab_size * 12
+    head_backward = kept + tokens * spec.vocab_size * 4 + head_grad
+    step = optimizer_step_bytes(spec, optimizer, optimizer_impl, device, state_bytes)
+    early = g if gradients_kept else 0  # gradients alive before the backward makes them
+    peak = w + opt + max(loss_backward + early, head_backward + early, g + tied_copy, g + step)
     return Breakdown(weights=w, gradients=g, optimizer=opt, activations=act, overhead=over,
                      notes=notes, peak_tensors=int(peak))
 
@@ -396,15 +349,16 @@ def gpus_that_fit(total_bytes: NonNegativeFloat, gpus: Mapping | None = None,
                   count: PositiveInt = 1) -> list[dict]:
     """Each GPU of the spec table with its memory, whether `total_bytes` fits on `count` of them.
 
-    A card's capacity is `GPUSpec.model_memory_bytes`: its marketed memory (decimal GB; for an
-    Apple chip the share macOS lets the GPU use); the estimate's overhead already counts what
-    the runtime takes. Sorted by memory, smallest first.
+    A card's capacity is `GPUSpec.model_memory_bytes`: the memory its driver reports less the
+    runtime's context and slack (for an Apple chip, the share macOS lets the GPU use), so
+    `total_bytes` is the tensors of an estimate. Sorted by memory, smallest first.
     """
     table = specs.load_gpus() if gpus is None else gpus
     rows = []
     for name, gpu in table.items():
         capacity = gpu.model_memory_bytes * count
-        rows.append({"gpu": name, "memory_gb": gpu.memory_gb * count, "fits": total_bytes <= capacity,
+        rows.append({"gpu": name, "memory_gb": gpu.memory_gb * count,
+                     "usable_gb": capacity / 1e9, "fits": total_bytes <= capacity,
                      "headroom_gb": (capacity - total_bytes) / 1e9})
     return sorted(rows, key=lambda r: r["memory_gb"])
 
@@ -421,11 +375,13 @@ def layer_bytes(spec: ModelSpec, fmt: WeightFormatName = "q4_k_m", seq_len: Posi
 @checked
 def gpu_layers_that_fit(spec: ModelSpec, vram_bytes: PositiveFloat, fmt: WeightFormatName = "q4_k_m",
                         seq_len: PositiveInt = 4096, kv_cache: KVFormat = "fp16",
-                        context_bytes: NonNegativeInt = CUDA_CONTEXT_BYTES) -> int:
+                        context_bytes: NonNegativeInt = 0) -> int:
     """How many decoder layers fit in `vram_bytes` (llama.cpp's -ngl, ollama's num_gpu).
 
-    The GPU also holds the output head once every layer is there (llama.cpp offloads it as
-    the last "layer"); the runtime context is taken first. Returns 0..n_layers (+1 with the head).
+    `vram_bytes` is what the tensors may use, a card's GPUSpec.model_memory_bytes (which has
+    the runtime context off already; pass `context_bytes` only for a raw capacity). The GPU
+    also holds the output head once every layer is there (llama.cpp offloads it as the last
+    "layer"). Returns 0..n_layers (+1 with the head).
     """
     free = vram_bytes - context_bytes
     count = 0

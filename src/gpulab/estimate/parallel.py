@@ -195,7 +195,8 @@ def memory_per_gpu(spec: ModelSpec, strategy: Strategy, n_gpus: PositiveInt,
       t (tensor parallelism with sequence parallelism, Korthikanti et al., arXiv:2205.05198);
       a pipeline stage keeps them for every micro-batch in flight: p - s on stage s with the
       1F1B schedule (Narayanan et al., arXiv:2104.04473), so stage 0 keeps the most.
-    The total is every part at once, an upper bound; the overhead is chapter 2's.
+    The total is every part at once, an upper bound, in tensors: each card's runtime share is
+    off its capacity (GPUSpec.model_memory_bytes).
     """
     d = _check_setup(spec, strategy, n_gpus, global_batch)
     full = memory.estimate_training(spec, precision, optimizer, batch=1, seq_len=1)
@@ -235,9 +236,8 @@ def memory_per_gpu(spec: ModelSpec, strategy: Strategy, n_gpus: PositiveInt,
                                                    activation_checkpointing)
         act = int(act / t)
         optimizer_bytes = states["optimizer"]
-        tensors = weights + grads + optimizer_bytes + act
         b = Breakdown(weights=weights, gradients=grads, optimizer=optimizer_bytes, activations=act,
-                      overhead=memory.runtime_overhead(tensors), notes=tuple(notes))
+                      notes=tuple(notes))
         if worst is None or b.total > worst.total:
             worst = b
     return worst

@@ -35,7 +35,8 @@ def split_inference(spec: ModelSpec, n_gpus: PositiveInt, weights: WeightFormatN
 
     Chapter 2's estimate with the weights and the cache divided evenly; each card runs its own
     layers on the whole batch, so the transient activations are not divided, and each card has
-    its own runtime context (chapter 2's overhead). `prefill_chunk` tokens of the prompt are
+    its own runtime context and slack, which its capacity has off already
+    (GPUSpec.model_memory_bytes). `prefill_chunk` tokens of the prompt are
     processed at a time (llama.cpp's default physical batch, -ub, is 512); None: the whole
     prompt in one pass, as chapter 2 assumes. An even split: the card that also holds the
     output head holds a little more.
@@ -47,7 +48,6 @@ def split_inference(spec: ModelSpec, n_gpus: PositiveInt, weights: WeightFormatN
         act = memory.inference_activation_bytes(spec, batch, min(prefill_chunk, seq_len))
     w, kv = math.ceil(whole.weights / n_gpus), math.ceil(whole.kv_cache / n_gpus)
     return Breakdown(weights=w, kv_cache=kv, activations=act,
-                     overhead=memory.runtime_overhead(w + kv + act),
                      notes=(f"1/{n_gpus} of the layers of {spec.name} in {weights}",))
 
 

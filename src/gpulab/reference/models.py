@@ -15,6 +15,7 @@ chapter and the tests check that the count computed from the architecture
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 from dataclasses import dataclass, field
 from importlib import resources
@@ -43,9 +44,13 @@ class CatalogueEntry:
     transcribed_from: str = ""  # where the copy of config.json was read (no download at run time)
     note: str = ""  # what differs from the model the name suggests, if anything
 
-    @property
+    @functools.cached_property
     def spec(self) -> ModelSpec:
-        """The architecture: ModelSpec.from_hf_config(config, name), with the source attached."""
+        """The architecture: ModelSpec.from_hf_config(config, name), with the source attached.
+
+        Parsed once per entry (a chapter's figures ask for the same model hundreds of times);
+        a ModelSpec is frozen, so every caller may share it.
+        """
         spec = ModelSpec.from_hf_config(self.config, self.name)
         return dataclasses.replace(spec, source=self.source)
 

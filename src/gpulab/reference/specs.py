@@ -24,10 +24,12 @@ from typing import Annotated, Any
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import format_rate
-from gpulab.core.validate import OneOf, check_value, checked, did_you_mean
+from gpulab.core.validate import NonNegativeFloat, OneOf, check_value, checked, did_you_mean
 
 __all__ = [
+    "ALLOCATOR_SLACK",
     "APPLE_GPU_SHARE",
+    "CUDA_CONTEXT_BYTES",
     "DTYPES",
     "CPUSpec",
     "CoreGroup",
@@ -39,7 +41,9 @@ __all__ = [
     "get_gpu",
     "load_cpus",
     "load_gpus",
+    "reported_memory",
     "resolve_gpu",
+    "tensor_capacity",
 ]
 
 # Precisions a peak can be asked for, in the order the table lists them. int8 is in OPS.
@@ -53,6 +57,19 @@ _MEMORY_RATIO = (0.85, 1.12)
 # "Apple silicon limitations with usage on local LLM"; thinkdifferent.blog: ~65-70% at 36 GB or
 # less). `sudo sysctl iogpu.wired_limit_mb=...` raises it, at the OS's expense.
 APPLE_GPU_SHARE = 0.75
+
+# What the runtime takes from a card before a model's tensors get any of it. Counted here, on
+# the capacity side, and nowhere else: the memory estimates (gpulab.memory) count tensors only.
+# The CUDA context (driver state and the kernels loaded into it) takes memory that no PyTorch
+# counter shows: "from 200+ MB to 700+ MB" depending on the machine (pytorch/pytorch#28113),
+# about 300 MB since CUDA 11.7's lazy module loading (pytorch/pytorch#107667, a maintainer's
+# reply). 0.5 GiB is taken here; lab 02 measures yours (nvidia-smi's figure minus PyTorch's).
+CUDA_CONTEXT_BYTES = 2**29
+# PyTorch's caching allocator keeps freed blocks and rounds sizes up; the gap between reserved
+# and allocated memory is workload-dependent. 5% of the tensors is an assumption, stated as
+# such; lab 02 measures it as torch.cuda.memory_reserved() - memory_allocated().
+ALLOCATOR_SLACK = 0.05
+MIB = 2**20
 
 
 @dataclass(frozen=True)
@@ -84,6 +101,9 @@ class GPUSpec:
     source: str  # where every figure comes from
     note: str | None = None
     cpu_cores: int | None = None  # Apple SoCs only: the chip bin this row describes
+    # Capacity as the driver reports it (data/gpu_memory_reported.json): MiB, and its source.
+    memory_mib: int | None = None
+    memory_source: str | None = None
 
     def peak_flops(self, dtype: str) -> float | None:
         """Dense peak in FLOP/s (OPS for int8) for ``dtype``; None when none is published."""
@@ -92,14 +112,23 @@ class GPUSpec:
         return None if tflops is None else tflops * 1e12
 
     @property
-    def model_memory_bytes(self) -> int:
-        """Memory one card offers a model: marketed decimal GB (Apple: the GPU's share of it).
+    def memory_bytes(self) -> int:
+        """Capacity in bytes as the driver reports it (nvidia-smi's total), not as marketed."""
+        if self.memory_mib is None:  # a row added without its driver figure: read GB as GiB
+            return int(self.memory_gb * 2**30)
+        return self.memory_mib * MIB
 
-        The memory estimates' overhead already counts what the runtime takes, so nothing
-        else is subtracted here.
+    @property
+    def model_memory_bytes(self) -> int:
+        """The tensors one card can hold: its capacity less the runtime's context and slack.
+
+        On Apple silicon the GPU may wire only a share of unified memory (APPLE_GPU_SHARE) and
+        there is no CUDA context; elsewhere the context comes off first. The allocator's
+        slack is a share of the tensors, so the tensors that fit are what is left over
+        (1 + ALLOCATOR_SLACK). The memory estimates count tensors only, so each term is
+        counted once, here.
         """
-        share = APPLE_GPU_SHARE if self.vendor == "Apple" else 1.0
-        return int(self.memory_gb * 1e9 * share)
+        return tensor_capacity(self.memory_bytes, apple=self.vendor == "Apple")
 
     @property
     def bandwidth_bytes_per_s(self) -> float:
@@ -126,6 +155,18 @@ class GPUSpec:
         return out
 
 
+@checked
+def tensor_capacity(memory_bytes: NonNegativeFloat, apple: bool = False) -> int:
+    """The tensors a device of `memory_bytes` (as its driver reports it) can hold.
+
+    The CUDA context comes off first (on Apple silicon, the GPU may wire only APPLE_GPU_SHARE
+    of unified memory, and there is no CUDA context); the allocator's slack is a share of the
+    tensors, so what fits is what is left over (1 + ALLOCATOR_SLACK).
+    """
+    usable = memory_bytes * APPLE_GPU_SHARE if apple else memory_bytes - CUDA_CONTEXT_BYTES
+    return max(0, int(usable / (1 + ALLOCATOR_SLACK)))
+
+
 # A precision a peak can be asked for.
 PeakDtype = Annotated[str, OneOf(DTYPES, "precision the spec table knows")]
 
@@ -139,26 +180,41 @@ def check_dtype(dtype: str) -> None:
 
 
 _OPTIONAL = ("note", "cpu_cores")
+_REPORTED = ("memory_mib", "memory_source")  # from gpu_memory_reported.json, not gpu_specs.json
 _MAPPINGS = ("peak_tflops", "interconnect")
 
 
 def _row(name: str, row: dict[str, Any]) -> GPUSpec:
     """Build a GPUSpec from one JSON row; a missing required key raises KeyError naming the row."""
-    required = [f.name for f in fields(GPUSpec) if f.name not in ("name", *_OPTIONAL)]
+    required = [f.name for f in fields(GPUSpec) if f.name not in ("name", *_OPTIONAL, *_REPORTED)]
     missing = [key for key in required if key not in row]
     if missing:
         raise KeyError(f"gpu_specs.json row {name!r} lacks the key {missing[0]!r}")
     values = {key: row[key] for key in required}
     values.update({key: MappingProxyType(dict(row[key])) for key in _MAPPINGS})  # read-only
-    return GPUSpec(name=name, **values, **{key: row.get(key) for key in _OPTIONAL})
+    return GPUSpec(name=name, **values, **{key: row.get(key) for key in (*_OPTIONAL, *_REPORTED)})
+
+
+def _data(name: str) -> dict[str, Any]:
+    return json.loads((resources.files("gpulab") / "data" / name).read_text(encoding="utf-8"))
+
+
+@lru_cache(maxsize=1)
+def reported_memory() -> dict[str, dict[str, Any]]:
+    """Each row's driver-reported capacity: {"mib", "kind", "source"}, by GPU name."""
+    return _data("gpu_memory_reported.json")["gpus"]
 
 
 @lru_cache(maxsize=1)
 def _table() -> dict[str, GPUSpec]:
-    """Parse the packaged JSON once."""
-    path = resources.files("gpulab") / "data" / "gpu_specs.json"
-    data = json.loads(path.read_text(encoding="utf-8"))
-    return {name: _row(name, row) for name, row in data["gpus"].items()}
+    """Parse the packaged JSON once, each row with its driver-reported capacity."""
+    reported = reported_memory()
+    table = {}
+    for name, row in _data("gpu_specs.json")["gpus"].items():
+        memory = reported.get(name, {})
+        table[name] = _row(name, {**row, "memory_mib": memory.get("mib"),
+                                  "memory_source": memory.get("source")})
+    return table
 
 
 def load_gpus() -> dict[str, GPUSpec]:
@@ -205,6 +261,8 @@ def _matches(spec: GPUSpec, query: str, memory_bytes: int | None) -> bool:
             return False
     elif forms & (_SXM | {"nvl"}):
         return False  # "H200 NVL" is the 600 W PCIe board, not the SXM row
+    if row_forms & _OTHER_FORMS and not forms & row_forms:
+        return False  # a PCIe row needs "PCIe" in the name: "H100 80GB HBM3" is the SXM board
     if memory and memory != {round(spec.memory_gb)}:
         return False
     if memory_bytes is not None:

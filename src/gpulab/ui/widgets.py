@@ -50,7 +50,7 @@ def memory_calculator(report: HardwareReport | None = None, default_model: str =
 
     from gpulab.estimate import memory
     from gpulab.estimate.calculator import PASTE, estimate_for, fit_verdicts
-    from gpulab.reference import formats, models
+    from gpulab.reference import formats, models, specs
     from gpulab.ui import plots
 
     model = w.Dropdown(options=[*models.names(), PASTE], value=default_model, description="model")
@@ -82,7 +82,10 @@ def memory_calculator(report: HardwareReport | None = None, default_model: str =
             except ValueError as exc:
                 print(f"Cannot estimate: {exc}")
                 return
-            fig = plots.memory_breakdown({spec.name or "model": b}, dict(own),
+            # the lines are what each card leaves for tensors, as the verdicts below compare
+            lines = {name: specs.tensor_capacity(total, apple=name.lower().startswith("apple"))
+                     for name, total in own}
+            fig = plots.memory_breakdown({spec.name or "model": b}, lines,
                                          title=f"{spec.name}: {b.total / 1e9:.1f} GB ({mode.value})")
             display(fig)
             plt.close(fig)  # shown once, inside the output area

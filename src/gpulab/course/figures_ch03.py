@@ -1,0 +1,401 @@
+"""Chapter 03's figures: every number that `book/03_inference_vs_training.md` quotes, computed from gpulab.
+
+The page pastes each one by its key with myst-nb's glue; the chapter notebook's last cell glues
+them (gpulab.course.figures). Keys are snake_case and say what the value is and its unit.
+Bandwidths, peaks, capacities and parameter counts come from gpulab's reference data; what the
+page chooses (models, cards, contexts, assumed utilisations) and the articles' own figures
+(by claim id) are named constants below.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gpulab.core.units import GB
+from gpulab.course.derivations import (
+    BERT_BASE_PARAMS,
+    DDR4_3200_DUAL_GBS,
+    DDR5_4800_DUAL_GBS,
+    GTX1650_GDDR6_GBS,
+    LLAMACPP_4090_LLAMA2_7B_TOK_S,
+    SD35,
+)
+from gpulab.estimate import memory, perf
+from gpulab.reference import links, models, specs
+
+__all__ = ["figures"]
+
+# ---- the articles' figures, by claim id (fact_check.json), that the arithmetic takes as inputs
+ARTICLE_DECODE_TOK_S = {42: 60, 43: 52, 44: 38, 53: 35, 74: 45, 50: 12, 56: 18, 67: 2, 89: 15}
+ARTICLE_LAPTOP = {"minutes": 25, "characters": 3000, "ram_gb": 32}  # claim 67
+ARTICLE_TEST_BOX_RAM_GB = 64  # the RTX 4090 machine's RAM (claim 50)
+ARTICLE_SPEEDUPS = {68: 3, 89: 5}  # "3x faster than the CPU" (68), "5x" (89)
+ARTICLE_SD_STEPS = ((4, 0.8), (50, 8.0))  # claim 59: (steps, seconds) on an RTX 4090
+ARTICLE_SD_XFORMERS_S = 0.5  # claim 59: "0.5 s with xformers and FP16"
+ARTICLE_BATCH_IMAGES = (4, 3)  # claim 83: 4 images per batch, 3x the throughput
+ARTICLE_COMFYUI_S = (3.2, 1.1, 4)  # claim 61: seconds per image before, after, and the "x4"
+ARTICLE_SD35_S = {"cpu": 45, "gpu": 0.8}  # claim 75
+
+# ---- what the page chooses
+FIT_CONTEXT = 4096  # tokens of KV cache when the page asks "does it fit?"
+GTX1650_CONTEXT = 512  # the short context a code completion needs
+MFU = 0.40  # the utilisation assumed for training times
+PRETRAIN_TOKENS, FINETUNE_TOKENS, PRETRAIN_GPUS = 10**12, 10**8, 8
+# Llama 3.1 405B's reported MFU, 38-43% (Meta, The Llama 3 Herd of Models, Table 4;
+# summarised with sources at https://www.glennklockwood.com/garden/mfu)
+LLAMA31_MFU = (0.38, 0.43)
+ATTENTION_CONTEXTS = (2048, 8192, 131072)
+PROMPT_TOKENS = 4096
+BATCH_CONTEXTS = (2048, 8192)
+BATCH_EXAMPLE = 64
+KV_EXAMPLE_CONTEXT = 1000  # the context at which the page adds Llama-2-7B's KV cache to its bound
+EMBED_TFLOPS = {"laptop": 0.25, "desktop": 1, "gpu": 100, "slow_gpu": 30}  # assumed rates
+EMBED_CHUNKS = (10_000, 50_000, 1_000_000)
+CHUNK_TOKENS = 512
+# BERT-base: "L=12, H=768, A=12" with a 4H feed-forward (Devlin et al. 2018,
+# https://arxiv.org/abs/1810.04805); the parameter count is derivations.BERT_BASE_PARAMS
+BERT_LAYERS, BERT_HIDDEN = 12, 768
+# SDXL's UNet: 2.6B parameters, at latent resolutions 128, 64 and 32 for a 1024x1024 image
+# (Podell et al. 2023, https://arxiv.org/abs/2307.01952)
+SDXL_UNET_PARAMS, SDXL_COARSEST_SIDE = 2.6e9, 32
+# SD 3.5 Large's MMDiT shapes and FLOP count live in gpulab.course.derivations.SD35 (cited
+# there). Each block has one set of weights per modality (text, image): q, k, v and out (4 w^2)
+# and a 4x MLP (8 w^2), plus an adaLN modulation of 6 w^2 per modality applied to the
+# conditioning vector (once per image, not per token).
+# a 1024 x 1024 image: the VAE divides each side by 8, the MMDiT cuts 2 x 2 patches (SD35.image_tokens)
+SD35_IMAGE_SIDE, SD35_VAE_FACTOR, SD35_PATCH = 1024, 8, 2
+
+
+def _gb(nbytes: float) -> float:
+    """Bytes in GB (10^9)."""
+    return nbytes / GB
+
+
+def _bound(model: str, fmt: str, gpu: str | float, kv: str = "bf16") -> tuple[float, float]:
+    """(GB read per token, decode bound tokens/s) at batch 1, KV cache left out (one token)."""
+    s = models.get(model)
+    bw = gpu if isinstance(gpu, float) else specs.get_gpu(gpu).bandwidth_gbs
+    read = perf.decode_bytes_per_step(s, fmt, kv, 1, 1)
+    return _gb(read), perf.decode_tokens_per_s(s, fmt, kv, 1, 1, bw)
+
+
+def _fits(model: str, fmt: str, capacity_bytes: float, context: int = FIT_CONTEXT,
+          device: str = "cuda") -> tuple[float, str]:
+    """(GB of tensors at `context`, "yes"/"no") for a model in a format against a capacity."""
+    need = memory.estimate_inference(models.get(model), weights=fmt, kv_cache="fp16",
+                                     seq_len=context, device=device).total
+    return _gb(need), "yes" if need <= capacity_bytes else "no"
+
+
+def _duration(seconds: float) -> str:
+    """A time as s, min or h, rounded as the embedding table shows it."""
+    if seconds < 120:
+        return f"{seconds:.0f} s"
+    if seconds < 90 * 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds / 3600:.1f} h" if seconds < 100 * 3600 else f"{seconds / 3600:.0f} h"
+
+
+# ---------------------------------------------------------------- counting FLOPs
+
+
+def _flops() -> dict[str, Any]:
+    """FLOPs per token: 2 per matrix parameter, attention's term for Llama-3-8B."""
+    l7, l8 = models.get("Llama-2-7B"), models.get("Llama-3-8B")
+    n8 = perf.matmul_params(l8)
+    out = {"llama2_7b_params": l7.n_params,
+           "llama2_7b_matmul_params_b": perf.matmul_params(l7) / 1e9,
+           "llama2_7b_forward_gflop_per_token": perf.forward_flops(l7, 1) / 1e9,
+           "llama3_8b_params_b": l8.n_params / 1e9, "llama3_8b_matmul_params_b": n8 / 1e9,
+           "llama3_8b_layers": l8.n_layers, "llama3_8b_heads": l8.n_heads,
+           "llama3_8b_head_dim": l8.head_dim, "llama3_8b_d_attn": l8.n_heads * l8.head_dim,
+           "llama3_8b_2n_gflop": 2 * n8 / 1e9}
+    for i, ctx in enumerate(ATTENTION_CONTEXTS):
+        att = perf.attention_flops_per_token(l8, ctx)
+        out[f"attn_ctx{i}_tokens"] = ctx
+        out[f"attn_ctx{i}_gflop"] = att / 1e9
+        out[f"attn_ctx{i}_vs_2n"] = att / (2 * n8)
+    return out
+
+
+def _training() -> dict[str, Any]:
+    """Pre-training a 7B model on 10^12 tokens, fine-tuning on 10^8, at an assumed MFU."""
+    l7 = models.get("Llama-2-7B")
+    h100, r4090 = specs.get_gpu("H100 SXM"), specs.get_gpu("RTX 4090")
+    flops = perf.training_flops(l7, PRETRAIN_TOKENS)
+    cluster = PRETRAIN_GPUS * h100.peak_flops("bf16")
+    seconds = flops / (MFU * cluster)
+    per_token = perf.training_flops(l7, 1)
+    ft_s = perf.training_flops(l7, FINETUNE_TOKENS) / (MFU * r4090.peak_flops("bf16"))
+    states = memory.estimate_training(l7, precision="bf16-mixed", optimizer="adamw", batch=1, seq_len=1)
+    return {"pretrain_tokens_e12": PRETRAIN_TOKENS / 1e12, "llama2_7b_train_flops_e22": flops / 1e22,
+            "pretrain_gpus": PRETRAIN_GPUS, "h100_bf16_tflops": h100.peak_tflops["bf16"],
+            "h100x8_bf16_tflops": cluster / 1e12, "mfu_assumed": MFU,
+            "llama31_mfu_lo": LLAMA31_MFU[0], "llama31_mfu_hi": LLAMA31_MFU[1],
+            "pretrain_seconds_e7": seconds / 1e7, "pretrain_days": seconds / 86400,
+            "pretrain_cluster_tok_s": MFU * cluster / per_token,
+            "rtx4090_bf16_tflops": r4090.peak_tflops["bf16"],
+            "finetune_tokens_e8": FINETUNE_TOKENS / 1e8, "finetune_rtx4090_s": ft_s,
+            "finetune_rtx4090_h": ft_s / 3600, "finetune_lora_rtx4090_h": ft_s * 4 / 6 / 3600,
+            "llama2_7b_full_finetune_gb": _gb(states.weights + states.gradients + states.optimizer)}
+
+
+# ---------------------------------------------------------------- prefill and decode
+
+
+def _prefill_decode() -> dict[str, Any]:
+    """Llama-3-8B in BF16 on an RTX 4090: a 4096-token prompt against one decoded token."""
+    s, g = models.get("Llama-3-8B"), specs.get_gpu("RTX 4090")
+    matmul = perf.forward_flops(s, PROMPT_TOKENS)
+    prefill_s = perf.prefill_seconds(s, PROMPT_TOKENS, g.peak_tflops["bf16"], "bf16")
+    read = perf.decode_bytes_per_step(s, "bf16", "bf16", 1, 1)
+    step_s = read / g.bandwidth_bytes_per_s
+    return {"llama3_8b_bf16_weights_gb": _gb(memory.weight_bytes(s, "bf16")),
+            "prompt_tokens": PROMPT_TOKENS, "prefill_matmul_tflop": matmul / 1e12,
+            "prefill_attention_share": perf.attention_flops_per_token(s, PROMPT_TOKENS)
+            / (2 * perf.matmul_params(s)),
+            "prefill_rtx4090_s": prefill_s, "prefill_rtx4090_ms_per_token": prefill_s / PROMPT_TOKENS * 1e3,
+            "llama3_8b_bf16_read_gb": _gb(read), "rtx4090_bandwidth_gbs": g.bandwidth_gbs,
+            "decode_rtx4090_ms": step_s * 1e3, "decode_rtx4090_tok_s": 1 / step_s,
+            "decode_vs_prefill_per_token": step_s / (prefill_s / PROMPT_TOKENS),
+            "rtx4090_ridge_flop_per_byte": g.peak_flops("bf16") / g.bandwidth_bytes_per_s}
+
+
+def _decode_claims() -> dict[str, Any]:
+    """Each tokens/s claim: bytes read per token, fit on the card, and the bandwidth bound."""
+    r4090 = specs.get_gpu("RTX 4090")
+    cap = r4090.model_memory_bytes
+    out: dict[str, Any] = {"rtx4090_usable_gb": _gb(cap), "fit_context": FIT_CONTEXT,
+                           "rx7900xtx_bandwidth_gbs": specs.get_gpu("AMD Radeon RX 7900 XTX").bandwidth_gbs,
+                           "m3_ultra_bandwidth_gbs": specs.get_gpu("Apple M3 Ultra").bandwidth_gbs}
+    for cid, tok_s in ARTICLE_DECODE_TOK_S.items():
+        out[f"claim{cid}_tok_s"] = tok_s
+    l7 = models.get("Llama-2-7B")
+    rows = {"llama2_fp16_rtx4090": ("Llama-2-7B", "fp16", "RTX 4090", 42),
+            "llama2_fp16_rx7900xtx": ("Llama-2-7B", "fp16", "AMD Radeon RX 7900 XTX", 43),
+            "llama2_fp16_m3ultra": ("Llama-2-7B", "fp16", "Apple M3 Ultra", 44),
+            "llama2_q4km_rtx4090": ("Llama-2-7B", "q4_k_m", "RTX 4090", 42),
+            "llama70_int4_rtx4090": ("Llama-3-70B", "int4", "RTX 4090", 53),
+            "llama70_q4km_rtx4090": ("Llama-3-70B", "q4_k_m", "RTX 4090", 53),
+            "r1_int4_rtx4090": ("DeepSeek-R1", "int4", "RTX 4090", 50),
+            "qwen72_fp16_rtx4090": ("Qwen2.5-72B", "fp16", "RTX 4090", 56)}
+    for key, (model, fmt, gpu, cid) in rows.items():
+        read, bound = _bound(model, fmt, gpu)
+        need, fits = _fits(model, fmt, specs.get_gpu(gpu).model_memory_bytes)
+        out |= {f"{key}_read_gb": read, f"{key}_bound_tok_s": bound, f"{key}_need_gb": need,
+                f"{key}_fits": fits, f"{key}_claim_share": ARTICLE_DECODE_TOK_S[cid] / bound}
+    out["llama2_7b_weights_gb"] = _gb(memory.weight_bytes(l7, "fp16"))
+    out |= {"llama2_layers": l7.n_layers, "llama2_hidden": l7.hidden_size,
+            "llama2_ffn": l7.intermediate_size, "llama2_vocab": l7.vocab_size,
+            "llama2_kv_heads": l7.n_kv_heads,
+            "llamacpp_f16_tok_s": LLAMACPP_4090_LLAMA2_7B_TOK_S["f16"],
+            "llamacpp_q4_0_tok_s": LLAMACPP_4090_LLAMA2_7B_TOK_S["q4_0"],
+            "claim74_share": ARTICLE_DECODE_TOK_S[74] / out["llama70_int4_rtx4090_bound_tok_s"]}
+    out["llama2_7b_kv_bytes_per_token"] = memory.kv_cache_bytes(l7, 1, 1, "fp16")
+    ctx = KV_EXAMPLE_CONTEXT
+    out["llama2_kv_ctx"] = ctx
+    read_ctx = perf.decode_bytes_per_step(l7, "fp16", "fp16", 1, ctx)
+    out["llama2_fp16_rtx4090_ctx_read_gb"] = _gb(read_ctx)
+    out["llama2_fp16_rtx4090_ctx_bound_tok_s"] = r4090.bandwidth_bytes_per_s / read_ctx
+    return out | _llama70() | _r1() | _laptop_and_small_gpus()
+
+
+def _llama70() -> dict[str, Any]:
+    """Llama-3-70B at 4 bits: the bandwidth 45 tokens/s needs, an H200, and offloading."""
+    s, r4090 = models.get("Llama-3-70B"), specs.get_gpu("RTX 4090")
+    read = perf.decode_bytes_per_step(s, "int4", "bf16", 1, 1)
+    h200 = specs.get_gpu("H200")
+    ram = specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
+    layers = memory.gpu_layers_that_fit(s, r4090.model_memory_bytes, "q4_k_m", seq_len=FIT_CONTEXT)
+    return {"llama70_45_needs_tbs": ARTICLE_DECODE_TOK_S[74] * read / 1e12,
+            "llama70_int4_h200_bound_tok_s": perf.decode_tokens_per_s(s, "int4", "bf16", 1, 1, h200.bandwidth_gbs),
+            "h200_bandwidth_gbs": h200.bandwidth_gbs, "ddr5_5600_dual_gbs": ram,
+            "llama70_offload_gpu_layers": layers, "llama70_layers": s.n_layers,
+            "llama70_offload_bound_tok_s": perf.offloaded_tokens_per_s(
+                s, layers, "q4_k_m", r4090.bandwidth_gbs, ram, seq_len=FIT_CONTEXT),
+            "claim74_ratio": ARTICLE_DECODE_TOK_S[74] / ARTICLE_DECODE_TOK_S[67]}
+
+
+def _r1() -> dict[str, Any]:
+    """DeepSeek-R1: active bytes per token, resident bytes, cards that hold it, a layer split's traffic."""
+    s, h200, a80 = models.get("DeepSeek-R1"), specs.get_gpu("H200"), specs.get_gpu("A100 80GB SXM")
+    resident = memory.weight_bytes(s, "int4")
+    n_h200 = math.ceil(resident / h200.model_memory_bytes)
+    hop = s.hidden_size * 2  # one bf16 hidden state
+    pcie = links.pcie(4, 16)
+    return {"r1_params_b": s.n_params / 1e9, "r1_active_params_b": s.n_active_params / 1e9,
+            "r1_int4_resident_gb": _gb(resident), "h200_usable_gb": _gb(h200.model_memory_bytes),
+            "r1_h200_count": n_h200, "r1_h200_left_gb": _gb(n_h200 * h200.model_memory_bytes - resident),
+            "r1_80gb_count": math.ceil(resident / a80.model_memory_bytes),
+            "r1_h200_bound_tok_s": perf.decode_tokens_per_s(s, "int4", "bf16", 1, 1, h200.bandwidth_gbs),
+            "r1_hidden": s.hidden_size, "r1_hop_bytes": hop, "pcie4_x16_gbs": pcie.bytes_per_s / 1e9,
+            "r1_hop_us": hop / pcie.bytes_per_s * 1e6, "ram_test_box_gb": ARTICLE_TEST_BOX_RAM_GB}
+
+
+def _laptop_and_small_gpus() -> dict[str, Any]:
+    """The i7-12700H laptop, the GTX 1650, Phi-3-mini, and the GPU-over-CPU decode ratio."""
+    w16 = _bound("Llama-2-7B", "fp16", DDR4_3200_DUAL_GBS)[0]
+    w4 = _bound("Llama-2-7B", "q4_k_m", DDR4_3200_DUAL_GBS)[0]
+    lo, hi = DDR4_3200_DUAL_GBS, DDR5_4800_DUAL_GBS
+    gtx = specs.get_gpu("GTX 1650 GDDR5")
+    g5 = gtx.bandwidth_gbs
+    need_i4, fits_i4 = _fits("Llama-2-7B", "int4", gtx.model_memory_bytes, GTX1650_CONTEXT)
+    need_k, fits_k = _fits("Llama-2-7B", "q4_k_m", gtx.model_memory_bytes, GTX1650_CONTEXT)
+    phi_read, phi_bound = _bound("Phi-3-mini", "q4_k_m", float(g5))
+    ram = specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
+    cards = {"rtx4060ti": "RTX 4060 Ti 16GB", "rtx4090": "RTX 4090"}
+    need_cpu, fits_cpu = _fits("Llama-2-7B", "fp16", ARTICLE_LAPTOP["ram_gb"] * GB, device="cpu")
+    out = {"ddr4_3200_dual_gbs": lo, "ddr5_4800_dual_gbs": hi,
+           "laptop_fp16_bound_lo": lo / w16, "laptop_fp16_bound_hi": hi / w16,
+           "laptop_q4km_bound_lo": lo / w4, "laptop_q4km_bound_hi": hi / w4,
+           "llama2_q4km_read_gb": w4, "laptop_need_gb": need_cpu, "laptop_fits": fits_cpu,
+           "laptop_claim_share": ARTICLE_DECODE_TOK_S[67] * w16 / lo,
+           "laptop_claim_share_q4km": ARTICLE_DECODE_TOK_S[67] * w4 / lo,
+           "llama2_7b_int4_weights_gb": _gb(memory.weight_bytes(models.get("Llama-2-7B"), "int4")),
+           "llama2_7b_q4km_weights_gb": _gb(memory.weight_bytes(models.get("Llama-2-7B"), "q4_k_m")),
+           "gtx1650_gddr6_gbps": GTX1650_GDDR6_GBS / (gtx.memory_bus_bits / 8),
+           "gtx1650_memory_gib": gtx.memory_bytes / 2**30, "gtx1650_fit_context": GTX1650_CONTEXT,
+           "phi3_claim_share": ARTICLE_DECODE_TOK_S[89] / phi_bound,
+           "laptop_ram_gb": ARTICLE_LAPTOP["ram_gb"], "laptop_minutes": ARTICLE_LAPTOP["minutes"],
+           "laptop_characters": ARTICLE_LAPTOP["characters"],
+           "laptop_tokens": ARTICLE_LAPTOP["minutes"] * 60 * ARTICLE_DECODE_TOK_S[67],
+           "gtx1650_gddr5_gbs": g5, "gtx1650_gddr6_gbs": GTX1650_GDDR6_GBS,
+           "gtx1650_bus_bits": gtx.memory_bus_bits, "gtx1650_data_rate_gbps": gtx.memory_data_rate_gbps,
+           "gtx1650_gddr5_ratio_lo": g5 / hi, "gtx1650_gddr5_ratio_hi": g5 / lo,
+           "gtx1650_gddr6_ratio_lo": GTX1650_GDDR6_GBS / hi, "gtx1650_gddr6_ratio_hi": GTX1650_GDDR6_GBS / lo,
+           "claim68_ratio": ARTICLE_SPEEDUPS[68], "claim89_ratio": ARTICLE_SPEEDUPS[89],
+           "gtx1650_memory_gb": _gb(gtx.memory_bytes), "gtx1650_usable_gb": _gb(gtx.model_memory_bytes),
+           "llama2_int4_need_gb": need_i4, "llama2_int4_gtx1650_fits": fits_i4,
+           "llama2_q4km_need_gb": need_k, "llama2_q4km_gtx1650_fits": fits_k,
+           "phi3_params_b": models.get("Phi-3-mini").n_params / 1e9,
+           "q4km_bits": memory.bits_per_weight("q4_k_m"), "phi3_q4km_read_gb": phi_read,
+           "phi3_gtx1650_bound_tok_s": phi_bound, "ddr5_5600_gbs": ram}
+    for key, name in cards.items():
+        g = specs.get_gpu(name)
+        out[f"{key}_bandwidth_gbs"] = g.bandwidth_gbs
+        out[f"{key}_vs_ddr5_ratio"] = g.bandwidth_gbs / ram
+    return out
+
+
+# ---------------------------------------------------------------- batching
+
+
+def _batching() -> dict[str, Any]:
+    """Llama-3-8B in BF16 on an H100 SXM: how many sequences fit, and the step time of each batch."""
+    s, g = models.get("Llama-3-8B"), specs.get_gpu("H100 SXM")
+    weights = memory.weight_bytes(s, "bf16")
+    kv = memory.kv_cache_bytes(s, 1, 1, "bf16")
+    free = g.model_memory_bytes - weights
+    ridge = g.peak_flops("bf16") / g.bandwidth_bytes_per_s
+    fit = {ctx: int(free // (kv * ctx)) for ctx in BATCH_CONTEXTS}
+    out = {"h100_bandwidth_tbs": g.bandwidth_gbs / 1e3, "h100_ridge_flop_per_byte": ridge,
+           "h100_usable_gb": _gb(g.model_memory_bytes), "llama3_8b_kv_layers": s.n_layers,
+           "llama3_8b_kv_heads": s.n_kv_heads, "llama3_8b_kv_bytes_per_token": kv,
+           "llama3_8b_kv_kib_per_token": kv / 1024, "h100_cache_room_gb": _gb(free),
+           "h100_fit_2048": fit[2048], "h100_fit_8192": fit[8192],
+           "batch_limit_order": "before" if fit[2048] < ridge else "after"}
+    cases = {"b1": (1, 1), "b64": (BATCH_EXAMPLE, 2048), "full2048": (fit[2048], 2048),
+             "full8192": (fit[8192], 8192)}
+    for key, (batch, ctx) in cases.items():
+        read = perf.decode_bytes_per_step(s, "bf16", "bf16", batch, ctx)
+        mem_s = read / g.bandwidth_bytes_per_s
+        comp_s = perf.forward_flops(s, batch, ctx) / g.peak_flops("bf16")
+        out |= {f"batch_{key}": batch, f"batch_{key}_ctx": ctx,
+                f"batch_{key}_kv_gb": _gb(memory.kv_cache_bytes(s, ctx, batch, "bf16")),
+                f"batch_{key}_read_gb": _gb(read), f"batch_{key}_mem_ms": mem_s * 1e3,
+                f"batch_{key}_compute_ms": comp_s * 1e3,
+                f"batch_{key}_tok_s": batch / max(mem_s, comp_s)}
+    out["batch_gain"] = out["batch_full2048_tok_s"] / out["batch_b1_tok_s"]
+    out["batch_full2048_user_tok_s"] = out["batch_full2048_tok_s"] / fit[2048]
+    return out
+
+
+# ---------------------------------------------------------------- images and embeddings
+
+
+def _images() -> dict[str, Any]:
+    """Claim 59's two timings fitted as fixed + steps x step, batching at 1024x1024, and ComfyUI's ratio."""
+    (n1, t1), (n2, t2) = ARTICLE_SD_STEPS
+    step = (t2 - t1) / (n2 - n1)
+    fixed = t1 - n1 * step
+    before, after, said = ARTICLE_COMFYUI_S
+    return {"sd_steps_a": n1, "sd_time_a_s": t1, "sd_steps_b": n2, "sd_time_b_s": t2,
+            "sd_naive_a_s": t1 / n1, "sd_naive_b_s": t2 / n2, "claim59_xformers_s": ARTICLE_SD_XFORMERS_S,
+            "sd_step_s": step, "sd_fixed_s": fixed, "sd_half_step_s": step / 2,
+            "sd_turbo_lo_s": fixed + n1 * step / 2, "sd_turbo_hi_s": fixed + n1 * step,
+            "sdxl_unet_params_b": SDXL_UNET_PARAMS / 1e9, "sdxl_coarsest_side": SDXL_COARSEST_SIDE,
+            "sdxl_min_positions": SDXL_COARSEST_SIDE ** 2,
+            "batch_images": ARTICLE_BATCH_IMAGES[0], "batch_images_gain": ARTICLE_BATCH_IMAGES[1],
+            "comfyui_before_s": before, "comfyui_after_s": after, "comfyui_said_x": said,
+            "comfyui_ratio": before / after} | _sd35()
+
+
+def _sd35() -> dict[str, Any]:
+    """SD 3.5 Large at 1024x1024: FLOPs per image, and the least time at the GPU's and CPU's peaks."""
+    width = SD35.width
+    per_stream = 12 * width**2 * SD35.depth  # per-token weights of one modality's stream
+    modulation = 2 * 6 * width**2 * SD35.depth  # adaLN, once per image per pass
+    tokens = SD35.image_tokens + SD35.text_tokens
+    matmul, attention = SD35.pass_flops()  # the one count, shared with the fact-check
+    per_pass = matmul + attention
+    guided = per_pass * 2 * SD35.large_steps  # classifier-free guidance: a batch of 2 per step
+    turbo = per_pass * SD35.turbo_steps  # Large Turbo: no guidance
+    r4090, cpu = specs.get_gpu("RTX 4090"), specs.get_cpu("Core i9-13900K")
+    gpu_peak, cpu_peak = r4090.peak_flops("bf16"), cpu.peak_fp32_flops("turbo")
+    return {"sd35_params_b": SD35.large_params / 1e9, "sd35_depth": SD35.depth,
+            "sd35_heads": SD35.heads, "sd35_head_dim": SD35.head_dim, "sd35_width": width,
+            "sd35_params_from_shapes_b": (2 * per_stream + modulation) / 1e9,
+            "sd35_stream_params_b": per_stream / 1e9, "sd35_image_tokens": SD35.image_tokens,
+            "sd35_text_tokens": SD35.text_tokens, "sd35_tokens": tokens,
+            "sd35_latent_side": SD35_IMAGE_SIDE // SD35_VAE_FACTOR,
+            "sd35_patch_side": SD35_IMAGE_SIDE // SD35_VAE_FACTOR // SD35_PATCH,
+            "sd35_matmul_tflop": matmul / 1e12, "sd35_attention_tflop": attention / 1e12,
+            "sd35_pass_tflop": per_pass / 1e12, "sd35_steps": SD35.large_steps,
+            "sd35_turbo_steps": SD35.turbo_steps, "sd35_image_tflop": guided / 1e12,
+            "sd35_turbo_image_tflop": turbo / 1e12,
+            "rtx4090_fp16acc_tflops": r4090.peak_tflops["fp16_fp16acc"],
+            "i9_13900k_turbo_tflops": cpu_peak / 1e12,
+            "sd35_rtx4090_min_s": guided / gpu_peak,
+            "sd35_rtx4090_fp16acc_min_s": guided / (r4090.peak_tflops["fp16_fp16acc"] * 1e12),
+            "sd35_cpu_min_s": guided / cpu_peak, "sd35_cpu_min_min": guided / cpu_peak / 60,
+            "claim75_gpu_s": ARTICLE_SD35_S["gpu"], "claim75_cpu_s": ARTICLE_SD35_S["cpu"],
+            "claim75_gpu_needs_x_peak": guided / ARTICLE_SD35_S["gpu"] / gpu_peak,
+            "claim75_cpu_needs_x_peak": guided / ARTICLE_SD35_S["cpu"] / cpu_peak,
+            "sd35_turbo_rtx4090_min_s": turbo / gpu_peak, "sd35_turbo_cpu_min_s": turbo / cpu_peak,
+            "claim75_turbo_gpu_share": turbo / ARTICLE_SD35_S["gpu"] / gpu_peak,
+            "claim75_turbo_cpu_share": turbo / ARTICLE_SD35_S["cpu"] / cpu_peak,
+            "claim75_ratio": ARTICLE_SD35_S["cpu"] / ARTICLE_SD35_S["gpu"],
+            "rtx4090_vs_13900k_peak_ratio": gpu_peak / cpu_peak}
+
+
+def _embeddings() -> dict[str, Any]:
+    """Embedding 512-token chunks with BERT-base: FLOPs per chunk and the time at assumed rates."""
+    per_chunk = 2 * BERT_BASE_PARAMS * CHUNK_TOKENS
+    matrices = BERT_LAYERS * (4 * BERT_HIDDEN**2 + 2 * BERT_HIDDEN * 4 * BERT_HIDDEN)
+    attention = BERT_LAYERS * 4 * CHUNK_TOKENS * BERT_HIDDEN  # per token, full square
+    exact = (2 * matrices + attention) * CHUNK_TOKENS
+    cpu = specs.get_cpu("Core i9-13900K")
+    out = {"bert_params_m": BERT_BASE_PARAMS / 1e6, "bert_layers": BERT_LAYERS, "bert_hidden": BERT_HIDDEN,
+           "bert_ffn": 4 * BERT_HIDDEN, "chunk_tokens": CHUNK_TOKENS,
+           "bert_chunk_gflop": per_chunk / 1e9, "bert_matrix_params_m": matrices / 1e6,
+           "bert_chunk_exact_gflop": exact / 1e9,
+           "embed_desktop_share_lo": EMBED_TFLOPS["desktop"] * 1e12 / cpu.peak_fp32_flops("turbo"),
+           "embed_desktop_share_hi": EMBED_TFLOPS["desktop"] * 1e12 / cpu.peak_fp32_flops("base"),
+           "embed_gpu_share": EMBED_TFLOPS["gpu"] / specs.get_gpu("RTX 4090").peak_tflops["bf16"],
+           "embed_ratio_lo": EMBED_TFLOPS["gpu"] / EMBED_TFLOPS["desktop"],
+           "embed_ratio_hi": EMBED_TFLOPS["gpu"] / EMBED_TFLOPS["laptop"],
+           "embed_slow_gpu_50k": _duration(50_000 * per_chunk / (EMBED_TFLOPS["slow_gpu"] * 1e12))}
+    out |= {f"embed_{k}_tflops": v for k, v in EMBED_TFLOPS.items()}
+    for n in EMBED_CHUNKS:
+        out[f"embed_{n}_chunks"] = n
+        out[f"embed_{n}_pflop"] = n * per_chunk / 1e15
+        for k in ("laptop", "desktop", "gpu"):
+            out[f"embed_{n}_{k}"] = _duration(n * per_chunk / (EMBED_TFLOPS[k] * 1e12))
+    return out
+
+
+def figures() -> dict[str, Any]:
+    """Every figure the chapter page pastes, by glue key."""
+    return (_flops() | _training() | _prefill_decode() | _decode_claims() | _batching()
+            | _images() | _embeddings())

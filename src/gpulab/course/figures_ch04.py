@@ -1,0 +1,229 @@
+"""Chapter 04's figures: every number that `book/04_backends.md` quotes, computed from gpulab.
+
+The page pastes each one by its key with myst-nb's glue; the chapter notebook's last cell glues
+them (gpulab.course.figures). Keys are snake_case and say what the value is and its unit.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from gpulab.core.units import GB
+from gpulab.course import claims_hardware, derivations  # noqa: F401 (registers its derivations)
+from gpulab.course.claims_models import ARTICLE_DECODE_TOK_S, ARTICLE_GPU_LAYERS
+from gpulab.estimate import memory, perf
+from gpulab.reference import models, specs
+from gpulab.reference.formats import ACTIVATION_BYTES, KV_FORMATS, bits_per_weight
+
+__all__ = ["figures"]
+
+# ---- inputs gpulab's tables do not hold (page-specific, each with its source)
+
+# FlashAttention-3 (Shah et al., arXiv 2407.08608, abstract): "1.5-2.0x" over FlashAttention-2,
+# "FP16 reaching up to 740 TFLOPs/s (75% utilization)", "FP8 reaching close to 1.2 PFLOPs/s",
+# against FlashAttention-2's "35%" utilisation on H100.
+FA3_SPEEDUP_RANGE = (1.5, 2.0)
+FA3_FP16_TFLOPS = 740
+FA3_FP8_PFLOPS = 1.2
+FA2_H100_UTILISATION = 0.35
+# HGX B200 dense Tensor Core peaks per GPU, TFLOP/s (glennklockwood.com/garden/processors/B200);
+# the course's spec table has no B200 row.
+B200_DENSE_TFLOPS = {"fp16": 2250, "bf16": 2250, "fp8": 4500, "fp4": 9000}
+# V100 SXM2 FP16 Tensor Core peak, TFLOP/s (developer.nvidia.com/programming-tensor-cores-cuda-9-0);
+# no V100 row in the spec table.
+V100_FP16_TFLOPS = 125
+# What the page assumes llama.cpp's CUDA context and compute buffers take when it chooses -ngl
+# (an assumption, stated as such; llama.cpp prints its "compute buffer size" when it loads).
+LLAMACPP_BUFFERS_BYTES = 1e9
+
+CONTEXT = 4096  # tokens of KV cache the -ngl section budgets
+
+
+def _gpu(name: str) -> specs.GPUSpec:
+    """A spec-table row."""
+    return specs.get_gpu(name)
+
+
+def _ram_gbs() -> float:
+    """Dual-channel DDR5-5600, the desktop of chapter 1 (the i9-13900K's memory)."""
+    return specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
+
+
+# ---- the articles' backend table, redone
+
+
+def _backend_table() -> dict[str, Any]:
+    """Llama-2-7B's weight bytes and its decode bound (bandwidth / weights) on five devices."""
+    s = models.get("Llama-2-7B")
+    fp16_gb = memory.weight_bytes(s, "fp16") / GB
+    q4_gb = memory.weight_bytes(s, "q4_k_m") / GB
+    out: dict[str, Any] = {
+        "llama2_7b_params": s.n_params,
+        "llama2_7b_params_billion": s.n_params / 1e9,
+        "fp16_bytes_per_weight": bits_per_weight("fp16") / 8,
+        "q4km_bits_per_weight": bits_per_weight("q4_k_m"),
+        "q8_0_bits_per_weight": bits_per_weight("q8_0"),
+        "llama2_7b_fp16_gb": fp16_gb,
+        "llama2_7b_q4km_gb": q4_gb,
+    }
+    devices = {"rtx4090": _gpu("RTX 4090").bandwidth_gbs,
+               "rx7900xtx": _gpu("AMD Radeon RX 7900 XTX").bandwidth_gbs,
+               "m3ultra": _gpu("Apple M3 Ultra").bandwidth_gbs,
+               "m3max": _gpu("Apple M3 Max").bandwidth_gbs,
+               "ddr5": _ram_gbs()}
+    for key, bw in devices.items():
+        out[f"{key}_bw_gbs"] = bw
+        out[f"{key}_llama2_7b_q4km_bound_tok_s"] = bw / q4_gb
+        out[f"{key}_llama2_7b_fp16_bound_tok_s"] = bw / fp16_gb
+    article = {"rtx4090": ARTICLE_DECODE_TOK_S["rtx4090"], "rx7900xtx": ARTICLE_DECODE_TOK_S["rx7900xtx"],
+               "m3ultra": ARTICLE_DECODE_TOK_S["m3_ultra"]}
+    shares16, shares4 = [], []
+    for key, said in article.items():
+        out[f"{key}_article_tok_s"] = said
+        shares16.append(said / out[f"{key}_llama2_7b_fp16_bound_tok_s"])
+        shares4.append(said / out[f"{key}_llama2_7b_q4km_bound_tok_s"])
+        out[f"{key}_article_share_of_fp16_bound"] = shares16[-1]
+        # rank against the RTX 4090: bandwidths and the article's rates
+        out[f"{key}_bw_vs_rtx4090"] = devices[key] / devices["rtx4090"]
+        out[f"{key}_article_vs_rtx4090"] = said / article["rtx4090"]
+    out["article_share_of_fp16_bound_min"] = min(shares16)
+    out["article_share_of_fp16_bound_max"] = max(shares16)
+    out["article_share_of_q4km_bound_min"] = min(shares4)
+    out["article_share_of_q4km_bound_max"] = max(shares4)
+    # what gpulab.perf says for the same model: it adds the KV cache of a 2048-token context
+    for fmt in ("q4_k_m", "fp16"):
+        out[f"rtx4090_llama2_7b_{fmt.replace('_', '')}_perf_tok_s"] = perf.decode_tokens_per_s(
+            s, fmt, "fp16", 1, 2048, devices["rtx4090"])
+    out["perf_context_tokens"] = 2048
+    return out
+
+
+# ---- fused kernels and torch.compile
+
+
+def _attention() -> dict[str, Any]:
+    """Bytes of the attention score matrix written out; FlashAttention-3 against the H100 peak."""
+    s = models.get("Llama-2-7B")
+    fp16 = ACTIVATION_BYTES["fp16"]
+    h100 = _gpu("H100 SXM").peak_tflops["fp16"]
+    fa3 = derivations.compute("fa3_claim_vs_h100_peak").values
+    return {
+        "scores_heads": s.n_heads,
+        "scores_fp16_bytes_per_value": fp16,
+        "scores_seq_short": 8192,
+        "scores_seq_long": 131_072,
+        "scores_8k_gb": s.n_heads * 8192 ** 2 * fp16 / GB,
+        "scores_128k_tb": s.n_heads * 131_072 ** 2 * fp16 / 1e12,
+        "h100_fp16_tflops": h100,
+        "fa3_fp16_tflops": FA3_FP16_TFLOPS,
+        "fa3_share_of_h100_peak": FA3_FP16_TFLOPS / h100,
+        "fa3_fp8_pflops": FA3_FP8_PFLOPS,
+        "fa2_h100_utilisation": FA2_H100_UTILISATION,
+        "fa2_h100_tflops": FA2_H100_UTILISATION * h100,
+        "fa3_speedup_low_x": FA3_SPEEDUP_RANGE[0],
+        "fa3_speedup_high_x": FA3_SPEEDUP_RANGE[1],
+        "article_fa3_share_of_h100_peak": fa3["claimed_share"],
+        "article_fa3_vs_fa2": fa3["claimed_share"] / FA2_H100_UTILISATION,
+        "kv_llama3_70b_128k_bf16_gb": memory.kv_cache_bytes(models.get("Llama-3-70B"), 131_072, 1,
+                                                            "bf16") / GB,
+    }
+
+
+def _fusion() -> dict[str, Any]:
+    """Bytes per element of relu(x * 2 + 1) in fp32: three kernels eager, one fused."""
+    elem, ops = ACTIVATION_BYTES["fp32"], 3
+    eager, fused = ops * 2 * elem, 2 * elem
+    return {"fp32_bytes_per_value": elem, "chain_eager_bytes_per_value": eager,
+            "chain_fused_bytes_per_value": fused, "chain_fusion_speedup_x": eager / fused,
+            "add_bytes_per_flop": 3 * elem}
+
+
+# ---- low precision
+
+
+def _precision() -> dict[str, Any]:
+    """Dense Tensor Core peaks per generation, and FP4 over FP16."""
+    out: dict[str, Any] = {"v100_fp16_tflops": V100_FP16_TFLOPS}
+    for key, name in (("t4", "T4"), ("a100", "A100 80GB SXM"), ("rtx3090", "RTX 3090"),
+                      ("rtx4090", "RTX 4090"), ("h100", "H100 SXM"), ("rtx5090", "RTX 5090")):
+        for dtype, tflops in _gpu(name).peak_tflops.items():
+            out[f"{key}_{dtype}_tflops"] = tflops
+    for dtype, tflops in B200_DENSE_TFLOPS.items():
+        out[f"b200_{dtype}_tflops"] = tflops
+    out["b200_fp4_vs_fp16_x"] = B200_DENSE_TFLOPS["fp4"] / B200_DENSE_TFLOPS["fp16"]
+    out["rtx5090_fp4_vs_fp16acc_x"] = out["rtx5090_fp4_tflops"] / out["rtx5090_fp16_fp16acc_tflops"]
+    out["rtx5090_fp4_vs_bf16_x"] = out["rtx5090_fp4_tflops"] / out["rtx5090_bf16_tflops"]
+    out["rtx5090_launch"] = _gpu("RTX 5090").launch_date
+    return out
+
+
+# ---- llama.cpp: how many layers fit, and what the rest costs
+
+
+def _layers() -> dict[str, Any]:
+    """Llama-3-70B Q4_K_M on a 24 GB RTX 4090: a layer's parameters and bytes, -ngl, the cost."""
+    s, g = models.get("Llama-3-70B"), _gpu("RTX 4090")
+    h, kv_w, ffn = s.hidden_size, s.n_kv_heads * s.head_dim, s.intermediate_size
+    bits = bits_per_weight("q4_k_m")
+    layer = s.layer_params(0)
+    layer_bytes = layer * bits / 8
+    kv_tok = 2 * s.n_layers * s.n_kv_heads * s.head_dim * KV_FORMATS["fp16"]
+    kv = kv_tok * CONTEXT
+    card = g.memory_gb * GB
+    reported = g.memory_bytes  # nvidia-smi's total
+    n_float = (card - LLAMACPP_BUFFERS_BYTES - kv) / layer_bytes
+    n_reported_float = (reported - LLAMACPP_BUFFERS_BYTES - kv) / layer_bytes
+    n = math.floor(n_float)
+    n_gpulab = memory.gpu_layers_that_fit(s, g.model_memory_bytes, "q4_k_m", seq_len=CONTEXT)
+    # the cost of the layers left in RAM: each layer's weights and KV cache, the head on the CPU
+    per_layer_read = memory.layer_bytes(s, "q4_k_m", CONTEXT, "fp16")[0]
+    head = s.params_by_component()["lm_head"] * bits / 8
+    gpu_read = n * per_layer_read
+    cpu_read = (s.n_layers - n) * per_layer_read + head
+    t_gpu, t_cpu = gpu_read / (g.bandwidth_gbs * 1e9), cpu_read / (_ram_gbs() * 1e9)
+    offloaded = perf.offloaded_tokens_per_s(s, n, "q4_k_m", g.bandwidth_gbs, _ram_gbs(), CONTEXT, "fp16")
+    step = perf.decode_bytes_per_step(s, "q4_k_m", "fp16", 1, CONTEXT)
+    fitted = perf.decode_tokens_per_s(s, "q4_k_m", "fp16", 1, CONTEXT, g.bandwidth_gbs)
+    return {
+        "llama3_70b_hidden": h, "llama3_70b_heads": s.n_heads, "llama3_70b_kv_heads": s.n_kv_heads,
+        "llama3_70b_head_dim": s.head_dim, "llama3_70b_kv_width": kv_w, "llama3_70b_ffn": ffn,
+        "llama3_70b_layers": s.n_layers, "llama3_70b_vocab": s.vocab_size,
+        "llama3_70b_layer_qo_params": 2 * h * h, "llama3_70b_layer_kv_params": 2 * h * kv_w,
+        "llama3_70b_layer_mlp_params": 3 * h * ffn, "llama3_70b_layer_norm_params": 2 * h,
+        "llama3_70b_layer_params": layer, "llama3_70b_params": s.n_params,
+        "llama3_70b_q4km_layer_mb": layer_bytes / 1e6,
+        "llama3_70b_q4km_gb": memory.weight_bytes(s, "q4_k_m") / GB,
+        "llama3_70b_kv_fp16_bytes_per_token": kv_tok, "ngl_context_tokens": CONTEXT,
+        "llama3_70b_kv_4k_fp16_gb": kv / GB, "llamacpp_buffers_gb": LLAMACPP_BUFFERS_BYTES / GB,
+        "rtx4090_memory_gb": g.memory_gb, "ngl_fit_float": n_float, "ngl_fit": n,
+        "rtx4090_reported_mib": reported / 2 ** 20, "rtx4090_reported_gb": reported / GB,
+        "ngl_fit_reported_float": n_reported_float, "ngl_fit_reported": math.floor(n_reported_float),
+        "cuda_context_gib": specs.CUDA_CONTEXT_BYTES / 2 ** 30,
+        "allocator_slack_share": specs.ALLOCATOR_SLACK,
+        "rtx4090_model_memory_gb": g.model_memory_bytes / GB, "ngl_fit_gpulab": n_gpulab,
+        "ngl_layers_in_ram": s.n_layers - n, "ngl_all_on_gpu": s.n_layers + 1,
+        "llama3_70b_q4km_layer_read_mb": per_layer_read / 1e6,
+        "llama3_70b_q4km_head_mb": head / 1e6,
+        "offload_gpu_read_gb": gpu_read / GB, "offload_cpu_read_gb": cpu_read / GB,
+        "offload_gpu_ms": t_gpu * 1e3, "offload_cpu_ms": t_cpu * 1e3,
+        "offload_step_ms": (t_gpu + t_cpu) * 1e3, "offload_tok_s": offloaded,
+        "offload_ram_share": cpu_read / (gpu_read + cpu_read),
+        "llama3_70b_q4km_step_gb": step / GB, "llama3_70b_q4km_fitted_tok_s": fitted,
+        "offload_slowdown_x": fitted / offloaded,
+    }
+
+
+def _deepseek() -> dict[str, Any]:
+    """DeepSeek-R1 at Q4_K_M, and the 35 layers the article put on the GPU (claims 16, 72)."""
+    s = models.get("DeepSeek-R1")
+    bits = bits_per_weight("q4_k_m")
+    on_gpu = ARTICLE_GPU_LAYERS  # the article's OLLAMA_GPU_LAYERS=35 (claims 17, 72)
+    return {"deepseek_r1_q4km_gb": memory.weight_bytes(s, "q4_k_m") / GB,
+            "deepseek_r1_layers": s.n_layers, "article_gpu_layers": on_gpu,
+            "deepseek_r1_q4km_35_layers_gb": sum(s.layer_params(i) for i in range(on_gpu)) * bits / 8 / GB}
+
+
+def figures() -> dict[str, Any]:
+    """Every figure the chapter page pastes, by glue key."""
+    return {**_backend_table(), **_attention(), **_fusion(), **_precision(), **_layers(), **_deepseek()}

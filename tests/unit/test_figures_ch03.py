@@ -1,0 +1,121 @@
+"""Chapter 3's figures (gpulab.course.figures_ch03): their form, the page's references to them,
+and the most important ones against derivations by hand from published numbers.
+
+The hand derivations take the model configs, spec-sheet figures and formula constants as typed
+here, so a change in gpulab that moves a figure away from the published arithmetic fails.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from gpulab.course import figures_ch03
+from tools import glued_pages
+
+PAGE = Path(glued_pages.ROOT) / "book" / "03_inference_vs_training.md"
+NOTEBOOK = "notebooks/03_inference_vs_training.ipynb"
+RTX4090_GBS, H100_GBS, H200_GBS = 1008, 3350, 4800  # spec sheets (bus x data rate)
+RTX4090_BF16, H100_BF16 = 165.2e12, 989.4e12  # dense BF16 with FP32 accumulation
+
+
+@pytest.fixture(scope="module")
+def fig():
+    return figures_ch03.figures()
+
+
+def test_fit_words_are_yes_or_no(fig):
+    words = {k: v for k, v in fig.items() if k.endswith("_fits")}
+    assert words and set(words.values()) <= {"yes", "no"}, words
+    # sizes no card of the table can change: 70B at 4 bits on 24 GB, 7B in FP16 on 24 GB
+    assert fig["llama70_int4_rtx4090_fits"] == "no"
+    assert fig["llama2_fp16_rtx4090_fits"] == "yes"
+
+
+def test_llama2_7b_parameters_from_its_config(fig):
+    layers, hidden, ffn, vocab = 32, 4096, 11008, 32000  # meta-llama/Llama-2-7b-hf config.json
+    per_layer = 4 * hidden**2 + 3 * hidden * ffn + 2 * hidden
+    assert fig["llama2_7b_params"] == layers * per_layer + 2 * vocab * hidden + hidden
+
+
+def test_llama2_7b_fp16_decode_bound_on_an_rtx4090(fig):
+    # every weight once in FP16, the input embedding one row, no KV cache
+    params, hidden, vocab = 6_738_415_616, 4096, 32000
+    read = (params - (vocab - 1) * hidden) * 2
+    assert fig["llama2_fp16_rtx4090_read_gb"] == pytest.approx(read / 1e9, rel=1e-3)
+    assert fig["llama2_fp16_rtx4090_bound_tok_s"] == pytest.approx(RTX4090_GBS * 1e9 / read, rel=2e-3)
+
+
+def test_llama3_70b_int4_decode_bound_on_an_rtx4090(fig):
+    # int4 group 128: 4 bits + a 16-bit scale per 128 weights; embedding and head stay 16-bit
+    params, hidden, vocab = 70_553_706_496, 8192, 128256
+    table = vocab * hidden
+    norms = 80 * 2 * hidden + hidden
+    quantized = params - 2 * table - norms
+    read = quantized * (4 + 16 / 128) / 8 + (table + hidden + norms) * 2
+    bound = RTX4090_GBS * 1e9 / read
+    assert fig["llama70_int4_rtx4090_read_gb"] == pytest.approx(read / 1e9, rel=5e-3)
+    assert fig["llama70_int4_rtx4090_bound_tok_s"] == pytest.approx(bound, rel=5e-3)
+    assert fig["llama70_int4_h200_bound_tok_s"] == pytest.approx(H200_GBS * 1e9 / read, rel=5e-3)
+
+
+def test_pretraining_time_of_a_7b_model(fig):
+    # 6 FLOPs per matrix parameter per token; Llama-2-7B less its 32000 x 4096 input embedding
+    matrices = 6_738_415_616 - 32000 * 4096 - (32 * 2 + 1) * 4096
+    flops = 6 * matrices * 1e12
+    days = flops / (0.4 * 8 * H100_BF16) / 86400
+    assert fig["llama2_7b_train_flops_e22"] == pytest.approx(flops / 1e22, rel=1e-3)
+    assert fig["pretrain_days"] == pytest.approx(days, rel=1e-3)
+
+
+def test_prefill_and_decode_of_llama3_8b_on_an_rtx4090(fig):
+    matrices = 8_030_261_248 - 128256 * 4096 - (32 * 2 + 1) * 4096  # less embedding and norms
+    attention = 4 * 32 * 4096 * 4096  # per token at a 4096-token context, 32 x 128 wide
+    prefill = (2 * matrices + attention) * 4096 / RTX4090_BF16
+    assert fig["prefill_rtx4090_s"] == pytest.approx(prefill, rel=2e-3)
+    step = (2 * matrices + 2 * 4096) / (RTX4090_GBS * 1e9)  # every matrix, one embedding row
+    assert fig["decode_rtx4090_ms"] == pytest.approx(step * 1e3, rel=2e-3)
+    assert fig["rtx4090_ridge_flop_per_byte"] == pytest.approx(RTX4090_BF16 / (RTX4090_GBS * 1e9))
+
+
+def test_sequences_that_fit_beside_llama3_8b_on_an_h100(fig):
+    weights = 8_030_261_248 * 2
+    kv_per_token = 2 * 32 * 8 * 128 * 2  # K and V, layers, KV heads, head dim, BF16
+    assert fig["llama3_8b_kv_bytes_per_token"] == kv_per_token
+    room = fig["h100_usable_gb"] * 1e9 - weights
+    assert fig["h100_fit_2048"] == int(room // (kv_per_token * 2048))
+    assert fig["h100_fit_8192"] == int(room // (kv_per_token * 8192))
+    assert fig["h100_ridge_flop_per_byte"] == pytest.approx(H100_BF16 / (H100_GBS * 1e9))
+
+
+def test_sd35_large_flops_per_image(fig):
+    # MMDiT of SD 3.5 Large: 38 blocks, width 64 x 38, one weight set per modality
+    depth, width = 38, 64 * 38
+    image, text = (1024 // 8 // 2) ** 2, 77 + 256
+    tokens = image + text
+    per_token = depth * (2 * 12 * width**2 + 4 * tokens * width)  # its stream's matrices + attention
+    per_image = per_token * tokens * 2 * 28  # guidance doubles the batch; 28 steps
+    assert fig["sd35_image_tflop"] == pytest.approx(per_image / 1e12, rel=1e-3)
+    assert fig["sd35_rtx4090_min_s"] == pytest.approx(per_image / RTX4090_BF16, rel=1e-3)
+    assert fig["sd35_image_tokens"] == image and fig["sd35_patch_side"] ** 2 == image
+    # the shapes account for the published 8.1B parameters
+    assert fig["sd35_params_from_shapes_b"] == pytest.approx(8.1, rel=0.01)
+    # the claimed 0.8 s on the GPU would need more than the peak, many times over
+    assert fig["claim75_gpu_needs_x_peak"] == pytest.approx(per_image / 0.8 / RTX4090_BF16, rel=1e-3)
+    assert fig["claim75_gpu_needs_x_peak"] > 1
+
+
+def test_image_steps_fit_and_embedding_times(fig):
+    assert fig["sd_step_s"] == pytest.approx(7.2 / 46)
+    assert fig["sd_fixed_s"] == pytest.approx(0.8 - 4 * 7.2 / 46)
+    assert fig["comfyui_ratio"] == pytest.approx(3.2 / 1.1)
+    seconds = 50_000 * 2 * 110e6 * 512 / 100e12
+    assert fig["embed_50000_gpu"] == f"{seconds:.0f} s"
+    assert fig["embed_1000000_laptop"] == f"{1_000_000 * 2 * 110e6 * 512 / 0.25e12 / 3600:.0f} h"
+
+
+def test_bandwidth_ratios_over_ram(fig):
+    assert fig["ddr4_3200_dual_gbs"] == pytest.approx(2 * 8 * 3200 / 1000)
+    assert fig["rtx4090_vs_ddr5_ratio"] == pytest.approx(RTX4090_GBS / (2 * 8 * 5600 / 1000))
+    assert fig["gtx1650_gddr6_ratio_hi"] == pytest.approx(192 / 51.2)

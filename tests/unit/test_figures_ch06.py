@@ -1,0 +1,144 @@
+"""Chapter 6's figures (gpulab.course.figures_ch06): their form, the page's references, and the
+most important values against derivations by hand from the articles and published figures."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gpulab.course import claims_hardware, figures_ch06
+
+ROOT = Path(__file__).resolve().parents[2]
+PAGE = ROOT / "book" / "06_choosing_hardware.md"
+NOTEBOOK = "notebooks/06_choosing_hardware.ipynb"
+
+# The inputs of the hand derivations, typed here on purpose: a changed table or constant of
+# gpulab fails here first.
+KWH_CNY, POWER_KW, HOURS = 0.6, 0.35, 10  # seed 000: 0.6 CNY/kWh, 350 W, 10 hours a day
+A100_CNY_H, RTX4090_CNY_H, WEEK_CNY, BUILD_CNY = 12, 2.8, 60, 15_000  # seed 000's prices
+RTX4090_BOARD_W, I5_TURBO_W, REST_W = 450, 181, 150  # NVIDIA, Intel ARK, Intel's worked example
+BW = {"rtx3060": 360, "rtx4060ti": 288, "rtx3090": 936, "rtx4090": 1008, "rtx5090": 1792,
+      "h100": 3350, "h200": 4800}  # GB/s, bus width x data rate
+DDR5_5600_DUAL_GBS = 2 * 8 * 5600 / 1000
+RTX3090_MIB, CONTEXT_BYTES, SLACK = 24576, 2**29, 0.05  # nvidia-smi; the course's runtime share
+# config.json of each model: layers, KV heads, head dim, hidden, vocabulary; parameter counts
+QWEN7 = dict(layers=28, kv_heads=4, head_dim=128, hidden=3584, vocab=152064, params=7_615_616_512)
+LLAMA8 = dict(layers=32, kv_heads=8, head_dim=128, hidden=4096, vocab=128256, params=8_030_261_248)
+Q4_K_M_BPW = 4.84  # llama.cpp's quantize table
+NVLINK_3090_BOTH_GBS = 112.5  # NVIDIA's GA102 whitepaper: the 3090's bridge, both directions
+PCIE4_X16_GBS = 16 * 128 / 130 / 8 * 16  # 16 GT/s, 128b/130b, 16 lanes
+FIT_WORDS = {"fits", "does not fit"}
+
+
+@pytest.fixture(scope="module")
+def figs() -> dict:
+    return figures_ch06.figures()
+
+
+def _kv_bytes_per_token(m: dict) -> int:
+    """K and V for every layer and KV head, bf16."""
+    return 2 * m["layers"] * m["kv_heads"] * m["head_dim"] * 2
+
+
+def _usable_gb(mib: int, count: int = 1) -> float:
+    """What `count` cards reporting `mib` leave a model's tensors, by hand."""
+    return count * (mib * 2**20 - CONTEXT_BYTES) / (1 + SLACK) / 1e9
+
+
+def test_the_notebook_prints_only_keys_that_exist(figs):
+    cells = json.loads((ROOT / NOTEBOOK).read_text(encoding="utf-8"))["cells"]
+    code = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "code")
+    used = set(re.findall(r"fig\[['\"](\w+)['\"]\]", code))
+    assert len(used) > 30
+    assert used <= set(figs), used - set(figs)
+    markdown = "\n".join("".join(c["source"]) for c in cells if c["cell_type"] == "markdown")
+    assert not re.search(r"\{(doc|glue|claim|verdict|ref)[:}]|^```\{", markdown, re.M)
+
+
+def test_the_articles_cost_arithmetic(figs):
+    assert figs["electricity_day_cny"] == pytest.approx(POWER_KW * HOURS * KWH_CNY)
+    assert figs["electricity_year_cny"] == pytest.approx(POWER_KW * HOURS * KWH_CNY * 365)
+    assert figs["electricity_year_board_power_cny"] == pytest.approx(
+        RTX4090_BOARD_W / 1000 * HOURS * KWH_CNY * 365)
+    assert figs["a100_year_cny"] == pytest.approx(A100_CNY_H * HOURS * 365) == 43_800
+    assert figs["rent4090_year_cny"] == pytest.approx(RTX4090_CNY_H * HOURS * 365)
+    assert figs["rent4090_week_cny"] == pytest.approx(RTX4090_CNY_H * 24 * 7)
+    assert figs["article_week_hours_h"] == pytest.approx(WEEK_CNY / RTX4090_CNY_H)
+
+
+def test_break_even_by_hand(figs):
+    def months(rent_per_h: float, hours: float) -> float:
+        days = 365 / 12
+        return BUILD_CNY / (rent_per_h * hours * days - POWER_KW * hours * KWH_CNY * days)
+
+    assert figs["break_even_a100_months"] == pytest.approx(months(A100_CNY_H, HOURS))
+    assert figs["break_even_rent4090_months"] == pytest.approx(months(RTX4090_CNY_H, HOURS))
+    assert figs["break_even_rule_years"] == pytest.approx(months(RTX4090_CNY_H, 2) / 12)
+
+
+def test_power_supply_by_hand(figs):
+    sustained = RTX4090_BOARD_W + I5_TURBO_W + REST_W
+    peak = 3 * RTX4090_BOARD_W + I5_TURBO_W + REST_W  # PCIe CEM 5.0: 3x for 100 us
+    assert figs["psu_sustained_w"] == sustained == 781
+    assert figs["psu_peak_w"] == peak == 1681
+    assert figs["psu_min_for_peak_w"] == pytest.approx(peak / 2)  # ATX 3.0: 200% above 450 W
+    assert figs["psu_recommended_w"] == 850  # the next common rating above both
+    assert figs["article_psu_small_short"] == "on both counts"  # 781 > 650 and 1681 > 1300
+
+
+def test_kv_cache_and_decode_bounds_by_hand(figs):
+    qwen_token = _kv_bytes_per_token(QWEN7)
+    assert qwen_token == 57_344
+    assert figs["company30_kv_gb"] == pytest.approx(qwen_token * 8192 * 30 / 1e9)
+    assert figs["llama8_vs_qwen7_kv_per_token_x"] == pytest.approx(
+        _kv_bytes_per_token(LLAMA8) / qwen_token)
+    # one token reads every weight but the input embedding (one row of it), and its KV cache
+    read = (QWEN7["params"] - QWEN7["vocab"] * QWEN7["hidden"]) * Q4_K_M_BPW / 8 + qwen_token * 8192
+    assert figs["personal_rtx3060_tok_s"] == pytest.approx(BW["rtx3060"] * 1e9 / read, rel=0.01)
+    assert figs["personal_rtx4060ti_tok_s"] == pytest.approx(BW["rtx4060ti"] * 1e9 / read, rel=0.01)
+    # the same bytes on every device: the CPU-GPU ratio is the bandwidth ratio
+    assert figs["llama3b_rtx4060ti_vs_cpu_x"] == pytest.approx(BW["rtx4060ti"] / DDR5_5600_DUAL_GBS)
+    assert figs["llama3b_rtx4090_vs_cpu_x"] == pytest.approx(BW["rtx4090"] / DDR5_5600_DUAL_GBS)
+
+
+def test_fine_tuning_by_hand(figs):
+    assert figs["ft_bytes_per_param"] == pytest.approx(2 + 2 + 4 + 4 + 4)  # bf16 w, g; fp32 master, m, v
+    assert figs["ft8_states_gb"] == pytest.approx(16 * LLAMA8["params"] / 1e9, rel=1e-6)
+    assert figs["ft8_article_picks_fitting_count"] == 0  # 128 GB of states: no 40 or 80 GB card
+    assert figs["ft8_two_h100_gb"] == pytest.approx(_usable_gb(81559, 2), rel=1e-6)
+
+
+def test_two_3090s_by_hand(figs):
+    pair = _usable_gb(RTX3090_MIB, 2)
+    assert figs["rtx3090_pair_available_gb"] == pytest.approx(pair, rel=1e-6)
+    assert figs["rtx3090_reported_gb"] == pytest.approx(RTX3090_MIB * 2**20 / 1e9)
+    # Llama-3-70B Q4_K_M at 4K: its weights and cache, and a little for activations
+    weights_kv = 70_553_706_496 * Q4_K_M_BPW / 8 / 1e9 + 327_680 * 4096 / 1e9
+    assert weights_kv < figs["llama70_q4km_4k_pair_gb"] < weights_kv + 3
+    for fmt in ("int4", "q4km"):
+        for ctx in ("2k", "4k"):
+            needed = figs[f"llama70_{fmt}_{ctx}_pair_gb"]
+            assert figs[f"llama70_{fmt}_{ctx}_pair_fits"] == ("fits" if needed <= pair else "does not fit")
+            assert figs[f"llama70_{fmt}_{ctx}_pair_split_tok_s"] > figs[f"llama70_{fmt}_{ctx}_one_4090_tok_s"]
+
+
+def test_links_and_bandwidth_ratios_by_hand(figs):
+    assert figs["rtx3090_nvlink_gbs"] == pytest.approx(NVLINK_3090_BOTH_GBS / 2)
+    assert figs["rtx3090_pcie_gbs"] == pytest.approx(PCIE4_X16_GBS)
+    grads = LLAMA8["params"] * 2  # bf16; a two-rank ring sends 2 (n - 1) / n = 1 x the bytes
+    assert figs["llama8_allreduce_nvlink_s"] == pytest.approx(grads / (NVLINK_3090_BOTH_GBS / 2 * 1e9))
+    assert figs["llama8_allreduce_pcie_s"] == pytest.approx(grads / (PCIE4_X16_GBS * 1e9))
+    assert figs["h100_vs_4090_bandwidth_x"] == pytest.approx(BW["h100"] / BW["rtx4090"])
+    assert figs["h200_vs_4090_bandwidth_x"] == pytest.approx(BW["h200"] / BW["rtx4090"])
+    assert figs["h100_vs_5090_bandwidth_x"] == pytest.approx(BW["h100"] / BW["rtx5090"])
+
+
+def test_a_changed_article_price_changes_the_figures(monkeypatch):
+    """The figures read the articles' constants from one place: a changed price moves them."""
+    monkeypatch.setattr(claims_hardware, "ARTICLE_4090_CNY_H", 2 * RTX4090_CNY_H)
+    figs = figures_ch06.figures()
+    assert figs["rent4090_week_cny"] == pytest.approx(2 * RTX4090_CNY_H * 24 * 7)
+    assert figs["article_4090_cny_h"] == 2 * RTX4090_CNY_H
