@@ -29,16 +29,9 @@ __all__ = ["ARTICLE_LINEAR", "CPU_CLOCKS", "DDR5_CONFIGS", "FLOPS_PER_FMA", "FP3
 # ---- the i9-13900K's clocks
 
 # The all-core turbo in GHz per core group: what every core of the group holds under a sustained
-# all-core load at stock settings, as far as power and cooling allow. gpulab's CPU table
-# (data/cpu_specs.json, specs.CoreGroup) has only base_ghz and turbo_ghz, the two ends of the
-# range; this third clock belongs there, as an "all_core_ghz" per core group.
-#   P-cores 5.5 GHz: "5.5 GHz all P-core turbo", Intel's final 13th-generation specifications as
-#     reported by Wccftech, 2022-09-03,
-#     https://wccftech.com/intel-13-generation-cpus-raptor-lake-final-specifications/
-#   E-cores 4.3 GHz: Intel specifies one turbo clock for the E-cores, "Efficient-core Max Turbo
-#     Frequency 4.30 GHz" (Intel ARK, https://www.intel.com/content/www/us/en/products/sku/
-#     230496/intel-core-i913900k-processor-36m-cache-up-to-5-80-ghz/specifications.html)
-I13900K_ALL_CORE_GHZ = MappingProxyType({"P-cores": 5.5, "E-cores": 4.3})
+# all-core load at stock settings. It is the CPU table's all_core_ghz (data/cpu_specs.json, with
+# its sources); base_ghz and turbo_ghz are only the two ends of the range.
+I13900K_ALL_CORE_GHZ = MappingProxyType({g.name: g.all_core_ghz for g in cpu_13900k().core_groups})
 
 # The three clock settings, in the order the page's table lists them, with what each one means.
 CPU_CLOCKS: Mapping[str, str] = MappingProxyType({

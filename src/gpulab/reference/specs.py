@@ -28,6 +28,7 @@ from gpulab.core.validate import NonNegativeFloat, OneOf, check_value, checked, 
 
 __all__ = [
     "ALLOCATOR_SLACK",
+    "CPU_CLOCK_SETTINGS",
     "APPLE_GPU_SHARE",
     "CUDA_CONTEXT_BYTES",
     "DTYPES",
@@ -328,8 +329,14 @@ class CoreGroup:
     count: int
     fp32_flops_per_cycle: int  # per core: SIMD lanes x FMA units x 2
     base_ghz: float
-    turbo_ghz: float
+    turbo_ghz: float  # the one- or few-core maximum: the top of the range
     why: str  # how the FLOPs per cycle follow from the vector units
+    # The clock with every core of the group busy, where published: the realistic peak's clock.
+    all_core_ghz: float | None = None
+
+
+# The clock settings a CPU peak can be taken at, lowest first.
+CPU_CLOCK_SETTINGS = ("base", "all-core", "turbo")
 
 
 @dataclass(frozen=True)
@@ -352,12 +359,23 @@ class CPUSpec:
         return sum(g.count for g in self.core_groups)
 
     def _clock(self, group: CoreGroup, clock: str) -> float:
-        if clock not in ("base", "turbo"):
-            raise GpulabConfigError(f"clock={clock!r} is not 'base' or 'turbo'")
+        if clock not in CPU_CLOCK_SETTINGS:
+            raise GpulabConfigError(f"clock={clock!r} is not one of {', '.join(CPU_CLOCK_SETTINGS)}",
+                                    "clock")
+        if clock == "all-core":
+            if group.all_core_ghz is None:
+                raise GpulabConfigError(f"clock='all-core': the table has no all-core clock for "
+                                        f"{self.name}'s {group.name}; use 'base' or 'turbo'", "clock")
+            return group.all_core_ghz
         return group.base_ghz if clock == "base" else group.turbo_ghz
 
     def peak_fp32_flops(self, clock: str = "base") -> float:
-        """FP32 peak in FLOP/s: sum over core groups of cores x FLOPs/cycle x clock."""
+        """FP32 peak in FLOP/s: sum over core groups of cores x FLOPs/cycle x clock.
+
+        `clock`: "base" and "turbo" are the two ends of the range (turbo is the one- or
+        few-core maximum, which no all-core load sustains); "all-core" is every core busy at
+        its published all-core turbo, the realistic peak of a parallel kernel.
+        """
         return sum(g.count * g.fp32_flops_per_cycle * self._clock(g, clock) * 1e9
                    for g in self.core_groups)
 
