@@ -2,7 +2,8 @@
 
 Every notebook and lab must have: a title, the Colab set-up cell generated from
 `_config.yml`, a papermill `parameters` cell with `device = "auto"` and `quick = False`,
-a hardware summary, a summary and exercises, standard metadata, and no outputs except in
+a hardware summary, a summary and exercises (each with its checked solution, saved
+collapsed: gpulab.course.exercises), standard metadata, and no outputs except in
 cells tagged `nbval-check-output` (their committed output is the reference). Learner copies
 must match their solutions, and the README's notebook table must list every notebook.
 
@@ -13,6 +14,7 @@ must match their solutions, and the README's notebook table must list every note
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import re
 import sys
@@ -21,7 +23,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpulab.course import labs  # noqa: E402
+from gpulab.course import exercises, labs  # noqa: E402
 from tools.link_tables import (  # noqa: E402
     attendee_problems,
     fix_attendee,
@@ -93,6 +95,13 @@ def problems(path: Path, config: dict, learner: bool = False) -> list[str]:
     for needed in ("Summary", "Exercises"):
         if not re.search(rf"^##+ .*{needed}", headings, re.M):
             found.append(f"has no '## {needed}' section")
+    if learner:
+        if exercises.holds_solution(nb):
+            found.append("holds an exercise's solution (learner copies carry none)")
+    else:
+        found += exercises.problems(nb)
+        if exercises.normalise(copy.deepcopy(nb)):
+            found.append("an exercise's solution is not saved collapsed (run --fix)")
     for i, cell in enumerate(cells):
         if cell["cell_type"] != "code":
             continue
@@ -125,6 +134,7 @@ def fix(path: Path, config: dict) -> bool:
         cells.insert(1 if cells and cells[0]["cell_type"] == "markdown" else 0, colab[0])
     colab[0]["source"] = colab_cell_source(config)
     colab[0]["metadata"]["tags"] = [COLAB_TAG, HIDE_TAG]
+    exercises.normalise(nb)  # solutions saved collapsed in JupyterLab and Colab
     for cell in cells:
         cell.get("metadata", {}).pop("papermill", None)
         cell.get("metadata", {}).pop("execution", None)

@@ -238,6 +238,8 @@ def stage_site(run: RunConfig) -> Path:
     """Lay out a book source tree whose notebooks are the executed copies."""
     import yaml
 
+    from gpulab.course import exercises
+
     src = run.run_dir / "site_src"
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir(parents=True)
@@ -259,7 +261,9 @@ def stage_site(run: RunConfig) -> Path:
             continue
         target = src / notebook.relative_to(ROOT)
         target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy(executed, target)
+        # the notebooks' tagged exercise cells become sphinx-exercise blocks on the site only
+        site_copy = exercises.to_sphinx_exercise(json.loads(executed.read_text(encoding="utf-8")))
+        target.write_text(json.dumps(site_copy, ensure_ascii=False), encoding="utf-8")
     if missing:
         raise SystemExit("not executed successfully in this run's report (execute them first): "
                          + ", ".join(missing))

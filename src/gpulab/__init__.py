@@ -36,9 +36,9 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "bench": ("timing", "measure", "memprobe", "torch_models", "generation", "attention",
               "syncs", "batching", "oom", "quantize", "workloads", "loading", "compiled",
               "triton_support", "launch", "precision", "progress", "quiet", "record"),
-    "ui": ("tables", "plots", "widgets", "calculators", "glue"),
-    "course": ("labs", "slowloop", "slowloop_grading", "slowloop_profile", "textdata",
-               "derivations", "claims_hardware", "claims_models", "factcheck", "figures",
+    "ui": ("tables", "plots", "widgets", "calculators", "glue", "listing", "predict"),
+    "course": ("labs", "slowloop", "training_loops", "slowloop_grading", "slowloop_profile", "textdata",
+               "derivations", "exercises", "claims_hardware", "claims_models", "factcheck", "figures",
                "figures_ch01", "figures_ch02", "figures_ch03", "figures_ch04", "figures_ch05",
                "figures_ch06", "figures_ch07"),
 }

@@ -72,6 +72,18 @@ def _write(path, cells, **meta):
     return path
 
 
+# One exercise with its checked solution, as every notebook ends (gpulab.course.exercises).
+EXERCISE = [
+    {"cell_type": "markdown", "id": "e", "metadata": {"tags": ["exercise"],
+                                                    "gpulab": {"exercise": "ch99-sum"}},
+     "source": "### Exercise 1: a sum\n\nAdd two and two."},
+    {"cell_type": "markdown", "id": "es", "metadata": {"tags": ["exercise-solution"]},
+     "source": "#### Solution"},
+    {"cell_type": "code", "id": "ec", "metadata": {"tags": ["exercise-solution"]}, "outputs": [],
+     "execution_count": None, "source": "assert 2 + 2 == 4"},
+]
+
+
 def test_format_check_finds_and_fix_repairs(tmp_path):
     """A notebook with outputs and no Colab cell is reported, and --fix repairs both."""
     cells = [
@@ -82,6 +94,7 @@ def test_format_check_finds_and_fix_repairs(tmp_path):
          "outputs": [{"output_type": "stream", "name": "stdout", "text": "x"}],
          "source": "from gpulab import hardware\nhardware.detect()"},
         {"cell_type": "markdown", "id": "s", "metadata": {}, "source": "## Summary\n\n## Exercises"},
+        *EXERCISE,
     ]
     path = _write(tmp_path / "n.ipynb", cells, widgets={"x": 1})
     found = nbcheck.problems(path, CONFIG)

@@ -136,3 +136,25 @@ def test_the_site_shows_every_glued_figure_the_resolver_computes(site, page):
     pasted = re.findall(r'<span class="pasted-text">([^<]*)</span>', html)
     expected = [glued_pages.resolve(r) for r in glued_pages.parse(page.read_text(encoding="utf-8"), rel)]
     assert pasted == expected
+
+
+@pytest.mark.parametrize("notebook", pipeline.discover(),
+                         ids=lambda p: str(p.relative_to(pipeline.ROOT)))
+def test_every_exercise_is_a_block_with_a_collapsed_executed_solution(site, notebook):
+    """Each exercise of the notebook is a sphinx-exercise block on its page, labelled, and its
+    solution a collapsed dropdown that holds the solution's executed code cells."""
+    import json
+
+    from gpulab.course import exercises
+
+    nb = json.loads(notebook.read_text(encoding="utf-8"))
+    groups = exercises.exercises(nb)
+    page = (site / notebook.relative_to(pipeline.ROOT)).with_suffix(".html").read_text(encoding="utf-8")
+    assert page.count('class="exercise admonition"') == len(groups)
+    assert page.count('class="solution dropdown admonition"') == len(groups)
+    ids = _parse((site / notebook.relative_to(pipeline.ROOT)).with_suffix(".html")).ids
+    assert {g.label for g in groups} <= ids
+    # the solution's code ran: its cells are on the page with their outputs, inside the dropdown
+    for block in re.findall(r'class="solution dropdown admonition".*?(?=class="exercise admonition"|$)',
+                            page, re.S):
+        assert "tag_exercise-solution" in block

@@ -145,7 +145,7 @@ def test_learner_copy_is_generated_and_kept_in_sync(tmp_path):
     learner = json.loads((labs_dir / "learner" / "01_x_lab.ipynb").read_text())
     stub = learner["cells"][2]
     assert stub["outputs"] == [] and stub["execution_count"] is None
-    assert "exercise" in stub["metadata"]["tags"] and "solution" not in stub["metadata"]["tags"]
+    assert labs.STUB_TAG in stub["metadata"]["tags"] and "solution" not in stub["metadata"]["tags"]
     assert "learner copy" in "".join(learner["cells"][1]["source"])
     assert learner["metadata"]["gpulab"]["learner_copy_of"] == "labs/01_x_lab.ipynb"
     solution = labs_dir / "01_x_lab.ipynb"

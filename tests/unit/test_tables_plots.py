@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import matplotlib
+import pytest
 
 matplotlib.use("Agg")
 
@@ -88,3 +89,37 @@ def test_stacked_counts_and_reference_lines():
     assert [b.get_height() for b in bars] == [2, 0, 1, 3]
     fig = plots.lines_with_reference([0, 1], {"a": [1, 2]}, reference=(1.5, "ref"))
     assert [line.get_label() for line in fig.axes[0].lines] == ["a", "ref"]
+
+
+@pytest.mark.parametrize("spec, value, shown", [
+    (".1f", 3.14159, "3.1"),
+    (",.0f", 1234567.8, "1,234,568"),
+    (".0%", 0.256, "26%"),
+    ("+.1%", -0.0123, "-1.2%"),
+    (".2f x", 1.5, "1.50x"),
+    (".1f GiB", 3 * 2**30, "3.0 GiB"),
+    (".2f MiB", 2**19, "0.50 MiB"),
+    (".1f GB", 24e9, "24.0 GB"),
+    (".2f ms", 0.0042, "4.20 ms"),
+    (".0f us", 3e-5, "30 us"),
+    (".0f GB/s", 1.008e12, "1008 GB/s"),
+    (".1f TFLOP/s", 82.6e12, "82.6 TFLOP/s"),
+    (".2f tokens/s", 12.345, "12.35 tokens/s"),  # not a scaled unit: appended as it is
+    (".2f x|skipped", None, "skipped"),
+    (".1f", None, "-"),
+    (".1f|", None, ""),
+    ("seconds", 0.0042, "4.2 ms"),
+    ("size", 2**30, "1 GiB"),
+    ("yes/no", False, "no"),
+])
+def test_a_format_string_shows_the_value_as_written_by_hand(spec, value, shown):
+    table = Table([{"v": value}], formats={"v": spec})
+    assert str(table).split("\n")[-1].strip() == shown
+    assert f">{shown}</td>" in table._repr_html_()
+
+
+def test_a_bad_format_string_names_its_column():
+    with pytest.raises(ValueError, match=r"formats\['speed'\]"):
+        Table([{"speed": 1.0}], formats={"speed": ".1q"})
+    with pytest.raises(TypeError, match=r"formats\['speed'\]"):
+        Table([{"speed": 1.0}], formats={"speed": 3})

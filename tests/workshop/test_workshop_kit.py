@@ -184,3 +184,22 @@ def test_agenda_timings_match_what_each_notebook_states():
             assert "coming" in row, f"{path.group(1)} does not exist and is not marked coming"
             continue
         assert int(minutes.group(1)) == _stated_minutes(notebook), row
+
+
+def test_the_guide_sets_exercises_by_label_for_every_notebook_of_its_agendas():
+    """Each notebook or lab an agenda names has exercises set by label in the checkpoints
+    table, and every label the guide points to is an exercise of the book."""
+    from gpulab.course import exercises
+    from tools import pipeline
+
+    text = GUIDE.read_text()
+    by_label = {}
+    for path in pipeline.discover():
+        for group in exercises.exercises(json.loads(path.read_text(encoding="utf-8"))):
+            by_label[group.label] = str(path.relative_to(ROOT))
+    # exercise labels: ch00-..., lab05-..., app-... (the guide's own section labels are not)
+    referenced = re.findall(r"\{ref\}`[^`<]*<((?:ch\d\d|lab\d\d|app)-[\w-]+)>`", text)
+    assert referenced and set(referenced) <= set(by_label), set(referenced) - set(by_label)
+    in_agendas = set(re.findall(r"`((?:notebooks|labs)/\w+\.ipynb)`", text))
+    covered = {by_label[label] for label in referenced}
+    assert in_agendas <= covered, in_agendas - covered

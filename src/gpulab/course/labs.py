@@ -3,7 +3,14 @@
 A lab is written once, as its solution. Cells tagged ``solution`` hold the answers, between
 ``### BEGIN SOLUTION`` and ``### END SOLUTION`` lines (a cell without the markers is replaced
 whole). The generator writes the learner copy, in which each solution block becomes a stub
-that raises ``NotImplementedError`` with a hint; a test fails when a copy is out of date.
+that raises ``NotImplementedError`` with a hint, and the end-of-lab exercises keep their
+statements but lose their solutions (``gpulab.course.exercises``); a test fails when a copy is
+out of date.
+
+A cell whose metadata says ``"gpulab": {"source": "module:function"}`` holds that library
+function's source, written by the generator, so the code a lab shows is the code that runs
+(chapter 5's slow loop). A solution cell may say ``"learner_source"`` (and ``"learner_name"``):
+the learner copy then starts from that function's source, renamed, to edit, instead of a stub.
 
     python -m gpulab.labs          # regenerate every learner copy
     python -m gpulab.labs --check  # exit 1 when a copy is out of date
@@ -12,6 +19,8 @@ that raises ``NotImplementedError`` with a hint; a test fails when a copy is out
 from __future__ import annotations
 
 import copy
+import importlib
+import inspect
 import json
 import math
 import sys
@@ -20,8 +29,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gpulab.core.validate import NonNegativeFloat, checked
+from gpulab.course import exercises
 
 SOLUTION_TAG = "solution"
+STUB_TAG = "learner-stub"  # a learner copy's cell that the learner fills in
 REFERENCE_TAG = "nbval-check-output"
 BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
@@ -258,6 +269,30 @@ def stub_source(source: str, cell_hint: str | None = None) -> str:
     return "\n".join(out)
 
 
+def library_source(ref: str, rename: str | None = None) -> str:
+    """The source of a library function named "module:function", optionally renamed."""
+    module, _, name = ref.partition(":")
+    try:
+        fn = getattr(importlib.import_module(module), name)
+    except (ImportError, AttributeError):
+        raise ValueError(f"gpulab.source {ref!r}: no function {name!r} in module {module!r}") from None
+    source = inspect.getsource(fn).rstrip("\n")
+    if rename:
+        source = source.replace(f"def {name}(", f"def {rename}(", 1)
+    return source
+
+
+def refresh_generated(nb: dict) -> bool:
+    """Rewrite every cell that declares a library source from that source; True if any changed."""
+    changed = False
+    for cell in nb.get("cells", []):
+        ref = cell.get("metadata", {}).get("gpulab", {}).get("source")
+        if ref and _source(cell) != library_source(ref):
+            cell["source"] = library_source(ref)
+            changed = True
+    return changed
+
+
 def is_solution_cell(cell: dict) -> bool:
     """True for a code cell tagged as a solution."""
     return cell.get("cell_type") == "code" and SOLUTION_TAG in cell.get("metadata", {}).get("tags", [])
@@ -277,8 +312,14 @@ def make_learner_copy(solution: dict, solution_path: str) -> dict:
                 cell["metadata"]["tags"] = [t for t in tags if t != REFERENCE_TAG]
         if is_solution_cell(cell):
             meta = cell["metadata"]
-            cell["source"] = stub_source(_source(cell), meta.get("hint"))
-            meta["tags"] = [t for t in meta["tags"] if t != SOLUTION_TAG] + ["exercise"]
+            start_from = meta.get("gpulab", {}).get("learner_source")
+            if start_from:  # the learner edits a copy of this function instead of a stub
+                start = library_source(start_from, meta["gpulab"].get("learner_name"))
+                cell["source"] = f"{HINT_PREFIX} {meta.get('hint', DEFAULT_HINT)}\n{start}"
+                meta.pop("gpulab")
+            else:
+                cell["source"] = stub_source(_source(cell), meta.get("hint"))
+            meta["tags"] = [t for t in meta["tags"] if t != SOLUTION_TAG] + [STUB_TAG]
         cells.append(cell)
     if not any(is_solution_cell(c) for c in solution["cells"]):
         raise ValueError(f"{solution_path} has no cell tagged {SOLUTION_TAG!r}; it is not a lab")
@@ -286,6 +327,7 @@ def make_learner_copy(solution: dict, solution_path: str) -> dict:
             "source": LEARNER_NOTE.replace("{solution}", solution_path)}
     # after the title cell, so the page still opens with the lab's title
     learner["cells"] = cells[:1] + [note] + cells[1:]
+    learner = exercises.strip_solutions(learner)  # the exercises stay, their answers go
     learner.setdefault("metadata", {})["gpulab"] = {"learner_copy_of": solution_path}
     return learner
 
@@ -306,10 +348,13 @@ def solutions(labs_dir: Path) -> list[Path]:
 
 
 def write_learner_copies(labs_dir: Path) -> list[Path]:
-    """Regenerate every learner copy; return the ones that changed."""
+    """Refresh the library code in every lab and regenerate every learner copy; return what changed."""
     changed = []
     for solution in solutions(labs_dir):
         nb = json.loads(solution.read_text(encoding="utf-8"))
+        if refresh_generated(nb):  # the library's code changed: the lab shows it as it is
+            solution.write_text(_dump(nb), encoding="utf-8")
+            changed.append(solution)
         text = _dump(make_learner_copy(nb, f"labs/{solution.name}"))
         target = learner_path(solution)
         if not target.exists() or target.read_text(encoding="utf-8") != text:
@@ -320,10 +365,13 @@ def write_learner_copies(labs_dir: Path) -> list[Path]:
 
 
 def out_of_date(labs_dir: Path) -> list[Path]:
-    """Learner copies that are missing or differ from what the generator makes now."""
+    """Labs whose library code cells are stale, and learner copies that are missing or differ
+    from what the generator makes now."""
     stale = []
     for solution in solutions(labs_dir):
         nb = json.loads(solution.read_text(encoding="utf-8"))
+        if refresh_generated(copy.deepcopy(nb)):
+            stale.append(solution)  # a cell no longer holds its library function's source
         target = learner_path(solution)
         want = _dump(make_learner_copy(nb, f"labs/{solution.name}"))
         if not target.exists() or target.read_text(encoding="utf-8") != want:

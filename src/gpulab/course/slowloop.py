@@ -60,7 +60,7 @@ from gpulab.core.validate import (
 from gpulab.reference.formats import AutocastPrecision
 
 __all__ = ["SLOW", "LoopConfig", "LoopResult", "SyntheticImages", "Task", "augment",
-           "build_model", "class_weights", "fixed_config", "recommended_workers", "run_loop",
+           "build_model", "class_weights", "fixed_config", "loader_options", "recommended_workers", "run_loop",
            "sampling_order", "sizes", "usable_cpus", "validate"]
 
 LOADER_TIMEOUT_S = 120.0  # a worker that sends nothing for this long fails the run, not hangs it
@@ -275,14 +275,22 @@ def _loader(dataset: SyntheticImages, order: list[int], config: LoopConfig, devi
     """The DataLoader of a config: micro-batches in the given order, workers if asked."""
     import torch
 
-    kwargs: dict[str, Any] = {"batch_size": config.micro_batch, "sampler": order,
-                              "num_workers": config.num_workers,
-                              "pin_memory": config.pin_memory and device.type == "cuda"}
-    if config.num_workers:
-        # fresh workers per run (nothing outlives it), and a timeout so a dead worker fails CI
-        kwargs.update(timeout=LOADER_TIMEOUT_S, persistent_workers=False,
-                      multiprocessing_context=_mp_context())
-    return torch.utils.data.DataLoader(dataset, **kwargs)
+    return torch.utils.data.DataLoader(
+        dataset, batch_size=config.micro_batch, sampler=order,
+        pin_memory=config.pin_memory and device.type == "cuda",
+        **loader_options(config.num_workers))
+
+
+def loader_options(workers: int) -> dict[str, Any]:
+    """DataLoader arguments for `workers` loader processes (0: load in this process).
+
+    Fresh workers per run (nothing outlives it), started by fork where the OS has it, and a
+    timeout, so that a dead worker fails the run instead of hanging it.
+    """
+    if not workers:
+        return {"num_workers": 0}
+    return {"num_workers": workers, "timeout": LOADER_TIMEOUT_S, "persistent_workers": False,
+            "multiprocessing_context": _mp_context()}
 
 
 def _warm_up(model, task: Task, config: LoopConfig, device) -> None:

@@ -3,7 +3,8 @@
 ``measure`` runs several configurations of ``gpulab.slowloop``'s loop in turn (a, b, a, b...),
 so that drift in the machine's speed hits them all alike, and reports medians;
 ``profile_loop`` runs one under ``torch.profiler`` and returns the share of time in each of the
-loop's labelled phases and the operators that cost most.
+loop's labelled phases and the operators that cost most. ``measure_loops`` and
+``profile_training_loop`` do the same for the plain loops of ``gpulab.training_loops`` (the lab's).
 """
 
 from __future__ import annotations
@@ -16,9 +17,18 @@ from typing import Any
 from gpulab.bench.progress import progress_bar
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import NonNegativeInt, PositiveInt, checked
-from gpulab.course.slowloop import LoopConfig, LoopResult, Task, run_loop, stop_quietly, validate
+from gpulab.course.slowloop import (
+    LoopConfig,
+    LoopResult,
+    Task,
+    run_loop,
+    start_quietly,
+    stop_quietly,
+    validate,
+)
 
-__all__ = ["ProfileReport", "Timed", "measure", "profile_loop"]
+__all__ = ["ProfileReport", "Timed", "TimedLoop", "measure", "measure_loops", "profile_loop",
+           "profile_training_loop"]
 
 
 @dataclass
@@ -105,8 +115,13 @@ def profile_loop(config: LoopConfig, steps: PositiveInt, device: Any = "cpu",
         with contextlib.suppress(Exception):  # stopped already if the error came after the loop
             stop_quietly(prof)
         raise
+    return _report(prof, result.seconds, result.device, on_cuda, top)
+
+
+def _report(prof, seconds: float, device: str, on_cuda: bool, top: int) -> ProfileReport:
+    """The phases and top operators of a finished profile of a run that took `seconds`."""
     events = prof.key_averages()
-    wall_us = result.seconds * 1e6
+    wall_us = seconds * 1e6
     phases = [{"phase": e.key.removeprefix("loop: "), "calls": e.count,
                "seconds": e.cpu_time_total / 1e6, "share": e.cpu_time_total / wall_us}
               for e in events if e.key.startswith("loop: ")]
@@ -122,7 +137,77 @@ def profile_loop(config: LoopConfig, steps: PositiveInt, device: Any = "cpu",
     op_rows = [{"op": _short(e.key), "calls": e.count, "seconds": self_time(e) / 1e6,
                 "share": self_time(e) / wall_us} for e in ops[:top]]
     busy = sum(self_time(e) for e in ops) / wall_us if on_cuda else None
-    return ProfileReport(phases, op_rows, result.seconds, result.device, busy)
+    return ProfileReport(phases, op_rows, seconds, device, busy)
+
+
+@checked
+def profile_training_loop(loop, task: Task, steps: PositiveInt, device: Any = "cpu",
+                          seed: NonNegativeInt = 0, top: PositiveInt = 8) -> ProfileReport:
+    """Run a training loop of gpulab.training_loops's form under torch.profiler, its
+    `run.part(...)` labels on; return its phases' shares and its top operators."""
+    import time
+
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    from gpulab.bench import timing
+    from gpulab.course import training_loops
+
+    device = torch.device(device)
+    on_cuda = device.type == "cuda"
+    activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_cuda else [])
+    run = training_loops.prepare(task, steps, device, seed, profiling=True)
+    training_loops.warm_up(run)
+    prof = profile(activities=activities)
+    start_quietly(prof)
+    try:
+        start = time.perf_counter()
+        loop(run)
+        timing.synchronize(device)
+        seconds = time.perf_counter() - start
+    finally:
+        stop_quietly(prof)
+    return _report(prof, seconds, str(device), on_cuda, top)
+
+
+@dataclass
+class TimedLoop:
+    """Interleaved runs of one training loop: the losses of the first, every run's seconds."""
+
+    label: str
+    losses: tuple[float, ...]
+    runs_s: list[float]
+    samples: int  # samples trained on per run
+
+    @property
+    def seconds(self) -> float:
+        """Median wall time of a run."""
+        return statistics.median(self.runs_s)
+
+    @property
+    def samples_per_s(self) -> float:
+        """Samples per second at the median time."""
+        return self.samples / self.seconds
+
+
+@checked
+def measure_loops(loops: dict, task: Task, steps: PositiveInt, device: Any = "cpu",
+                  repeats: PositiveInt = 3, seed: NonNegativeInt = 0,
+                  progress: bool = True) -> dict[str, TimedLoop]:
+    """Time training loops (label -> loop function) `repeats` times each, interleaved."""
+    from gpulab.course import training_loops
+
+    if not loops:
+        raise GpulabConfigError("loops is empty; give at least one training loop to measure")
+    found: dict[str, TimedLoop] = {}
+    order = [label for _ in range(repeats) for label in loops]
+    for label in progress_bar(order, "training loops", progress):
+        run = training_loops.prepare(task, steps, device, seed)
+        out, seconds = training_loops.run_timed(loops[label], run)
+        if label not in found:
+            found[label] = TimedLoop(label, tuple(float(v) for v in out), [], steps * task.batch)
+        found[label].runs_s.append(seconds)
+    return found
 
 
 def _short(name: str, width: int = 64) -> str:

@@ -278,7 +278,8 @@ class ModelSpec:
 
         MHA/GQA/MQA: 2 (K and V) x layers x n_kv_heads x head_dim. MLA: layers x
         (kv_lora_rank + qk_rope_head_dim), the compressed latent that vLLM and SGLang cache.
-        With ``sliding_window`` set, no more than that many tokens are ever cached.
+        ``sliding_window`` is not applied here or in ``memory.kv_cache_bytes``: the estimates
+        count every token of the sequence, as a cache sized for the whole context does.
         """
         if self.kv_lora_rank is not None:
             return self.n_layers * (self.kv_lora_rank + self.qk_rope_head_dim)

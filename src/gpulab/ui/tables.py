@@ -2,6 +2,17 @@
 
 A computed table is what nbval checks in a reference cell, so both renderings are
 deterministic: the same rows always give the same text.
+
+A column's format is a string, so that a notebook reads ``formats={"share": ".0%"}``:
+
+- a Python format spec, optionally followed by a unit: ``".1f"``, ``",.0f"``, ``"+.1%"``,
+  ``".2f GiB"``. A unit of bytes, seconds or rates scales the value from the base unit
+  (bytes, seconds, per second): ``".1f GiB"`` shows 3 x 2**30 as "3.0 GiB", ``".2f ms"``
+  shows 0.0042 as "4.20 ms". Any other unit is appended as it is (``".2f x"`` gives "1.50x").
+- after a ``|``, the text shown for a missing value (None): ``".2f x|skipped"``, ``".1f|"`` for
+  an empty cell; "-" otherwise.
+- a name: ``"seconds"`` (a readable duration, units.format_seconds), ``"size"`` (binary bytes,
+  units.size_label), ``"yes/no"`` (a truth value).
 """
 
 from __future__ import annotations
@@ -12,6 +23,20 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpulab.core.units import GB, GIB, KIB, MIB, format_seconds, size_label
+
+# Units whose values the rows hold in a base unit (bytes, seconds, per second), and the scale.
+SCALED_UNITS: dict[str, float] = {
+    "KiB": KIB, "MiB": MIB, "GiB": GIB, "TiB": 1024**4,
+    "kB": 1e3, "MB": 1e6, "GB": GB, "TB": 1e12,
+    "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9,
+    "GB/s": 1e9, "TB/s": 1e12, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15,
+}
+NAMED_FORMATS: dict[str, Callable[[Any], str]] = {
+    "seconds": format_seconds,
+    "size": size_label,
+    "yes/no": lambda v: "yes" if v else "no",
+}
 
 def _default_format(value: Any) -> str:
     if value is None:
@@ -28,16 +53,20 @@ class Table:
     rows: Sequence[dict]
     columns: Sequence[str] = ()  # keys of the rows, in display order; default: the first row's
     headers: dict[str, str] = field(default_factory=dict)  # key -> column title
-    formats: dict[str, Callable[[Any], str]] = field(default_factory=dict)  # key -> formatter
+    # key -> format string (see the module's docstring); a callable is accepted from library code
+    formats: dict[str, str | Callable[[Any], str]] = field(default_factory=dict)
     title: str = ""
 
     def __post_init__(self) -> None:
         if not self.columns and self.rows:
             self.columns = list(self.rows[0])
+        # parsed once, so a bad format string fails here, naming its column
+        self._formatters = {c: f if callable(f) else formatter(f, column=c)
+                            for c, f in self.formats.items()}
 
     def _cells(self) -> tuple[list[str], list[list[str]]]:
         heads = [self.headers.get(c, c) for c in self.columns]
-        body = [[self.formats.get(c, _default_format)(row.get(c)) for c in self.columns]
+        body = [[self._formatters.get(c, _default_format)(row.get(c)) for c in self.columns]
                 for row in self.rows]
         return heads, body
 
@@ -65,6 +94,37 @@ class Table:
             f'<td style="{pad};text-align:{"right" if _numeric(c) else "left"}">{html.escape(c)}</td>'
             for c in r) + "</tr>" for r in body)
         return f'<table class="gpulab-table">{caption}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+
+
+def formatter(spec: str, column: str = "") -> Callable[[Any], str]:
+    """The function that shows one value as the format string `spec` says (module docstring)."""
+    if not isinstance(spec, str):
+        raise TypeError(f"formats[{column!r}] is {type(spec).__name__}; give a format string "
+                        "such as '.1f', '.0%' or '.2f GiB'")
+    spec, bar, missing = spec.partition("|")
+    missing = missing if bar else "-"  # ".1f|" leaves a missing value's cell empty
+    if spec in NAMED_FORMATS:
+        named = NAMED_FORMATS[spec]
+        return lambda v: missing if v is None else named(v)
+    number, _, unit = spec.partition(" ")
+    scale = SCALED_UNITS.get(unit, 1.0)
+    suffix = "" if not unit else (unit if unit in ("x", "%") else f" {unit}")
+    try:
+        format(1.5, number)
+    except ValueError:
+        raise ValueError(f"formats[{column!r}]={spec!r}: {number!r} is not a Python format spec; "
+                         f"use one such as '.1f', ',.0f' or '.0%', optionally with a unit "
+                         f"({', '.join(SCALED_UNITS)} scale the value) or one of "
+                         f"{', '.join(NAMED_FORMATS)}") from None
+
+    def show(value: Any) -> str:
+        if value is None:
+            return missing
+        if isinstance(value, str):  # a row may put words where the column has numbers
+            return value
+        return format(value / scale, number) + suffix
+
+    return show
 
 
 _NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d+(e[-+]?\d+)?(%|x)?( [A-Za-z/%]+)?$")

@@ -1,0 +1,163 @@
+"""Chapter 5's lab as plain code: the slow training loop as first written, and the same loop fixed.
+
+The lab's notebook shows ``slow_training_loop`` in an editable cell whose source the lab
+generator copies from here (``gpulab.course.labs``; a test fails when the two differ), and the
+solution cell is ``fixed_training_loop``; the learner copy starts from a copy of the slow loop.
+``benchmarks/slow_loop.py`` times these same two functions, and
+``gpulab.course.slowloop_grading.grade_loop`` grades a learner's loop against them by running it.
+
+A loop receives a ``LoopRun`` (the data, its order, the model, the optimizer, the device and the
+step count, all fixed by the seed) and returns the loss of every optimizer step. Because every
+loop gets the same ``LoopRun``, their losses can be compared step by step: a fix may change the
+rounding, never the training.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+import torch.nn.functional as F
+from torch.utils.data import DataLoader
+
+from gpulab.bench import timing
+from gpulab.bench.precision import autocast, fast_precision, grad_scaler
+from gpulab.core.validate import NonNegativeInt, PositiveInt, checked
+from gpulab.course.slowloop import (
+    SyntheticImages,
+    Task,
+    build_model,
+    class_weights,
+    loader_options,
+    recommended_workers,
+    sampling_order,
+)
+
+__all__ = ["LoopRun", "fixed_training_loop", "prepare", "run_timed", "slow_training_loop"]
+
+
+@dataclass
+class LoopRun:
+    """Everything a training loop needs, made from (task, steps, device, seed) by ``prepare``."""
+
+    task: Task  # batch, model width, learning rate: the training problem
+    steps: int  # optimizer steps to take
+    device: torch.device
+    dataset: SyntheticImages  # map-style: dataset[i] is (image (image_size**2,), label)
+    order: list[int]  # the dataset indices of every step, in order: steps x task.batch of them
+    model: torch.nn.Module  # on `device`, seeded
+    optimizer: torch.optim.Optimizer  # SGD with momentum over the model's parameters
+    part: Callable[[str], contextlib.AbstractContextManager]  # a profiler label, or nothing
+
+
+def _no_label(name: str) -> contextlib.AbstractContextManager:
+    return contextlib.nullcontext()
+
+
+@checked
+def prepare(task: Task, steps: PositiveInt, device: Any = "cpu", seed: NonNegativeInt = 0,
+            profiling: bool = False) -> LoopRun:
+    """A fresh LoopRun: the same data, order and initial weights for every loop given this seed."""
+    device = torch.device(device)
+    model = build_model(task, seed).to(device)
+    optimizer = torch.optim.SGD(model.parameters(), lr=task.lr, momentum=0.9)
+    part = (lambda name: torch.profiler.record_function(f"loop: {name}")) if profiling else _no_label
+    return LoopRun(task, steps, device, SyntheticImages(task, seed), sampling_order(task, steps, seed),
+                   model, optimizer, part)
+
+
+def slow_training_loop(run: LoopRun) -> list[float]:
+    """The training script as first written: a starved loader, tiny micro-batches, per-step work."""
+    task, device, part = run.task, run.device, run.part
+    micro_batch = 4  # written for a small GPU; the optimizer's batch is reached by accumulation
+    loader = DataLoader(run.dataset, batch_size=micro_batch, sampler=run.order)  # augments here
+    batches = iter(loader)
+    losses = []
+    for _ in range(run.steps):
+        step_loss = 0.0
+        for _ in range(task.batch // micro_batch):  # gradient accumulation over micro-batches
+            with part("wait for data"):
+                x, y = next(batches)  # (micro_batch, image_size**2), (micro_batch,)
+            with part("copy to device"):
+                x, y = x.to(device), y.to(device)
+            with part("class weights"):  # the same result at every micro-batch
+                weights = torch.tensor(class_weights(run.dataset.labels, task.classes),
+                                       device=device)
+            with part("forward + backward"):
+                logits = run.model(x)  # (micro_batch, classes)
+                # a sum over samples / the step's batch: the micro-batches add up to the batch
+                loss = F.cross_entropy(logits, y, weight=weights, reduction="sum") / task.batch
+                loss.backward()
+            with part("read the loss (.item)"):
+                step_loss += loss.item()  # the host waits here until the device has finished
+        with part("optimizer step"):
+            run.optimizer.step()
+            run.optimizer.zero_grad()
+        losses.append(step_loss)
+    return losses
+
+
+def fixed_training_loop(run: LoopRun) -> list[float]:
+    """The same training with every problem fixed: the same losses, step by step, sooner."""
+    task, device, part = run.task, run.device, run.part
+    with part("class weights"):  # counted once, before the loop
+        weights = torch.tensor(class_weights(run.dataset.labels, task.classes), device=device)
+    workers = recommended_workers(device)  # processes that augment while the model trains
+    loader = DataLoader(run.dataset, batch_size=task.batch, sampler=run.order,  # whole batches
+                        pin_memory=device.type == "cuda", **loader_options(workers))
+    precision = fast_precision(device)  # autocast where the device has fast 16-bit units
+    scaler = grad_scaler(precision)  # fp16 only: scales the loss so small gradients survive
+    batches = iter(loader)
+    losses = []  # stay on the device: no wait at every step
+    for _ in range(run.steps):
+        with part("wait for data"):
+            x, y = next(batches)  # (batch, image_size**2), (batch,)
+        with part("copy to device"):
+            x = x.to(device, non_blocking=True)  # from page-locked memory on CUDA: no wait
+            y = y.to(device, non_blocking=True)
+        with part("forward + backward"):
+            with autocast(device, precision):
+                logits = run.model(x)  # (batch, classes)
+            loss = F.cross_entropy(logits.float(), y, weight=weights, reduction="sum") / task.batch
+            (scaler.scale(loss) if scaler else loss).backward()
+        with part("optimizer step"):
+            if scaler:
+                scaler.step(run.optimizer)
+                scaler.update()
+            else:
+                run.optimizer.step()
+            run.optimizer.zero_grad(set_to_none=True)
+        losses.append(loss.detach())
+    with part("read the loss (.item)"):
+        return torch.stack(losses).tolist()  # one copy and one wait, after the last step
+
+
+def warm_up(run: LoopRun) -> None:
+    """One forward, backward and step on a copy at each batch size a loop may use, so that
+    one-off start-up costs are no loop's bill (the run itself is left untouched)."""
+    import copy
+
+    spare = copy.deepcopy(run.model)
+    opt = torch.optim.SGD(spare.parameters(), lr=run.task.lr, momentum=0.9)
+    for rows in (4, run.task.batch):
+        x = torch.zeros(rows, run.task.image_size**2, device=run.device)
+        y = torch.zeros(rows, dtype=torch.long, device=run.device)
+        with autocast(run.device, fast_precision(run.device)):
+            logits = spare(x)
+        F.cross_entropy(logits.float(), y).backward()
+        opt.step()
+    timing.synchronize(run.device)
+
+
+def run_timed(loop: Callable[[LoopRun], Any], run: LoopRun) -> tuple[Any, float]:
+    """(what the loop returned, its wall time in seconds, the device synchronised at both ends)."""
+    warm_up(run)
+    timing.synchronize(run.device)
+    start = time.perf_counter()
+    out = loop(run)
+    timing.synchronize(run.device)
+    return out, time.perf_counter() - start

@@ -1,0 +1,112 @@
+"""The notebooks teach by letting the reader predict, read the real code, and read plain
+tables: at least two predict-then-measure moments per chapter notebook, the library's code
+shown where it is the lesson, and no callable formatter in notebook code."""
+
+from __future__ import annotations
+
+import ast
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from tools import pipeline  # noqa: E402
+
+CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+ALL = pipeline.discover()
+# Where a page explains a piece of library code, it shows that code: notebook -> the functions
+# (as written in the `listing.show(...)` call) it must show.
+SHOWN = {
+    "notebooks/01_why_gpus_are_fast.ipynb": {"timing.benchmark"},
+    "notebooks/02_will_it_fit.ipynb": {"memory.weight_bytes", "memory.kv_cache_bytes"},
+    "notebooks/03_inference_vs_training.ipynb": {"perf.decode_tokens_per_s",
+                                                 "perf.decode_bytes_per_step"},
+    "notebooks/04_backends.ipynb": {"attention.naive_attention", "attention.sdpa"},
+    "notebooks/05_pitfalls.ipynb": {"syncs.unsynchronised_seconds"},
+    "labs/01_roofline_lab.ipynb": {"roofline.attainable"},
+}
+PREDICTIONS_PER_CHAPTER = 2
+
+
+def _code_cells(path: Path) -> list[str]:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return ["".join(c["source"]) for c in cells if c["cell_type"] == "code"]
+
+
+def _tree(source: str) -> ast.Module:
+    # IPython magics and shell lines are not Python
+    return ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line
+                               for line in source.splitlines()))
+
+
+def predictions(code_cells: list[str]) -> list[str]:
+    """The variables of predict-then-measure moments: a cell that only sets `my_x = None`,
+    followed by a cell that passes `my_x` to predict.compare."""
+    found = []
+    for before, after in zip(code_cells, code_cells[1:], strict=False):
+        body = list(_tree(before).body)
+        if not (len(body) == 1 and isinstance(body[0], ast.Assign)
+                and isinstance(body[0].value, ast.Constant) and body[0].value.value is None
+                and len(body[0].targets) == 1 and isinstance(body[0].targets[0], ast.Name)):
+            continue
+        name = body[0].targets[0].id
+        for node in ast.walk(_tree(after)):
+            if (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("predict.compare")
+                    and node.args and isinstance(node.args[0], ast.Name)
+                    and node.args[0].id == name):
+                found.append(name)
+    return found
+
+
+def test_the_prediction_detector_needs_the_none_cell_and_the_compare():
+    assert predictions(["my_x = None  # in ms", "t = 3\npredict.compare(my_x, t, 'ms')"]) == ["my_x"]
+    assert predictions(["my_x = 4", "predict.compare(my_x, 3, 'ms')"]) == []
+    assert predictions(["my_x = None", "print(my_x)"]) == []
+
+
+@pytest.mark.parametrize("notebook", CHAPTERS, ids=lambda p: p.name)
+def test_each_chapter_asks_for_predictions_before_it_measures(notebook):
+    assert len(predictions(_code_cells(notebook))) >= PREDICTIONS_PER_CHAPTER
+
+
+def shown_functions(code_cells: list[str]) -> set[str]:
+    """What the notebook's `listing.show(...)` calls display."""
+    out = set()
+    for source in code_cells:
+        for node in ast.walk(_tree(source)):
+            if isinstance(node, ast.Call) and ast.unparse(node.func).endswith("listing.show"):
+                out |= {ast.unparse(a) for a in node.args}
+    return out
+
+
+@pytest.mark.parametrize("notebook, functions", sorted(SHOWN.items()))
+def test_the_library_code_that_is_the_lesson_is_shown_from_its_source(notebook, functions):
+    assert functions <= shown_functions(_code_cells(ROOT / notebook))
+
+
+def formatter_problems(source: str) -> list[str]:
+    """Callable formatters in notebook code: a lambda bound to a name, or a non-string format."""
+    found = []
+    for node in ast.walk(_tree(source)):
+        if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Lambda):
+            found.append(f"a lambda bound to a name: {ast.unparse(node)[:60]}")
+        if isinstance(node, ast.keyword) and node.arg == "formats" and isinstance(node.value, ast.Dict):
+            for key, value in zip(node.value.keys, node.value.values, strict=True):
+                if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
+                    found.append(f"formats[{ast.unparse(key)}] is {ast.unparse(value)[:40]}, "
+                                 "not a format string")
+    return found
+
+
+def test_the_formatter_check_can_fail():
+    assert formatter_problems("mib = lambda v: f'{v}'")
+    assert formatter_problems("Table(rows, formats={'a': units.format_seconds})")
+    assert formatter_problems("Table(rows, formats={'a': '.1f', 'b': '.0%'})") == []
+
+
+@pytest.mark.parametrize("notebook", ALL, ids=lambda p: str(p.relative_to(ROOT)))
+def test_notebook_tables_use_format_strings(notebook):
+    assert [p for src in _code_cells(notebook) for p in formatter_problems(src)] == []
