@@ -30,8 +30,13 @@ def test_cached_and_uncached_greedy_decoding_give_the_same_tokens(model64):
     assert len(set(with_cache.tokens[0].tolist())) > 1  # not a degenerate repetition
 
 
-def test_the_cache_processes_fewer_positions_and_is_faster_at_a_long_prompt():
-    """With the cache a step sees one position per sequence; without it, all of them."""
+def test_the_cache_processes_fewer_positions_at_a_long_prompt():
+    """With the cache a step sees one position per sequence; without it, all of them.
+
+    No time is compared: on this tiny model both loops are launch-bound, and a CPU CI machine
+    under load reorders them (DESIGN.md: no pass/fail on a timing in CPU CI). The speed-up is
+    measured, not asserted, in chapter 3's notebook and lab.
+    """
     model = torch_models.build_model(TINY)
     prompt, new, batch = 256, 8, 2
     cached = generation.measure_decode(model, batch, prompt, new, use_cache=True)
@@ -40,8 +45,7 @@ def test_the_cache_processes_fewer_positions_and_is_faster_at_a_long_prompt():
     # the uncached steps see prompt + 1, prompt + 2, ..., prompt + new positions
     assert uncached.positions == batch * sum(prompt + 1 + i for i in range(new))
     assert uncached.positions > 200 * cached.positions
-    # 250 times the positions: the cached loop is not slower on any machine
-    assert cached.seconds < uncached.seconds
+    assert cached.seconds > 0 and uncached.seconds > 0
     assert cached.tokens_per_s == pytest.approx(batch * new / cached.seconds)
     assert cached.seconds_per_token == pytest.approx(cached.seconds / new)
     assert (cached.batch, cached.new_tokens, cached.use_cache) == (batch, new, True)

@@ -20,20 +20,6 @@ LAB = ROOT / "labs" / "05_fix_slow_training_loop_lab.ipynb"
 TASK, STEPS = slowloop.Task(batch=16, hidden=64, dataset_size=2000, transform_passes=2), 6
 
 
-@pytest.fixture(scope="module")
-def original():
-    """The configurable loop of gpulab.slowloop, run as first written: an independent oracle."""
-    return slowloop.run_loop(slowloop.SLOW, STEPS, "cpu", task=TASK)
-
-
-@pytest.mark.parametrize("loop", [training_loops.slow_training_loop,
-                                  training_loops.fixed_training_loop])
-def test_both_plain_loops_train_as_the_configurable_loop_does(loop, original):
-    losses, seconds = training_loops.run_timed(loop, training_loops.prepare(TASK, STEPS))
-    assert seconds > 0
-    assert losses == pytest.approx(list(original.losses), rel=1e-5)
-
-
 def _fixed_but(step_body):
     """A correct whole-batch loop whose step is `step_body(run, loss, losses)`."""
     def loop(run):

@@ -1,83 +1,23 @@
 """Where a training loop's time goes: interleaved timings and the profiler's view (chapter 5).
 
-``measure`` runs several configurations of ``gpulab.slowloop``'s loop in turn (a, b, a, b...),
-so that drift in the machine's speed hits them all alike, and reports medians;
-``profile_loop`` runs one under ``torch.profiler`` and returns the share of time in each of the
-loop's labelled phases and the operators that cost most. ``measure_loops`` and
-``profile_training_loop`` do the same for the plain loops of ``gpulab.training_loops`` (the lab's).
+``measure_loops`` runs several training loops of ``gpulab.training_loops``'s form in turn
+(a, b, a, b...), so that drift in the machine's speed hits them all alike, and reports medians;
+``profile_training_loop`` runs one under ``torch.profiler`` and returns the share of time in each
+of the loop's labelled parts and the operators that cost most.
 """
 
 from __future__ import annotations
 
-import contextlib
 import statistics
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from gpulab.bench.progress import progress_bar
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import NonNegativeInt, PositiveInt, checked
-from gpulab.course.slowloop import (
-    LoopConfig,
-    LoopResult,
-    Task,
-    run_loop,
-    start_quietly,
-    stop_quietly,
-    validate,
-)
+from gpulab.course.slowloop import Task, start_quietly, stop_quietly
 
-__all__ = ["ProfileReport", "Timed", "TimedLoop", "measure", "measure_loops", "profile_loop",
-           "profile_training_loop"]
-
-
-@dataclass
-class Timed:
-    """Several interleaved runs of one config: the losses of the first, every run's time."""
-
-    label: str
-    config: LoopConfig
-    runs: list[LoopResult]
-
-    @property
-    def losses(self) -> tuple[float, ...]:
-        """Each optimizer step's loss (from the first run; every run trains the same way)."""
-        return self.runs[0].losses
-
-    @property
-    def seconds(self) -> float:
-        """Median wall time of a run."""
-        return statistics.median(r.seconds for r in self.runs)
-
-    @property
-    def samples_per_s(self) -> float:
-        """Samples per second at the median time."""
-        return self.runs[0].samples / self.seconds
-
-    @property
-    def data_share(self) -> float:
-        """Median share of a run spent waiting for data."""
-        return statistics.median(r.data_share for r in self.runs)
-
-
-@checked
-def measure(configs: dict | list, steps: PositiveInt, device: Any = "cpu",
-            repeats: PositiveInt = 3, seed: NonNegativeInt = 0, task: Task | None = None,
-            progress: bool = True) -> dict[str, Timed]:
-    """Run every config `repeats` times, interleaved (a, b, a, b...), so drift hits all alike."""
-    items = list(configs.items()) if isinstance(configs, dict) else list(configs)
-    if not items:
-        raise GpulabConfigError("configs is empty; give at least one LoopConfig to measure")
-    for _, config in items:
-        validate(config, task or Task(), device)
-    # a config listed twice (a fix that changes nothing on this device) is run once
-    shared: dict[LoopConfig, list[LoopResult]] = {config: [] for _, config in items}
-    for config in shared:  # one untimed step each: first-run costs are no config's bill
-        run_loop(config, 1, device, seed, task)
-    runs = [config for _ in range(repeats) for config in shared]
-    for config in progress_bar(runs, "training loops", progress):
-        shared[config].append(run_loop(config, steps, device, seed, task))
-    return {label: Timed(label, config, shared[config]) for label, config in items}
+__all__ = ["ProfileReport", "TimedLoop", "measure_loops", "profile_training_loop"]
 
 
 @dataclass
@@ -94,28 +34,6 @@ class ProfileReport:
     def data_share(self) -> float:
         """Share of the run spent waiting for data."""
         return next((p["share"] for p in self.phases if p["phase"] == "wait for data"), 0.0)
-
-
-@checked
-def profile_loop(config: LoopConfig, steps: PositiveInt, device: Any = "cpu",
-                 seed: NonNegativeInt = 0, task: Task | None = None,
-                 top: PositiveInt = 8) -> ProfileReport:
-    """Run the loop under torch.profiler; return its phases' shares and its top operators."""
-    import torch
-    from torch.profiler import ProfilerActivity, profile
-
-    activities = [ProfilerActivity.CPU]
-    on_cuda = torch.device(device).type == "cuda"
-    if on_cuda:
-        activities.append(ProfilerActivity.CUDA)
-    prof = profile(activities=activities)
-    try:
-        result = run_loop(config, steps, device, seed, task, _profiler=prof)
-    except BaseException:
-        with contextlib.suppress(Exception):  # stopped already if the error came after the loop
-            stop_quietly(prof)
-        raise
-    return _report(prof, result.seconds, result.device, on_cuda, top)
 
 
 def _report(prof, seconds: float, device: str, on_cuda: bool, top: int) -> ProfileReport:
@@ -142,7 +60,8 @@ def _report(prof, seconds: float, device: str, on_cuda: bool, top: int) -> Profi
 
 @checked
 def profile_training_loop(loop, task: Task, steps: PositiveInt, device: Any = "cpu",
-                          seed: NonNegativeInt = 0, top: PositiveInt = 8) -> ProfileReport:
+                          seed: NonNegativeInt = 0, top: PositiveInt = 8,
+                          workers: NonNegativeInt | None = None) -> ProfileReport:
     """Run a training loop of gpulab.training_loops's form under torch.profiler, its
     `run.part(...)` labels on; return its phases' shares and its top operators."""
     import time
@@ -156,7 +75,7 @@ def profile_training_loop(loop, task: Task, steps: PositiveInt, device: Any = "c
     device = torch.device(device)
     on_cuda = device.type == "cuda"
     activities = [ProfilerActivity.CPU] + ([ProfilerActivity.CUDA] if on_cuda else [])
-    run = training_loops.prepare(task, steps, device, seed, profiling=True)
+    run = training_loops.prepare(task, steps, device, seed, profiling=True, workers=workers)
     training_loops.warm_up(run)
     prof = profile(activities=activities)
     start_quietly(prof)
@@ -178,6 +97,7 @@ class TimedLoop:
     losses: tuple[float, ...]
     runs_s: list[float]
     samples: int  # samples trained on per run
+    data_wait_s: list[float] = field(default_factory=list)  # per run: time in "wait for data"
 
     @property
     def seconds(self) -> float:
@@ -189,12 +109,20 @@ class TimedLoop:
         """Samples per second at the median time."""
         return self.samples / self.seconds
 
+    @property
+    def data_share(self) -> float:
+        """Median share of a run spent waiting for data (the loop's "wait for data" part)."""
+        return statistics.median(w / s for w, s in zip(self.data_wait_s, self.runs_s, strict=True))
+
 
 @checked
 def measure_loops(loops: dict, task: Task, steps: PositiveInt, device: Any = "cpu",
                   repeats: PositiveInt = 3, seed: NonNegativeInt = 0,
-                  progress: bool = True) -> dict[str, TimedLoop]:
-    """Time training loops (label -> loop function) `repeats` times each, interleaved."""
+                  progress: bool = True, workers: dict | None = None) -> dict[str, TimedLoop]:
+    """Time training loops (label -> loop function) `repeats` times each, interleaved.
+
+    `workers` (label -> count) sets a loop's loader processes; the machine's rule otherwise.
+    """
     from gpulab.course import training_loops
 
     if not loops:
@@ -202,11 +130,13 @@ def measure_loops(loops: dict, task: Task, steps: PositiveInt, device: Any = "cp
     found: dict[str, TimedLoop] = {}
     order = [label for _ in range(repeats) for label in loops]
     for label in progress_bar(order, "training loops", progress):
-        run = training_loops.prepare(task, steps, device, seed)
+        run = training_loops.prepare(task, steps, device, seed,
+                                     workers=(workers or {}).get(label))
         out, seconds = training_loops.run_timed(loops[label], run)
         if label not in found:
             found[label] = TimedLoop(label, tuple(float(v) for v in out), [], steps * task.batch)
         found[label].runs_s.append(seconds)
+        found[label].data_wait_s.append(run.part_seconds.get("wait for data", 0.0))
     return found
 
 

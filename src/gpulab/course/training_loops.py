@@ -6,8 +6,10 @@ solution cell is ``fixed_training_loop``; the learner copy starts from a copy of
 ``benchmarks/slow_loop.py`` times these same two functions, and
 ``gpulab.course.slowloop_grading.grade_loop`` grades a learner's loop against them by running it.
 
-A loop receives a ``LoopRun`` (the data, its order, the model, the optimizer, the device and the
-step count, all fixed by the seed) and returns the loss of every optimizer step. Because every
+A loop receives a ``LoopRun`` (the data, its order, the model, the optimizer, the device, the
+step count and the loader workers the machine can spare, all fixed by the seed) and returns the
+loss of every optimizer step. ``run.part(name)`` labels a part of the loop: its host time is
+added up (chapter 5 reads the time spent waiting for data) and the profiler shows it. Because every
 loop gets the same ``LoopRun``, their losses can be compared step by step: a fix may change the
 rounding, never the training.
 """
@@ -17,7 +19,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import torch
@@ -51,23 +53,35 @@ class LoopRun:
     order: list[int]  # the dataset indices of every step, in order: steps x task.batch of them
     model: torch.nn.Module  # on `device`, seeded
     optimizer: torch.optim.Optimizer  # SGD with momentum over the model's parameters
-    part: Callable[[str], contextlib.AbstractContextManager]  # a profiler label, or nothing
+    workers: int  # loader processes this machine can spare (slowloop.recommended_workers)
+    profiling: bool = False  # label the parts for torch.profiler as well as timing them
+    part_seconds: dict[str, float] = field(default_factory=dict)  # host time in each part
 
-
-def _no_label(name: str) -> contextlib.AbstractContextManager:
-    return contextlib.nullcontext()
+    @contextlib.contextmanager
+    def part(self, name: str):
+        """A labelled part of the loop: its host time is added up, and the profiler shows it."""
+        label = (torch.profiler.record_function(f"loop: {name}") if self.profiling
+                 else contextlib.nullcontext())
+        start = time.perf_counter()
+        with label:
+            yield
+        self.part_seconds[name] = self.part_seconds.get(name, 0.0) + time.perf_counter() - start
 
 
 @checked
 def prepare(task: Task, steps: PositiveInt, device: Any = "cpu", seed: NonNegativeInt = 0,
-            profiling: bool = False) -> LoopRun:
-    """A fresh LoopRun: the same data, order and initial weights for every loop given this seed."""
+            profiling: bool = False, workers: NonNegativeInt | None = None) -> LoopRun:
+    """A fresh LoopRun: the same data, order and initial weights for every loop given this seed.
+
+    `workers` overrides the loader processes the machine is judged to spare (chapter 5
+    measures a few counts).
+    """
     device = torch.device(device)
     model = build_model(task, seed).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=task.lr, momentum=0.9)
-    part = (lambda name: torch.profiler.record_function(f"loop: {name}")) if profiling else _no_label
+    spare = recommended_workers(device) if workers is None else workers
     return LoopRun(task, steps, device, SyntheticImages(task, seed), sampling_order(task, steps, seed),
-                   model, optimizer, part)
+                   model, optimizer, spare, profiling)
 
 
 def slow_training_loop(run: LoopRun) -> list[float]:
@@ -106,9 +120,9 @@ def fixed_training_loop(run: LoopRun) -> list[float]:
     task, device, part = run.task, run.device, run.part
     with part("class weights"):  # counted once, before the loop
         weights = torch.tensor(class_weights(run.dataset.labels, task.classes), device=device)
-    workers = recommended_workers(device)  # processes that augment while the model trains
-    loader = DataLoader(run.dataset, batch_size=task.batch, sampler=run.order,  # whole batches
-                        pin_memory=device.type == "cuda", **loader_options(workers))
+    # whole batches, augmented by the worker processes the machine can spare while it trains
+    loader = DataLoader(run.dataset, batch_size=task.batch, sampler=run.order,
+                        pin_memory=device.type == "cuda", **loader_options(run.workers))
     precision = fast_precision(device)  # autocast where the device has fast 16-bit units
     scaler = grad_scaler(precision)  # fp16 only: scales the loss so small gradients survive
     batches = iter(loader)

@@ -7,7 +7,7 @@ say which precision weights, gradients and optimizer states are kept in. The rec
 PyTorch loop runs through ``torch.autocast`` are ``AUTOCAST_PRECISIONS``: "fp32" (no
 autocast), "autocast-bf16" and "autocast-fp16". The memory estimator
 (``gpulab.memory``), the measured training steps (``gpulab.generation``) and chapter 5's lab
-(``gpulab.slowloop``) all use these names; ``gpulab.precision.autocast`` runs them.
+(``gpulab.training_loops``) all use these names; ``gpulab.precision.autocast`` runs them.
 """
 
 from __future__ import annotations
