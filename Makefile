@@ -25,7 +25,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 help:
 	@echo "make book      build the course site (every notebook executed, full size); prints where index.html is"
 	@echo "make test      lint, unit tests, every notebook on the CPU (quick), site build and checks"
-	@echo "make lab       open JupyterLab on the course kernel"
+	@echo "make lab       open JupyterLab on the course kernel (ARGS=--allow-root as root in a container)"
 	@echo "make test-gpu  the notebooks on the GPU kernel with device=cuda, plus unit tests marked gpu"
 	@echo "make clean     remove the build folder and the venv"
 
@@ -50,9 +50,11 @@ book: setup widgets-js
 	$(VENV_PYTHON) tools/pipeline.py execute --mode full
 	$(VENV_PYTHON) tools/pipeline.py site --mode full
 
+# ARGS passes options to JupyterLab: `make lab ARGS=--allow-root` in a container run as root.
+ARGS ?=
 lab: setup
 	$(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[dev,lab]"
-	$(VENV)/bin/jupyter lab --notebook-dir=$(CURDIR) --MappingKernelManager.default_kernel_name=gpulab
+	$(VENV)/bin/jupyter lab --notebook-dir=$(CURDIR) --MappingKernelManager.default_kernel_name=gpulab $(ARGS)
 
 lint: setup widgets-js
 	$(VENV_PYTHON) -m ruff check src tests tools benchmarks workshop labs/07_distributed

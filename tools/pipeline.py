@@ -263,12 +263,49 @@ def stage_site(run: RunConfig) -> Path:
         target.parent.mkdir(parents=True, exist_ok=True)
         # the notebooks' tagged exercise cells become sphinx-exercise blocks on the site only
         site_copy = exercises.to_sphinx_exercise(json.loads(executed.read_text(encoding="utf-8")))
+        show_run_parameters(site_copy)
+        if notebook.parent.name == "labs":  # the exercise first: a learner starts there
+            add_exercise_launch(site_copy, notebook, config)
+            learner = src / "labs" / LEARNER_DIR / notebook.name
+            learner.parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy(ROOT / "labs" / LEARNER_DIR / notebook.name, learner)
         target.write_text(json.dumps(site_copy, ensure_ascii=False), encoding="utf-8")
     if missing:
         raise SystemExit("not executed successfully in this run's report (execute them first): "
                          + ", ".join(missing))
     _copy_site_assets(src / SITE_STATIC)
     return src
+
+
+def add_exercise_launch(nb: dict, notebook: Path, config: dict) -> None:
+    """Put the launch of a lab's exercise copy (Colab and download) under the lab's title, on
+    the site only: the page itself is the solution, and a learner starts from the exercise."""
+    from tools.notebook_meta import colab_url
+
+    rel = f"labs/{LEARNER_DIR}/{notebook.name}"
+    text = (f"**Do the lab:** open the exercise, with the parts to write left empty, "
+            f"[in Colab]({colab_url(config, rel)}) or as a "
+            f"{{download}}`notebook to download <{LEARNER_DIR}/{notebook.name}>`. "
+            "This page is the lab's solution, run top to bottom.")
+    cell = {"cell_type": "markdown", "id": "open-the-exercise", "metadata": {}, "source": text}
+    nb["cells"].insert(1, cell)
+
+
+def show_run_parameters(nb: dict) -> None:
+    """One parameters cell on the site: papermill's injected cell is hidden, and the values it
+    set are noted under the notebook's own defaults, so the reader sees both once."""
+    def tags(cell):
+        return cell.setdefault("metadata", {}).setdefault("tags", [])
+
+    injected = [c for c in nb["cells"] if "injected-parameters" in tags(c)]
+    own = [c for c in nb["cells"] if "parameters" in tags(c)]
+    if not injected or not own:
+        return
+    values = [line.strip() for line in "".join(injected[0]["source"]).splitlines()
+              if line.strip() and not line.startswith("#")]
+    tags(injected[0]).append("remove-cell")
+    source = "".join(own[0]["source"]).rstrip("\n")
+    own[0]["source"] = source + "\n# this page was built with: " + "; ".join(values)
 
 
 def _passed_notebooks(run: RunConfig) -> set[str]:

@@ -34,3 +34,31 @@ def test_notebook_within_budget(notebook, run):
         pytest.skip("full-size runs have no time budget")
     assert not result.over_budget, (
         f"{result.notebook} took {result.seconds:.1f} s, over its {run.budget_s:.0f} s budget")
+
+
+# What only a maintainer can act on: a command to run a benchmark, a path inside the source
+# tree, a library's warning. A reader's page says what a GPU would show instead.
+MAINTAINER_TEXT = ("python benchmarks/", "src/gpulab/data", "Warning:", "UserWarning",
+                   "FutureWarning", "DeprecationWarning", "[transformers]")
+
+
+def _output_text(cell: dict) -> str:
+    parts = []
+    for out in cell.get("outputs", []):
+        parts.append("".join(out.get("text", "")))
+        for mime in ("text/plain", "text/markdown", "text/html"):
+            parts.append("".join(out.get("data", {}).get(mime, "")))
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.relative_to(pipeline.ROOT).as_posix())
+def test_no_page_prints_a_maintainer_instruction_or_a_warning(notebook, run):
+    """The executed notebook's outputs hold no benchmark command, source path or warning."""
+    result = execute_once(notebook)
+    assert result.ok
+    import json
+
+    cells = json.loads(pipeline.executed_path(notebook, run).read_text(encoding="utf-8"))["cells"]
+    found = [f"cell {i}: {text!r}" for i, c in enumerate(cells) for text in MAINTAINER_TEXT
+             if text in _output_text(c)]
+    assert found == []

@@ -158,3 +158,45 @@ def test_every_exercise_is_a_block_with_a_collapsed_executed_solution(site, note
     for block in re.findall(r'class="solution dropdown admonition".*?(?=class="exercise admonition"|$)',
                             page, re.S):
         assert "tag_exercise-solution" in block
+
+
+EN_DASH_FLAG = re.compile(r"[\u2013\u2014][a-z][a-z0-9-]+")  # –medvram: a flag whose -- became a dash
+
+
+def test_no_flag_lost_its_double_hyphen(site):
+    """Sphinx's smart quotes turn `--flag` into `–flag`, which no shell accepts; none is left."""
+    found = {}
+    for page in _pages(site):
+        text = re.sub(r"<[^>]+>", "", page.read_text(encoding="utf-8"))
+        hits = EN_DASH_FLAG.findall(text)
+        if hits:
+            found[str(page.relative_to(site))] = sorted(set(hits))[:5]
+    assert found == {}
+
+
+def test_the_flag_check_can_fail():
+    assert EN_DASH_FLAG.findall("python launch.py \u2013medvram") == ["\u2013medvram"]
+    assert EN_DASH_FLAG.findall("pages 3\u20135 and 2024\u20132025") == []
+
+
+@pytest.mark.parametrize("notebook", pipeline.discover(),
+                         ids=lambda p: str(p.relative_to(pipeline.ROOT)))
+def test_a_page_shows_one_parameters_cell_with_the_values_it_ran_with(site, notebook):
+    """papermill's injected cell is hidden; the notebook's own cell names the values used."""
+    page = (site / notebook.relative_to(pipeline.ROOT)).with_suffix(".html").read_text(encoding="utf-8")
+    assert "tag_injected-parameters" not in page
+    assert page.count("tag_parameters") == 1 and "this page was built with" in page
+
+
+@pytest.mark.parametrize("lab", [p for p in pipeline.discover() if p.parent.name == "labs"],
+                         ids=lambda p: p.name)
+def test_a_lab_page_opens_the_exercise_before_the_solution(site, lab):
+    """The page is the solution; the learner's copy is offered first, in Colab and to download."""
+    page = (site / "labs" / lab.with_suffix(".html").name).read_text(encoding="utf-8")
+    exercise = notebook_meta.colab_url(CONFIG, f"labs/learner/{lab.name}")
+    assert exercise in page, "no Colab launch of the exercise copy"
+    download = re.search(r'class="reference download internal" download="" href="([^"]*'
+                         + re.escape(lab.name) + ')"', page)
+    assert download, "no download link of the exercise copy"
+    assert (site / "labs" / download.group(1)).resolve().exists()
+    assert page.index(exercise) < page.index('class="cell docutils container"')

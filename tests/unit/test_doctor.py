@@ -649,3 +649,17 @@ def test_python_m_gpulab_without_command(capsys):
         cli.main([])
     assert exc.value.code == 2
     assert "usage:" in capsys.readouterr().err
+
+
+def test_the_bare_command_names_doctor(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main([])
+    assert exit_.value.code == 2 and "{doctor}" in capsys.readouterr().err
+
+
+def test_an_unknown_doctor_option_shows_doctors_usage(capsys):
+    with pytest.raises(SystemExit) as exit_:
+        cli.main(["doctor", "--bogus"])
+    err = capsys.readouterr().err
+    assert exit_.value.code == 2
+    assert "usage: python -m gpulab doctor" in err and "unrecognized arguments: --bogus" in err

@@ -217,3 +217,28 @@ def test_check_refuses_bad_tolerances_naming_them():
         check(abs, abs, [1.0], rtol=-1)
     with pytest.raises(GpulabConfigError, match="spec=3 is not callable"):
         check(abs, 3, [1.0])
+
+
+def test_a_failed_check_shows_the_learner_one_line_in_jupyter():
+    """labs.check raises CheckFailed, an AssertionError whose IPython rendering is one line
+    plus how to see the traceback, instead of a traceback into gpulab."""
+    def stub(x):
+        raise NotImplementedError("square x")
+    with pytest.raises(labs.CheckFailed) as failed:
+        check(stub, lambda x: x * x, [2])
+    assert isinstance(failed.value, AssertionError)
+    shown = failed.value._render_traceback_()
+    assert len(shown) == 2 and "`stub` is not written yet: square x" in shown[0]
+    assert "%tb" in shown[1]
+
+
+def test_ipython_uses_the_one_line_rendering(capsys):
+    """IPython's shell calls _render_traceback_ when the exception has it (the hook we rely on)."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    result = shell.run_cell("from gpulab import labs\nlabs.check(lambda x: 0, lambda x: x, [1])")
+    assert isinstance(result.error_in_exec, labs.CheckFailed)
+    shown = capsys.readouterr().out
+    assert "Check failed:" in shown and "disagrees with the spec" in shown
+    assert "Traceback" not in shown and "labs.py" not in shown

@@ -113,3 +113,12 @@ def test_the_allocator_is_a_second_instrument():
 
     by_tracker = memprobe.peak_bytes(forward, "cpu", model)
     assert memprobe.allocator_peak_bytes(forward, "cpu", model) == pytest.approx(by_tracker, rel=0.01)
+
+
+def test_a_checkpointed_training_step_prints_no_transformers_warning(capfd):
+    """The step asks for no KV cache, so transformers has nothing to warn about (chapter 5's
+    page used to show its use_cache warning)."""
+    memprobe.measure_training(torch_models.build_model(TINY), batch=1, seq_len=16,
+                              activation_checkpointing=True)
+    out, err = capfd.readouterr()
+    assert "use_cache" not in out + err

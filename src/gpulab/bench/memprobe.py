@@ -123,7 +123,9 @@ def measure_training(model, batch: int, seq_len: int, optimizer: str = "adamw",
     sizes = {}
 
     def step():
-        loss = model(input_ids=ids, labels=ids).loss
+        # a training step caches no keys and values: saying so spares transformers' warning
+        # that use_cache is incompatible with checkpointing (it would switch it off itself)
+        loss = model(input_ids=ids, labels=ids, use_cache=False).loss
         loss.backward()
         sizes["gradients"] = tensor_bytes(p.grad for p in model.parameters())
         opt.step()

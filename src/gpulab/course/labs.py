@@ -50,6 +50,20 @@ LEARNER_NOTE = (
 # ---------------------------------------------------------------- checks
 
 
+class CheckFailed(AssertionError):
+    """A lab check that failed, or a part not written yet.
+
+    Jupyter shows it as one clear line (IPython's ``_render_traceback_`` hook) instead of a
+    traceback into gpulab, which says nothing the message does not; ``%tb`` in the next cell
+    shows the full traceback. Elsewhere it is a plain AssertionError.
+    """
+
+    def _render_traceback_(self) -> list[str]:
+        return [f"\x1b[31mCheck failed:\x1b[0m {self}",
+                "(the full traceback: run %tb in the next cell)"]
+
+
+
 @dataclass
 class CheckResult:
     """What a passed check saw: how many cases, and the largest error among them."""
@@ -196,7 +210,7 @@ def check(
             got = fn(*args, **kwargs)
         except NotImplementedError as exc:
             hint = str(exc) or DEFAULT_HINT
-            raise AssertionError(f"`{name}` is not written yet: {hint}") from None
+            raise CheckFailed(f"`{name}` is not written yet: {hint}") from None
         detail, score, err = _compare(got, expected, rtol, atol)
         max_err = max(max_err, err)
         if detail:
@@ -205,7 +219,7 @@ def check(
         raise ValueError("cases is empty; give at least one case to check")
     if mismatches:
         worst = max(mismatches, key=lambda m: m.score)
-        raise AssertionError(
+        raise CheckFailed(
             f"`{name}` disagrees with the spec on {len(mismatches)} of {n} cases. "
             f"Worst: case {worst.case} {worst.args}: {worst.detail}"
         )

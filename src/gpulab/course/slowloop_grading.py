@@ -122,7 +122,7 @@ class LoopGrade:
         """Raise AssertionError naming each failed check and why; nothing when all passed."""
         bad = [f"{c['check']}: {c['detail']}." for c in self.checks if not c["passed"]]
         if bad:
-            raise AssertionError(f"`{self.name}` failed {len(bad)} check(s). " + " ".join(bad))
+            raise labs.CheckFailed(f"`{self.name}` failed {len(bad)} check(s). " + " ".join(bad))
 
     def table(self):
         """The checks as a Table, with the times below them."""
@@ -199,7 +199,7 @@ def grade_loop(loop, task: Task | None = None, steps: int = 8, device: Any = "cp
             with counter:
                 out = loop(run)
         except NotImplementedError as exc:
-            raise AssertionError(f"`{name}` is not written yet: {exc or labs.DEFAULT_HINT}") from None
+            raise labs.CheckFailed(f"`{name}` is not written yet: {exc or labs.DEFAULT_HINT}") from None
         finally:
             if cuda:
                 torch.cuda.set_sync_debug_mode(0)
