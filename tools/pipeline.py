@@ -17,6 +17,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import platform
 import shutil
 import subprocess
 import sys
@@ -200,9 +201,44 @@ def write_report(results: list[NotebookResult], run: RunConfig) -> Path:
     for result in results:
         rows[result.notebook] = asdict(result) | {"over_budget": result.over_budget}
     report = {"mode": run.mode, "kernel": run.kernel, "device": run.device,
-              "budget_s": run.budget_s, "notebooks": sorted(rows.values(), key=lambda r: r["notebook"])}
+              "budget_s": run.budget_s, "machine": machine_description(run),
+              "notebooks": sorted(rows.values(), key=lambda r: r["notebook"])}
     path.write_text(json.dumps(report, indent=2) + "\n")
     return path
+
+
+def machine_description(run: RunConfig) -> str:
+    """The machine a run's times were measured on, in words: CPU model and cores, and the GPUs."""
+    from gpulab.machine.host import read_cpuinfo
+
+    model = read_cpuinfo()[0] or (platform.processor() or platform.machine())
+    gpus = "GPUs hidden" if run.kernel == "gpulab-cpu" else f"device {run.device}"
+    return f"{model}, {os.cpu_count()} CPU threads, {gpus}"
+
+
+def machine_times(run: RunConfig) -> dict[str, str]:
+    """Each notebook's machine time in the run's report, in words, by notebook path."""
+    path = report_path(run)
+    if not path.exists():
+        return {}
+    report = json.loads(path.read_text())
+    return {r["notebook"]: f"{r['seconds']:.0f} s" for r in report["notebooks"] if r["ok"]}
+
+
+def time_key(notebook: str) -> str:
+    """The MyST substitution that holds a notebook's machine time: notebooks/02_x -> time_nb_02_x."""
+    folder, name = notebook.rsplit("/", 1)
+    prefix = {"notebooks": "nb", "labs": "lab"}.get(folder, folder.replace("/", "_"))
+    return f"time_{prefix}_{name.removesuffix('.ipynb')}"
+
+
+def add_machine_time(nb: dict, seconds_text: str, machine: str, mode: str) -> None:
+    """Say under a notebook's title how long the build machine took to run it, apart from the
+    reading time its title states (the site only; the figure is the timing report's)."""
+    title = nb["cells"][0]
+    text = "".join(title["source"]).rstrip("\n")
+    title["source"] = (f"{text}\n\n**Machine time:** {seconds_text} to run every cell on the "
+                       f"machine that built this site ({machine}; {mode} mode).")
 
 
 def format_table(rows: list[dict]) -> str:
@@ -251,7 +287,13 @@ def stage_site(run: RunConfig) -> Path:
     extensions = config.get("sphinx", {}).get("local_extensions") or {}
     for name, path in extensions.items():
         extensions[name] = str(ROOT / path)
-    (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False))
+    # each notebook's machine time from this run's timing report, for the pages that quote it
+    times = machine_times(run)
+    machine = json.loads(report_path(run).read_text()).get("machine", "") if times else ""
+    subs = config.setdefault("parse", {}).setdefault("myst_substitutions", {})
+    subs.update({time_key(nb): t for nb, t in times.items()})
+    subs["time_machine"] = machine or "the build machine"
+    (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     missing = []
     passed = _passed_notebooks(run)
     for notebook in discover():
@@ -264,6 +306,9 @@ def stage_site(run: RunConfig) -> Path:
         # the notebooks' tagged exercise cells become sphinx-exercise blocks on the site only
         site_copy = exercises.to_sphinx_exercise(json.loads(executed.read_text(encoding="utf-8")))
         show_run_parameters(site_copy)
+        rel = str(notebook.relative_to(ROOT))
+        if rel in times:
+            add_machine_time(site_copy, times[rel], machine, run.mode)
         if notebook.parent.name == "labs":  # the exercise first: a learner starts there
             add_exercise_launch(site_copy, notebook, config)
             learner = src / "labs" / LEARNER_DIR / notebook.name

@@ -186,11 +186,11 @@ test("cost calculator: seeded inputs give what gpulab.cost computes in CPython",
 
 test("bad input shows an error naming the field, and clears when corrected", () => {
   assert.ok(expected.bad.length >= 10);
-  for (const { kind, inputs, field, text_box: textBox } of expected.bad) {
+  for (const { kind, inputs, field, label, text_box: textBox } of expected.bad) {
     const root = kind === "memory" ? MEMORY : COST;
     setInputs(page, root, inputs, textBox ? [field] : []);
     const message = out(page, root, "error").text;
-    assert.ok(message.includes(field), `${field}: ${message}`);
+    assert.ok(message.includes(label), `${field} (${label}): ${message}`);
     assert.equal(page.querySelector(root).getAttribute("data-error"), field, message);
     setInputs(page, root, expected[kind].defaults);
     if (textBox) {

@@ -19,7 +19,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
-from gpulab import calculators  # noqa: E402
+from gpulab import calculator, calculators  # noqa: E402
 from gpulab.core.errors import GpulabConfigError  # noqa: E402
 from tests.js import samples  # noqa: E402
 
@@ -68,6 +68,8 @@ def bad_cases() -> list[dict]:
     defaults = {"memory": MEMORY_DEFAULTS, "cost": cost_defaults()}
     out += [{"kind": kind, "inputs": defaults[kind] | {f: t}, "field": f, "text_box": True}
             for kind, f, t in samples.BAD_TEXT_ONLY]
+    for case in out:  # the message names the input as the page labels it
+        case["label"] = calculator.LABELS[case["kind"]][case["field"]]
     return out
 
 

@@ -15,7 +15,7 @@ import re
 
 import pytest
 
-from gpulab import calculators
+from gpulab import calculator, calculators
 from gpulab.core.errors import GpulabConfigError
 from tests.js import samples
 from tests.site.conftest import open_offline
@@ -142,7 +142,7 @@ def test_memory_calculator_refuses_what_gpulab_refuses(page, field, text):
     _set(page, MEMORY, MEMORY_DEFAULTS)
     page.fill(f'{MEMORY} [data-in="{field}"]', text)
     message = _out(page, MEMORY, "error")[1]
-    assert field in message, message
+    assert calculator.LABELS["memory"][field] in message, message
     assert page.get_attribute(MEMORY, "data-error") == field
     _set(page, MEMORY, MEMORY_DEFAULTS)
     assert _out(page, MEMORY, "error")[1] == ""
@@ -195,7 +195,7 @@ def test_cost_calculator_refuses_what_gpulab_refuses(page, field, text):
     _set(page, COST, calculators.COST_DEFAULTS)
     page.fill(f'{COST} [data-in="{field}"]', text)
     message = _out(page, COST, "error")[1]
-    assert field in message, message
+    assert calculator.LABELS["cost"][field] in message, message
     assert page.get_attribute(COST, "data-error") == field
     _set(page, COST, calculators.COST_DEFAULTS)
     assert _out(page, COST, "error")[1] == ""

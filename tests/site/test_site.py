@@ -200,3 +200,21 @@ def test_a_lab_page_opens_the_exercise_before_the_solution(site, lab):
     assert download, "no download link of the exercise copy"
     assert (site / "labs" / download.group(1)).resolve().exists()
     assert page.index(exercise) < page.index('class="cell docutils container"')
+
+
+def test_machine_times_come_from_the_timing_report(site):
+    """Each notebook page states its machine time apart from its reading time, and the
+    instructor guide's agendas show the same figures: both read the build's timing report."""
+    run = pipeline.RunConfig.from_env(mode="quick")
+    times = pipeline.machine_times(run)
+    assert set(times) == {str(p.relative_to(pipeline.ROOT)) for p in pipeline.discover()}
+    for notebook, shown in times.items():
+        page = (site / notebook).with_suffix(".html").read_text(encoding="utf-8")
+        assert re.search(r"Machine time:</strong> " + re.escape(shown) + r" to run every cell", page)
+    guide = re.sub(r"<[^>]+>", "", (site / "book" / "workshop" / "instructor_guide.html")
+                   .read_text(encoding="utf-8"))
+    assert "{{" not in guide
+    rows = re.findall(r"((?:notebooks|labs)/\w+\.ipynb)\s*\d+ min\s*(\d+ s)", guide)
+    assert len(rows) >= 20  # every agenda row that names a notebook
+    assert [(nb, t) for nb, t in rows if times[nb] != t] == []
+    assert pipeline.time_key("notebooks/02_will_it_fit.ipynb") == "time_nb_02_will_it_fit"

@@ -169,3 +169,34 @@ def test_sections_follow_the_article_and_are_validated(claims):
         factcheck.validate(data)
     with pytest.raises(GpulabConfigError, match="seed_file"):
         factcheck.by_section(claims, "x.txt")
+
+
+def test_the_intro_and_the_appendix_credit_both_articles_as_the_registry_does():
+    """The intro names each article by its title, in Chinese and English, and its author where
+    the article gives one; the appendix renders the same credit from the registry."""
+    import json
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    intro = " ".join((root / "book" / "intro.md").read_text(encoding="utf-8").split())
+    for seed_file, article in factcheck.ARTICLES.items():
+        assert article["title"] in intro and article["title_en"] in intro
+        assert article["author"] is None or article["author"] in intro
+        assert article["title"] in factcheck.attribution(seed_file)
+    cells = json.loads((root / "book" / "appendix" / "fact_check.ipynb").read_text(encoding="utf-8"))
+    assert any("factcheck.attribution(" in "".join(c["source"]) for c in cells["cells"])
+    with pytest.raises(GpulabConfigError, match="seed_file"):
+        factcheck.attribution("001.txt")
+
+
+def test_no_page_calls_an_article_by_its_file_number():
+    """Readers know the articles by title ("the hardware guide"), not as "seed 003"."""
+    import re
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    jargon = re.compile(r"\bseed (000|003)\b", re.IGNORECASE)
+    texts = {p: p.read_text(encoding="utf-8") for p in [*(root / "book").rglob("*.md"),
+                                                          *(root / "notebooks").glob("*.ipynb"),
+                                                          *(root / "labs").glob("*.ipynb")]}
+    assert [str(p.relative_to(root)) for p, t in texts.items() if jargon.search(t)] == []

@@ -115,3 +115,12 @@ def test_operators_per_decode_step_grow_with_the_layers():
     per_layer = (four - two) / 2
     assert per_layer > 10 and per_layer == int(per_layer)
     assert two - 2 * per_layer > 0  # embedding, final norm, head and argmax run once
+
+
+@pytest.mark.parametrize("flags, native", [(set(), False), ({"avx2", "avx512f"}, False),
+                                           ({"avx512_bf16"}, True), ({"amx_bf16"}, True)])
+def test_bf16_is_native_on_a_cpu_only_with_avx512_bf16_or_amx(flags, native):
+    """A CPU without those units emulates bf16, so the labs do not train in it there."""
+    from gpulab.bench import precision
+
+    assert precision.native_bf16("cpu", flags) is native

@@ -110,3 +110,23 @@ def test_the_formatter_check_can_fail():
 @pytest.mark.parametrize("notebook", ALL, ids=lambda p: str(p.relative_to(ROOT)))
 def test_notebook_tables_use_format_strings(notebook):
     assert [p for src in _code_cells(notebook) for p in formatter_problems(src)] == []
+
+
+def test_no_two_pages_of_the_book_share_a_title():
+    """The sidebar lists pages by title: two with the same title read as one page twice."""
+    import yaml
+
+    from tools.notebook_meta import title_of
+
+    toc = yaml.safe_load((ROOT / "_toc.yml").read_text())
+    files = [toc["root"]] + [ch["file"] for part in toc["parts"] for ch in part["chapters"]]
+    titles = {}
+    for name in files:
+        md, nb = ROOT / f"{name}.md", ROOT / f"{name}.ipynb"
+        if md.exists():
+            title = next(line for line in md.read_text(encoding="utf-8").splitlines()
+                         if line.startswith("# "))[2:]
+        else:
+            title = title_of(json.loads(nb.read_text(encoding="utf-8")))
+        titles.setdefault(title.strip(), []).append(name)
+    assert {t: n for t, n in titles.items() if len(n) > 1} == {}

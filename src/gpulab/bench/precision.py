@@ -15,7 +15,13 @@ from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import checked
 from gpulab.reference.formats import AutocastPrecision
 
-__all__ = ["autocast", "check_runs_on", "fast_precision", "grad_scaler", "needs_grad_scaler"]
+__all__ = ["autocast", "check_runs_on", "fast_precision", "grad_scaler", "native_bf16",
+           "needs_grad_scaler"]
+
+# CPU flags (Linux /proc/cpuinfo) of units that compute in bf16 natively: AVX-512 BF16 converts
+# and multiplies bf16 pairs, AMX runs bf16 tiles. Without them PyTorch emulates each bf16 product
+# in fp32 arithmetic plus conversions, slower than fp32 itself.
+CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
 @checked
@@ -64,3 +70,24 @@ def fast_precision(device: Any) -> str:
         return "fp32"
     return "autocast-bf16" if torch.cuda.is_bf16_supported(including_emulation=False) \
         else "autocast-fp16"
+
+
+def native_bf16(device: Any, cpu_flags: set[str] | None = None) -> bool:
+    """Whether `device` computes bf16 products in hardware (not emulated).
+
+    CUDA: compute capability 8.0 or newer (torch's check without emulation). CPU: the
+    AVX-512 BF16 or AMX flags (`cpu_flags`, read from /proc/cpuinfo by default; unknown
+    flags count as no). Apple MPS: True (its GPUs run bf16 from macOS 14).
+    """
+    import torch
+
+    device = torch.device(device)
+    if device.type == "cuda":
+        return torch.cuda.is_bf16_supported(including_emulation=False)
+    if device.type == "cpu":
+        if cpu_flags is None:
+            from gpulab.machine.host import read_cpu_flags
+
+            cpu_flags = read_cpu_flags() or set()
+        return any(flag in cpu_flags for flag in CPU_BF16_FLAGS)
+    return device.type == "mps"

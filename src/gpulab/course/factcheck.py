@@ -49,7 +49,8 @@ from gpulab.course import claims_hardware, claims_models  # noqa: F401 - they fi
 from gpulab.course.derivations import REGISTRY, Computed, compute
 from gpulab.ui.tables import Table
 
-__all__ = ["CHAPTERS", "REGISTRY", "RUBRIC", "RUBRIC_CLAUSES", "SECTIONS", "SEED_FILES",
+__all__ = ["ARTICLES", "CHAPTERS", "REGISTRY", "RUBRIC", "RUBRIC_CLAUSES", "SECTIONS", "SEED_FILES",
+           "attribution",
            "TEMPLATE_FIELDS", "VERDICTS", "Claim", "Computed", "by_chapter", "by_section",
            "check_all", "compute", "counts", "load", "markdown", "placeholders", "rendered",
            "rubric_markdown", "table", "validate", "verdicts_by_chapter"]
@@ -77,6 +78,19 @@ _WHY_MAX_CHARS = 300  # rubric_why is one short sentence
 # 0 is the set-up page (book/setup.md); 1-7 are the chapters.
 CHAPTERS = tuple(range(8))
 SEED_FILES = ("000_d7744990b21f3d09.txt", "003_660cd49f24af1ba6.txt")
+# The two articles, as the copies the course keeps give them: the original title, its English
+# rendering, the author where the article names one. Neither copy says where it was published.
+ARTICLES = {
+    SEED_FILES[0]: {"short": "the GPU tutorial",
+                    "title": "AI工具GPU加速？2026最新完整教程与实操指南",
+                    "title_en": "GPU acceleration for AI tools? The complete 2026 tutorial and guide",
+                    "author": None},
+    SEED_FILES[1]: {"short": "the hardware guide",
+                    "title": "GPU，本地大模型训练 / 推理硬件完整选型指南",
+                    "title_en": "GPUs: a complete guide to choosing hardware for training and "
+                                "running large models locally",
+                    "author": "接好运鸭"},
+}
 # Each article's sections, in the article's order (the appendix groups claims by them).
 SECTIONS = {
     SEED_FILES[0]: (
@@ -377,3 +391,14 @@ def markdown(claims: Iterable[Claim], results: Mapping[int, Computed] | None = N
             lines.append(f"- **Why not checkable:** {_md_escape(text['reason'])}")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
+
+
+def attribution(seed_file: str) -> str:
+    """One line crediting an article: its title, in Chinese and English, its author, its source."""
+    if seed_file not in ARTICLES:
+        raise GpulabConfigError(f"seed_file={seed_file!r} is not one of {', '.join(SEED_FILES)}",
+                                "seed_file")
+    a = ARTICLES[seed_file]
+    author = f"by {a['author']}" if a["author"] else "whose author the article does not name"
+    return (f"“{a['title']}” (“{a['title_en']}”), {author}; the copy the course keeps does not "
+            "say where it was published")

@@ -27,7 +27,7 @@ from gpulab.reference import models, specs
 from gpulab.reference.formats import KVFormat, TrainingPrecision, WeightFormatName
 from gpulab.reference.modelspec import ModelSpec
 
-__all__ = ["CHART", "COST_FIELDS", "KINDS", "MEMORY_FIELDS", "PASTE", "cost_outputs",
+__all__ = ["CHART", "COST_FIELDS", "KINDS", "LABELS", "MEMORY_FIELDS", "PASTE", "cost_outputs",
            "display_number", "estimate_for", "fit_verdicts", "memory_outputs", "page_outputs",
            "page_outputs_json"]
 
@@ -84,6 +84,17 @@ COST_FIELDS = {"hardware_price": float, "power_load_w": float, "power_idle_w": f
                "years": float, "price_per_hour": float, "monthly_fee": float,
                "tokens_per_s": float, "currency": str}
 _FIELDS = {"memory": MEMORY_FIELDS, "cost": COST_FIELDS}
+# What the page calls each input: an error names the label the reader sees, not the field.
+LABELS = {
+    "memory": {"model": "model", "weights": "weights", "kv_cache": "KV cache",
+               "context": "context (tokens per user)", "users": "concurrent users", "gpu": "GPU"},
+    "cost": {"hardware_price": "hardware price", "power_load_w": "power at load (W)",
+             "power_idle_w": "power when idle (W)", "electricity_per_kwh": "electricity per kWh",
+             "hours_per_day": "hours on per day", "utilisation": "share of those hours computing",
+             "years": "years of use", "price_per_hour": "cloud price per hour",
+             "monthly_fee": "cloud monthly fee", "tokens_per_s": "tokens/s (yours, same on both)",
+             "currency": "currency"},
+}
 # The cost chart's SVG box: width, height, left and bottom margins, in pixels.
 CHART = {"width": 420, "height": 180, "left": 60, "bottom": 24}
 
@@ -217,6 +228,9 @@ _OUTPUTS = {"memory": memory_outputs, "cost": cost_outputs}
 def page_outputs(kind: Kind, inputs: Mapping[str, str]) -> dict:
     """What a static calculator shows for its inputs' text: {"error", "field", "outputs"}.
 
+    "error" is worded as the page labels its inputs; "library_error" is the same error naming the
+    field, for a caller in Python (a notebook building the calculator with bad defaults).
+
     `inputs` must hold every field of the calculator (MEMORY_FIELDS or COST_FIELDS) as text;
     a missing or unknown one is the page's mistake and raises. A value the reader typed wrong
     is not: it gives the error message (naming the field) as the "error" output.
@@ -236,9 +250,21 @@ def page_outputs(kind: Kind, inputs: Mapping[str, str]) -> dict:
         with boundary():  # the reader's typed values: checked as the reader's
             outputs = _OUTPUTS[kind](**args)
     except GpulabConfigError as err:
-        return {"error": str(err), "field": err.field,
-                "outputs": {"error": {"value": str(err), "text": str(err)}}}
-    return {"error": "", "field": None, "outputs": outputs}
+        message = _in_the_pages_words(str(err), err.field, LABELS[kind])
+        return {"error": message, "field": err.field, "library_error": str(err),
+                "outputs": {"error": {"value": message, "text": message}}}
+    return {"error": "", "field": None, "library_error": "", "outputs": outputs}
+
+
+def _in_the_pages_words(message: str, field: str | None, labels: Mapping[str, str]) -> str:
+    """The message with the field's name replaced by the label the reader sees on the page."""
+    if field not in labels:
+        return message
+    label = labels[field]
+    for name in (f"{field}=", f"{field}:"):  # "users='2.5' must be..." -> "concurrent users: '2.5' must be..."
+        if message.startswith(name):
+            return f"{label}: {message[len(name):].lstrip()}"
+    return message.replace(field, label)
 
 
 @checked

@@ -116,18 +116,20 @@ def memory_expected(model: str, weights: str, context: int, users: int, gpu: str
 # (key, label, default) of each cost input; the defaults are the GPU tutorial's example (seed
 # 000): a 15,000 CNY RTX 4090 build at 350 W, 10 h a day, 0.6 CNY/kWh, against renting a 4090
 # on AutoDL at 2.8 CNY/h. tokens/s is the reader's own rate (none is assumed by the library).
-COST_INPUTS = (
-    ("hardware_price", "hardware price", 15000.0),
-    ("power_load_w", "power at load (W)", 350.0),
-    ("power_idle_w", "power when idle (W)", 0.0),
-    ("electricity_per_kwh", "electricity per kWh", 0.6),
-    ("hours_per_day", "hours on per day", 10.0),
-    ("utilisation", "share of those hours computing", 1.0),
-    ("years", "years of use", 3.0),
-    ("price_per_hour", "cloud price per hour", 2.8),
-    ("monthly_fee", "cloud monthly fee", 0.0),
-    ("tokens_per_s", "tokens/s (yours, same on both)", 50.0),
-)
+_MEMORY_LABEL = calculator.LABELS["memory"]
+_COST_LABEL = calculator.LABELS["cost"]  # one wording for the input and its error messages
+COST_INPUTS = tuple((key, _COST_LABEL[key], default) for key, default in (
+    ("hardware_price", 15000.0),
+    ("power_load_w", 350.0),
+    ("power_idle_w", 0.0),
+    ("electricity_per_kwh", 0.6),
+    ("hours_per_day", 10.0),
+    ("utilisation", 1.0),
+    ("years", 3.0),
+    ("price_per_hour", 2.8),
+    ("monthly_fee", 0.0),
+    ("tokens_per_s", 50.0),
+))
 COST_DEFAULTS = {key: default for key, _, default in COST_INPUTS}
 _SETUP_FIELDS = ("hardware_price", "power_load_w", "electricity_per_kwh", "hours_per_day",
                  "power_idle_w", "utilisation", "years")
@@ -183,8 +185,8 @@ def _as_text(value: object) -> str:
 def _page(kind: str, texts: dict[str, str]) -> dict[str, dict]:
     """The outputs of the defaults, by the page's own function; raises naming a bad default."""
     result = calculator.page_outputs(kind, texts)
-    if result["error"]:
-        raise GpulabConfigError(result["error"], result["field"])
+    if result["error"]:  # the notebook's bad default: named as its keyword argument
+        raise GpulabConfigError(result["library_error"], result["field"])
     return result["outputs"]
 
 
@@ -250,12 +252,12 @@ def memory_calculator_html(uid: str = "gpulab-memory-calculator", model: str = "
     texts = {key: _as_text(value) for key, value in values.items()}
     outputs = _page("memory", texts)
     controls = "".join([
-        _select("model", models.names(), texts["model"], "model"),
-        _select("weights", list(formats.WEIGHT_FORMATS), texts["weights"], "weights"),
-        _select("kv_cache", list(formats.KV_FORMATS), texts["kv_cache"], "KV cache"),
-        _number("context", texts["context"], "context (tokens per user)", integer=True),
-        _number("users", texts["users"], "concurrent users", integer=True),
-        _select("gpu", list(specs.load_gpus()), texts["gpu"], "GPU"),
+        _select("model", models.names(), texts["model"], _MEMORY_LABEL["model"]),
+        _select("weights", list(formats.WEIGHT_FORMATS), texts["weights"], _MEMORY_LABEL["weights"]),
+        _select("kv_cache", list(formats.KV_FORMATS), texts["kv_cache"], _MEMORY_LABEL["kv_cache"]),
+        _number("context", texts["context"], _MEMORY_LABEL["context"], integer=True),
+        _number("users", texts["users"], _MEMORY_LABEL["users"], integer=True),
+        _select("gpu", list(specs.load_gpus()), texts["gpu"], _MEMORY_LABEL["gpu"]),
     ])
     rows = "".join([
         _row("total", "memory needed", "GB", outputs),
@@ -317,6 +319,7 @@ def cost_calculator_html(values: dict | None = None, currency: str = "CNY",
            f'<line x1="{left}" y1="10" x2="{left}" y2="{h - bottom}" stroke="#888"/>'
            + _out("text", "chart_top", outputs,
                   f'x="{left - 4}" y="16" text-anchor="end" font-size="11"')
+           + f'<text x="{left + 6}" y="16" font-size="11" fill="#555">cumulative cost, in the currency above</text>'
            + f'<text x="{left - 4}" y="{h - bottom + 2}" text-anchor="end" font-size="11">0</text>'
            + _out("text", "chart_end", outputs,
                   f'x="{w - 10}" y="{h - 8}" text-anchor="end" font-size="11"')
