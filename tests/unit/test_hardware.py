@@ -917,3 +917,15 @@ def test_gpuinfo_keeps_only_sane_values_whatever_its_source():
     assert gpu.pcie_gen_current is None and gpu.compute_capability is None
     assert gpu.utilization_gpu_percent is None and gpu.throttle_reasons == ["SwPowerCap"]
     assert gpu.driver_version is None
+
+
+@pytest.mark.parametrize("bad", ["maybe", "True", 1, 0, None, 0.0])
+def test_quick_must_be_a_bool_and_the_error_names_it(bad):
+    from gpulab.core.errors import GpulabConfigError
+
+    with pytest.raises(GpulabConfigError, match=r"quick=.* use True .* or False"):
+        hardware.check_quick(bad)
+
+
+def test_quick_true_and_false_pass():
+    assert hardware.check_quick(True) is None and hardware.check_quick(False) is None

@@ -15,7 +15,7 @@ from gpulab.core.errors import GpulabConfigError
 from gpulab.machine.torch_probe import call
 from gpulab.machine.visible import VISIBILITY_VARS, parse_visible_devices
 
-__all__ = ["pick_device"]
+__all__ = ["check_quick", "pick_device"]
 
 _DEVICE_CHOICES = "'auto', 'cpu', 'cuda', 'cuda:N', 'mps', 'xpu'"
 
@@ -126,3 +126,14 @@ def _require_xpu(torch: Any) -> None:
             f"device='xpu' was asked for, but this torch build sees no Intel XPU "
             f"(torch {torch.__version__}); install the XPU build of torch or use device='auto'."
         )
+
+
+def check_quick(quick: Any) -> None:
+    """Raise GpulabConfigError unless a notebook's `quick` parameter is True or False.
+
+    papermill passes what it is given: `-p quick maybe` would otherwise run, with "maybe"
+    read as true in one place and compared with True in another.
+    """
+    if not isinstance(quick, bool):
+        raise GpulabConfigError(f"quick={quick!r} is not allowed; use True (every size shrinks, "
+                                "the notebook runs in seconds) or False (full size)", "quick")

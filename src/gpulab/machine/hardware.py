@@ -18,7 +18,7 @@ import sys
 from collections.abc import Mapping
 from typing import Any
 
-from gpulab.machine.device import pick_device
+from gpulab.machine.device import check_quick, pick_device
 from gpulab.machine.host import cpu_cache_sizes, cpu_info, ram
 from gpulab.machine.nvml import nvml_gpus
 from gpulab.machine.report import (
@@ -39,6 +39,7 @@ __all__ = [
     "HardwareReport",
     "TorchInfo",
     "VisibleDevices",
+    "check_quick",
     "cpu_cache_sizes",
     "detect",
     "parse_visible_devices",
