@@ -29,12 +29,18 @@ help:
 	@echo "make test-gpu  the notebooks on the GPU kernel with device=cuda, plus unit tests marked gpu"
 	@echo "make clean     remove the build folder and the venv"
 
+# Each step prints one line as it starts and its time as it ends (tools/step.py): pip stays
+# quiet, and the first install takes minutes.
+STEP = $(BOOTSTRAP_PYTHON) tools/step.py
+
 $(STAMP): pyproject.toml constraints.txt
-	@test -x $(VENV_PYTHON) || $(BOOTSTRAP_PYTHON) -m venv $(VENV)
-	$(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[dev,workshop]"
+	@test -x $(VENV_PYTHON) || $(STEP) "creating the virtual environment $(VENV)" -- $(BOOTSTRAP_PYTHON) -m venv $(VENV)
+	@$(STEP) "installing gpulab with its dev and workshop tools (minutes the first time)" -- \
+		$(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[dev,workshop]"
 	@# Triton (the kernels extra) has no macOS wheels; the lab says so there and skips its kernels.
-	@if [ "$$(uname)" != Darwin ]; then $(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[kernels]"; fi
-	$(VENV_PYTHON) tools/install_kernels.py
+	@if [ "$$(uname)" != Darwin ]; then $(STEP) "installing Triton for lab 4" -- \
+		$(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[kernels]"; fi
+	@$(STEP) "registering the course's Jupyter kernels" -- $(VENV_PYTHON) tools/install_kernels.py
 	@touch $@
 
 setup: $(STAMP)
@@ -42,13 +48,14 @@ setup: $(STAMP)
 # The site carries its own copy of the widget JavaScript and of Pyodide (no third-party CDN);
 # eslint, jsdom and Pyodide also serve `make lint` and the node tests (tests/js).
 node_modules/.package-lock.json: package.json package-lock.json
-	npm ci --no-audit --no-fund --loglevel=error
+	@$(STEP) "installing the site's JavaScript from npm" -- npm ci --no-audit --no-fund --loglevel=error
 
 widgets-js: node_modules/.package-lock.json
 
 book: setup widgets-js
-	$(VENV_PYTHON) tools/pipeline.py execute --mode full
-	$(VENV_PYTHON) tools/pipeline.py site --mode full
+	@$(STEP) "executing every notebook at full size (one line per notebook)" -- \
+		$(VENV_PYTHON) tools/pipeline.py execute --mode full
+	@$(STEP) "building the site from the executed notebooks" -- $(VENV_PYTHON) tools/pipeline.py site --mode full
 
 # ARGS passes options to JupyterLab: `make lab ARGS=--allow-root` in a container run as root.
 ARGS ?=

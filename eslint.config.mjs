@@ -21,6 +21,13 @@ export default [
     rules: strict,
   },
   {
+    // classic scripts the site loads beside require.js (tools/pipeline.py copies them)
+    files: ["tools/site_static/**/*.js"],
+    languageOptions: { ecmaVersion: 2022, sourceType: "script",
+                       globals: { ...globals.browser, require: "readonly" } },
+    rules: strict,
+  },
+  {
     files: ["tests/js/**/*.mjs", "eslint.config.mjs"],
     languageOptions: { ecmaVersion: 2022, sourceType: "module", globals: globals.node },
     rules: { ...strict, "no-console": "off" },

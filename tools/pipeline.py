@@ -40,6 +40,7 @@ PYODIDE = ROOT / "node_modules" / "pyodide"
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip",
                  "pyodide-lock.json")
 SITE_STATIC = "_site_static"  # not the root _static/: JB1 would load every .js there
+COURSE_ASSETS = ROOT / "tools" / "site_static"  # the course's own stylesheet and scripts
 
 
 @dataclass
@@ -160,6 +161,21 @@ def _describe_failure(exc: Exception) -> str:
     return f"{where}{first_line} raised {ename}: {evalue}"
 
 
+def kernel_config():
+    """nbclient's configuration: the kernel talks over local sockets (IPC), not TCP.
+
+    Over TCP without keys ipykernel warns, once per notebook, that its traffic is unencrypted;
+    IPC sockets are files only this user can open. Windows has no IPC transport, so it keeps TCP.
+    """
+    from traitlets.config import Config
+
+    if sys.platform == "win32":
+        return Config()
+    folder = Path(tempfile.gettempdir()) / f"gpulab-kernels-{os.getuid()}"
+    folder.mkdir(mode=0o700, exist_ok=True)
+    return Config({"KernelManager": {"transport": "ipc", "ip": str(folder / f"kernel-{os.getpid()}")}})
+
+
 def execute(notebook: Path, run: RunConfig) -> NotebookResult:
     """Execute one notebook with papermill into the run's folder and time it."""
     import papermill  # a dev dependency: imported here so the module loads without it
@@ -179,6 +195,7 @@ def execute(notebook: Path, run: RunConfig) -> NotebookResult:
             progress_bar=False,
             log_output=False,
             request_save_on_cell_execute=False,
+            config=kernel_config(),
         )
     except Exception as exc:  # papermill raises PapermillExecutionError for a cell error
         seconds = time.perf_counter() - start
@@ -256,12 +273,23 @@ def format_table(rows: list[dict]) -> str:
     return "\n".join(lines)
 
 
+def progress_line(result: NotebookResult, number: int, total: int, elapsed_s: float) -> str:
+    """One line as a notebook finishes: which, how long it took, and the run's time so far."""
+    status = "ok" if result.ok and not result.over_budget else (
+        "FAILED" if not result.ok else f"OVER BUDGET ({result.budget_s:.0f} s)")
+    return (f"[{number:>2}/{total}] {result.notebook:<48} {result.seconds:7.1f} s  {status:<6}"
+            f"  (elapsed {elapsed_s / 60:.1f} min)")
+
+
 def execute_all(run: RunConfig) -> list[NotebookResult]:
     """Execute every discovered notebook, write the report, print the table."""
     results = []
-    for notebook in discover():
-        print(f"executing {notebook.relative_to(ROOT)} ...", flush=True)
-        results.append(execute(notebook, run))
+    notebooks = discover()
+    started = time.perf_counter()
+    for number, notebook in enumerate(notebooks, 1):
+        result = execute(notebook, run)
+        results.append(result)
+        print(progress_line(result, number, len(notebooks), time.perf_counter() - started), flush=True)
     write_report(results, run)
     print(format_table([asdict(r) | {"over_budget": r.over_budget} for r in results]))
     for r in results:
@@ -306,6 +334,7 @@ def stage_site(run: RunConfig) -> Path:
         # the notebooks' tagged exercise cells become sphinx-exercise blocks on the site only
         site_copy = exercises.to_sphinx_exercise(json.loads(executed.read_text(encoding="utf-8")))
         show_run_parameters(site_copy)
+        add_image_alt_text(site_copy)
         rel = str(notebook.relative_to(ROOT))
         if rel in times:
             add_machine_time(site_copy, times[rel], machine, run.mode)
@@ -353,6 +382,23 @@ def show_run_parameters(nb: dict) -> None:
     own[0]["source"] = source + "\n# this page was built with: " + "; ".join(values)
 
 
+def add_image_alt_text(nb: dict) -> None:
+    """Give each cell's figures the alt text the kernel read off them (gpulab.ui.alt_text).
+
+    myst-nb takes an image's alt attribute from the cell's `mystnb.image` options, so a cell
+    with several figures gets one text that describes each in turn.
+    """
+    for cell in nb["cells"]:
+        alts = [out.get("metadata", {}).get("image/png", {}).get("alt")
+                for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
+        alts = [a for a in alts if a]
+        if not alts:
+            continue
+        text = alts[0] if len(alts) == 1 else " ".join(
+            f"Figure {i} of {len(alts)}: {a}" for i, a in enumerate(alts, 1))
+        cell.setdefault("metadata", {}).setdefault("mystnb", {}).setdefault("image", {})["alt"] = text
+
+
 def _passed_notebooks(run: RunConfig) -> set[str]:
     """Notebooks that the run's timing report records as executed without error."""
     path = report_path(run)
@@ -362,8 +408,8 @@ def _passed_notebooks(run: RunConfig) -> set[str]:
 
 
 def _copy_site_assets(static: Path) -> None:
-    """Copy require.js, the widget manager with its fonts, MathJax and Pyodide into the site's
-    static folder, and write the archive of gpulab that the static calculators run in Pyodide.
+    """Copy the course's stylesheet and scripts, require.js, the widget manager with its fonts,
+    MathJax and Pyodide into the site's static folder, and write the archive of gpulab that the static calculators run in Pyodide.
 
     The site carries its own JavaScript so that it renders offline and sends no request to a
     third-party CDN (DESIGN.md); the npm packages are pinned in package-lock.json.
@@ -375,6 +421,8 @@ def _copy_site_assets(static: Path) -> None:
     if not all(p.exists() for p in needed):
         raise SystemExit("site JavaScript missing: run `npm ci` (make does) first")
     static.mkdir(parents=True, exist_ok=True)
+    for asset in COURSE_ASSETS.iterdir():
+        shutil.copy(asset, static / asset.name)
     shutil.copy(REQUIRE_JS, static / "require.js")
     for asset in WIDGET_ASSETS.iterdir():
         # embed-amd.js loads its chunks and icon fonts from its own folder

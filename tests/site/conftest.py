@@ -43,6 +43,12 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args) -> None:
         pass
 
+    def handle(self) -> None:
+        try:
+            super().handle()
+        except ConnectionResetError:  # the browser closed a tab while a file was being sent
+            pass
+
 
 CHROMIUM = next(filter(None, (shutil.which(n) for n in ("chromium", "chromium-browser"))), None)
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -60,12 +66,12 @@ def browser():
         b.close()
 
 
-def open_offline(browser):
+def open_offline(browser, viewport: dict | None = None):
     """A new tab in which every request outside 127.0.0.1 is refused and recorded.
 
     Returns (tab, outside): the test asserts `outside` is empty once the page has loaded.
     """
-    tab = browser.new_page()
+    tab = browser.new_page(viewport=viewport) if viewport else browser.new_page()
     outside: list[str] = []
 
     def guard(route):

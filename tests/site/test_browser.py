@@ -1,32 +1,127 @@
-"""The setup notebook's page in headless Chromium, served from localhost (DESIGN.md).
+"""Pages of the built site in headless Chromium, served from localhost (DESIGN.md).
 
-The DOM must hold the title, the matrix-product result, the plot, a rendered widget and
-rendered math, and no request may leave the machine. Skips, saying why, where no Chromium
-exists; `.ci/run` installs Debian's chromium so CI does not skip.
+Every page opened here must load without a console error or a failed request, send no request
+off the machine, pass axe-core's accessibility rules at the "serious" and "critical" levels,
+and fit its column: at a 1,200 px wide window the article is 688 px wide, and no table may be
+wider than that unless it scrolls in its own box with its key column in view; printed output
+wraps; no display equation is cut off. The setup page must also hold its title, the
+matrix-product result, the plot, a rendered widget and rendered math.
+
+Skips, saying why, where no Chromium exists; `.ci/run` installs Debian's chromium so CI does
+not skip.
 """
 
 from __future__ import annotations
 
+import pytest
+
 from tests.site.conftest import open_offline
+from tools import pipeline
+
+AXE = pipeline.ROOT / "node_modules" / "axe-core" / "axe.min.js"  # self-hosted, from npm
+WINDOW = {"width": 1200, "height": 900}  # the theme lays the article out 688 px wide here
+COLUMN_PX = 688
+# A lab page, the scenario tables of notebook 06, chapter pages with wide tables and math,
+# the widget and plot of the setup page, the front page.
+PAGES = ["notebooks/00_check_your_setup.html", "notebooks/05_pitfalls.html",
+         "notebooks/06_choosing_hardware.html", "labs/01_roofline_lab.html",
+         "book/02_vram.html", "book/06_choosing_hardware.html", "index.html"]
+SCREENSHOTS = {"notebooks/00_check_your_setup.html": "setup_page.png",
+               "notebooks/06_choosing_hardware.html": "choosing_hardware_page.png",
+               "labs/01_roofline_lab.html": "roofline_lab_page.png"}
+
+LAYOUT = """() => {
+  const article = document.querySelector('article.bd-article');
+  const style = getComputedStyle(article);
+  const column = article.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const problems = [];
+  const name = el => (el.querySelector('caption') || el).textContent.trim().slice(0, 70);
+  const scroller = el => {
+    for (let p = el.parentElement; p && p !== article; p = p.parentElement) {
+      const o = getComputedStyle(p).overflowX;
+      if (o === 'auto' || o === 'scroll') return p;
+    }
+    return null;
+  };
+  for (const table of article.querySelectorAll('table')) {
+    if (table.getBoundingClientRect().width <= column + 1) continue;
+    const box = scroller(table);
+    if (!box || box.getBoundingClientRect().width > column + 1) {
+      problems.push(`table wider than the ${Math.round(column)} px column, not in its own scroll box: ${name(table)}`);
+      continue;
+    }
+    const keys = parseInt(table.dataset.keyColumns || '1', 10);
+    const head = table.querySelectorAll('tr')[0];
+    const last = head && head.children[Math.min(keys, head.children.length) - 1];
+    if (last && last.getBoundingClientRect().right > box.getBoundingClientRect().right + 1) {
+      problems.push(`key columns hidden until scrolled: ${name(table)}`);
+    }
+  }
+  for (const pre of article.querySelectorAll('div.output.stream pre, div.output.text_plain pre')) {
+    if (pre.scrollWidth > pre.clientWidth + 1) {
+      problems.push(`printed output scrolls sideways: ${pre.textContent.trim().slice(0, 70)}`);
+    }
+  }
+  for (const math of article.querySelectorAll('mjx-container[display="true"]')) {
+    const host = math.parentElement;
+    if (math.getBoundingClientRect().width > host.clientWidth + 1) {
+      problems.push(`display equation wider than its column: ${host.textContent.trim().slice(0, 70)}`);
+    }
+  }
+  return {column: article.clientWidth, problems};
+}"""
+
+AXE_RUN = """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
+  .filter(v => v.impact === 'serious' || v.impact === 'critical')
+  .map(v => `${v.impact} ${v.id}: ${v.help} (${v.nodes.slice(0, 3).map(n => n.target.join(' ')).join('; ')})`)"""
 
 
-def test_setup_page_renders_offline(browser, site, site_url):
-    """Title, result, plot, widget and math are in the DOM; every request stays on 127.0.0.1."""
-    page, outside = open_offline(browser)
-    page.goto(f"{site_url}/notebooks/00_check_your_setup.html", wait_until="networkidle")
-    assert "Check your setup" in page.title()
-    body = page.inner_text("body")
-    assert "matches the float64 CPU reference" in body
-    # the plot: an image written by matplotlib, loaded from the site
-    assert page.evaluate("""() => [...document.querySelectorAll('img')]
-        .some(i => i.src.includes('/_images/') && i.naturalWidth > 100)""")
+def open_page(browser, site_url, page_name):
+    """Open a page at the test's window size, recording console errors and failed requests."""
+    tab, outside = open_offline(browser, viewport=WINDOW)
+    errors, failed = [], []
+    tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
+    tab.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
+    tab.on("requestfailed", lambda r: failed.append(f"{r.url} ({r.failure})"))
+    tab.on("response", lambda r: failed.append(f"{r.url} ({r.status})") if r.status >= 400 else None)
+    tab.goto(f"{site_url}/{page_name}", wait_until="networkidle")
+    # the layout is measured once MathJax has typeset the page's math (where it has any)
+    tab.evaluate("() => window.MathJax?.startup?.promise?.then(() => true) ?? true")
+    return tab, outside, errors, failed
+
+
+@pytest.mark.parametrize("page_name", PAGES)
+def test_page_loads_cleanly_is_accessible_and_fits_its_column(browser, site, site_url, page_name):
+    """No console error, failed request or outside request; no serious axe violation; every
+    table, printed line and equation fits the 688 px column or scrolls in its own box."""
+    tab, outside, errors, failed = open_page(browser, site_url, page_name)
+    layout = tab.evaluate(LAYOUT)
+    assert layout["column"] == COLUMN_PX, f"the theme's column is {layout['column']} px at {WINDOW}"
+    tab.add_script_tag(path=str(AXE))
+    violations = tab.evaluate(AXE_RUN)
+    if page_name in SCREENSHOTS:  # kept beside the site so a person can look at what the test saw
+        tab.screenshot(path=str(site.parent / SCREENSHOTS[page_name]), full_page=True)
+    tab.close()
+    assert not errors, f"console errors on {page_name}: {errors}"
+    assert not failed, f"failed requests on {page_name}: {failed}"
+    assert not outside, f"requests left the machine from {page_name}: {outside}"
+    assert not violations, f"axe on {page_name}: " + "\n".join(violations)
+    assert not layout["problems"], f"{page_name}: " + "\n".join(layout["problems"])
+
+
+def test_setup_page_renders_its_result_plot_widget_and_math(browser, site, site_url):
+    """Title, result, plot (with alt text), widget and math are in the DOM."""
+    tab, outside, _, _ = open_page(browser, site_url, "notebooks/00_check_your_setup.html")
+    assert "Check your setup" in tab.title()
+    assert "matches the float64 CPU reference" in tab.inner_text("body")
+    # the plot: an image written by matplotlib, loaded from the site, described in words
+    plots = tab.evaluate("""() => [...document.querySelectorAll('article img')]
+        .filter(i => i.src.includes('/_images/') && i.naturalWidth > 100).map(i => i.alt)""")
+    assert plots and all(alt.startswith("bar chart: Memory on this machine.") for alt in plots), plots
     # the widget: the saved Tab rendered by the site's own widget manager
-    page.wait_for_selector(".widget-tab, .jupyter-widget-tab", timeout=15_000)
-    tabs = page.inner_text(".widget-tab, .jupyter-widget-tab")
+    tab.wait_for_selector(".widget-tab, .jupyter-widget-tab", timeout=15_000)
+    tabs = tab.inner_text(".widget-tab, .jupyter-widget-tab")
     assert "Machine" in tabs and "Doctor" in tabs
-    # math typeset by the site's own MathJax
-    page.wait_for_selector("mjx-container", timeout=15_000)
-    # kept beside the site so a person can look at what the test saw
-    page.screenshot(path=str(site.parent / "setup_page.png"), full_page=True)
-    assert not outside, f"requests left the machine: {outside}"
-    page.close()
+    tab.wait_for_selector("mjx-container", timeout=15_000)
+    tab.close()
+    assert not outside

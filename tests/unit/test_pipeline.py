@@ -70,3 +70,67 @@ def test_install_kernels_writes_absolute_python(tmp_path):
     assert {p.name for p in installed} == {"gpulab", "gpulab-cpu"}
     for path in installed:
         assert json.loads((path / "kernel.json").read_text())["argv"][0] == "/opt/py/bin/python3"
+
+
+def test_progress_line_names_notebook_time_and_status():
+    """Each finished notebook prints one line: its place, its seconds, its status, the total so far."""
+    ok = pipeline.NotebookResult("notebooks/00_x.ipynb", 12.34, True, budget_s=None)
+    late = pipeline.NotebookResult("labs/01_y.ipynb", 75.0, True, budget_s=60)
+    line = pipeline.progress_line(ok, 3, 17, 150.0)
+    assert line.startswith("[ 3/17] notebooks/00_x.ipynb") and "12.3 s" in line
+    assert line.rstrip().endswith("ok      (elapsed 2.5 min)")
+    assert "OVER BUDGET (60 s)" in pipeline.progress_line(late, 4, 17, 200.0)
+    failed = pipeline.NotebookResult("a.ipynb", 1.0, False, "cell 2 raised X")
+    assert "FAILED" in pipeline.progress_line(failed, 1, 1, 1.0)
+
+
+def test_kernel_started_as_the_pipeline_starts_it_prints_no_warning(capfd):
+    """The pipeline's kernels talk over IPC, so ipykernel's TCP-without-encryption warning,
+    printed on the kernel's stderr once per notebook, never reaches the build log."""
+    from jupyter_client.manager import KernelManager
+
+    pipeline.kernel_environment()
+    km = KernelManager(kernel_name="gpulab-cpu", config=pipeline.kernel_config())
+    km.start_kernel()
+    kc = km.client()
+    kc.start_channels()
+    try:
+        kc.wait_for_ready(timeout=60)
+        assert km.transport == "ipc"
+        reply = kc.execute_interactive("21 * 2", timeout=60)
+        assert reply["content"]["status"] == "ok"
+    finally:
+        kc.stop_channels()
+        km.shutdown_kernel(now=False)
+    err = capfd.readouterr().err
+    assert "WARNING" not in err and "without encryption" not in err, err
+
+
+def test_step_prints_its_label_then_its_time(capfd):
+    """tools/step.py: one line as a step starts, its time as it ends, the failure's exit status."""
+    import sys
+
+    from tools import step
+
+    assert step.run_step("saying hello", [sys.executable, "-c", "print('hello')"]) == 0
+    assert step.run_step("failing", [sys.executable, "-c", "raise SystemExit(3)"]) == 3
+    out = capfd.readouterr().out.splitlines()
+    assert out[0] == "==> saying hello ..." and out[1] == "hello"
+    assert out[2].startswith("    done in ") and out[2].endswith(" s")
+    assert out[3] == "==> failing ..." and out[4].startswith("    FAILED (exit status 3) in ")
+    assert step.main(["no separator"]) == 2
+
+
+def test_figures_alt_text_moves_from_the_outputs_to_the_cell_options():
+    """myst-nb reads an image's alt from the cell's `mystnb.image` options; two figures in one
+    cell are described in turn, and a cell without a figure is left alone."""
+    def image(alt):
+        return {"output_type": "display_data", "data": {"image/png": "iVBOR"},
+                "metadata": {"image/png": {"alt": alt}}}
+    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [image("line chart: A.")]},
+                    {"cell_type": "code", "metadata": {}, "outputs": [image("a."), image("b.")]},
+                    {"cell_type": "code", "metadata": {}, "outputs": []}]}
+    pipeline.add_image_alt_text(nb)
+    assert nb["cells"][0]["metadata"]["mystnb"]["image"]["alt"] == "line chart: A."
+    assert nb["cells"][1]["metadata"]["mystnb"]["image"]["alt"] == "Figure 1 of 2: a. Figure 2 of 2: b."
+    assert nb["cells"][2]["metadata"] == {}

@@ -17,7 +17,7 @@ def test_every_variant_gives_the_same_running_loss():
 
 
 def test_compare_times_each_variant():
-    results = syncs.compare("cpu", SMALL, min_run_time=0.01)
+    results = syncs.compare("cpu", SMALL, rounds=3)
     assert [r.variant for r in results] == list(syncs.VARIANTS)
     assert all(r.seconds_per_step > 0 for r in results)
     assert len({round(r.total_loss, 3) for r in results}) == 1
@@ -43,3 +43,26 @@ def test_unsynchronised_timing_on_the_cpu_matches_the_synchronised_one():
     assert unsynced > 0 and synced > 0
     with pytest.raises(GpulabConfigError, match="calls"):
         syncs.unsynchronised_seconds(lambda: None, "cpu", calls=0)
+
+
+def _rows(base, item, spread):
+    return [syncs.SyncResult("on-device", base, 1.0, "", spread),
+            syncs.SyncResult("item", item, 1.0, "", spread)]
+
+
+def test_the_words_follow_the_measured_result():
+    """Within the spreads: 'the same'; slower or faster beyond them: said so, with the ratio."""
+    same = syncs.describe(_rows(1e-3, 1.05e-3, 0.04e-3), "cpu")
+    assert "1.05 times" in same and "cost the same here" in same and "no queue" in same
+    slower = syncs.describe(_rows(1e-3, 1.5e-3, 0.05e-3), "cuda")
+    assert "1.50 times" in slower and "waits for the queued kernels" in slower
+    faster = syncs.describe(_rows(1e-3, 0.5e-3, 0.05e-3), "cpu")
+    assert "0.50 times" in faster and "faster" in faster
+    # the rule is the spreads added: a 0.09 ms gap is within 2 x 0.05 ms
+    assert "cost the same" in syncs.describe(_rows(1e-3, 1.09e-3, 0.05e-3), "cpu")
+    assert "cost the same" not in syncs.describe(_rows(1e-3, 1.11e-3, 0.05e-3), "cpu")
+
+
+def test_compare_reports_a_spread_for_every_variant():
+    results = syncs.compare("cpu", SMALL, rounds=4)
+    assert all(r.spread_per_step >= 0 for r in results)

@@ -123,3 +123,55 @@ def test_a_bad_format_string_names_its_column():
         Table([{"speed": 1.0}], formats={"speed": ".1q"})
     with pytest.raises(TypeError, match=r"formats\['speed'\]"):
         Table([{"speed": 1.0}], formats={"speed": 3})
+
+
+def test_a_table_scrolls_in_its_own_box_and_names_its_key_columns():
+    """The HTML is wrapped in a scroll container, so a wide table never spills over the page."""
+    html = Table([{"gpu": "A", "needed_gb": 1.5}], key_columns=1, title='GPUs "fit"')._repr_html_()
+    # a region a keyboard reaches, named by the title
+    assert html.startswith('<div class="gpulab-table-wrap" role="region" aria-label="GPUs &quot;fit&quot;" '
+                           'tabindex="0" style="max-width:100%;overflow-x:auto">')
+    assert html.endswith("</table></div>") and 'data-key-columns="1"' in html
+    # a key without a title reads as words, never as a raw field name
+    assert "<th" in html and ">needed gb</th>" in html and "needed_gb" not in html
+    # a column already named in words keeps its underscores
+    assert ">Q4_K_M (4.84 bit)</th>" in Table([{"Q4_K_M (4.84 bit)": 1.0}])._repr_html_()
+
+
+def _overlaps(a, b) -> bool:
+    """Two display-space boxes share area (touching edges do not count)."""
+    return a.x0 < b.x1 - 0.5 and b.x0 < a.x1 - 0.5 and a.y0 < b.y1 - 0.5 and b.y0 < a.y1 - 0.5
+
+
+def _collisions(fig):
+    """Boxes the legend lies on: bars, text written in the axes, the axis labels."""
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    found = []
+    for ax in fig.axes:
+        legend = ax.get_legend()
+        if legend is None:
+            continue
+        box = legend.get_window_extent(renderer)
+        things = [*ax.patches, *ax.texts, ax.xaxis.label, ax.yaxis.label]
+        found += [t for t in things if t.get_visible() and _overlaps(box, t.get_window_extent(renderer))]
+    return found
+
+
+def test_legends_lie_on_no_bar_label_or_text():
+    """The reported collisions: the legend over 'GiB' (notebook 00), capacity labels and the
+    legend over the bars (chapter 2's calculator, notebook 05)."""
+    from gpulab import hardware
+    from gpulab.estimate.memory import Breakdown
+
+    g = 10**9
+    overview = plots.memory_overview(hardware.detect())
+    breakdown = plots.memory_breakdown(
+        {"fp32, gradients kept": Breakdown(5 * g, 0, 70 * g, 5 * g, 10 * g),
+         "all of the above": Breakdown(2 * g, 0, 6 * g, 3 * g, 14 * g)},
+        {"24 GB card": 24 * g, "80 GB card": 80 * g}, title="t")
+    for fig in (overview, breakdown):
+        assert _collisions(fig) == []
+    # the capacities are named in the legend, not written over the bars
+    assert {"24 GB card", "80 GB card"} <= {t.get_text() for t in breakdown.axes[0].get_legend().get_texts()}
+    assert len(breakdown.axes[0].texts) == 0

@@ -124,3 +124,27 @@ def test_cuda_events_agree_with_torch_benchmark():
     ref = tb.Timer("torch.matmul(a, a)", globals={"a": a, "torch": torch}).blocked_autorange(min_run_time=0.5)
     assert ours.device.startswith("cuda")
     assert abs(ours.median / ref.median - 1) < 0.10
+
+
+def test_interleaved_times_each_call_once_per_round_rotating_the_order():
+    """Each label is warmed up, then called once a round; every label leads some round; the
+    medians order the calls as their known sleeps do."""
+    order = []
+
+    def sleeper(label, seconds):
+        def call():
+            order.append(label)
+            time.sleep(seconds)
+        return call
+
+    calls = {"short": sleeper("short", 0.002), "long": sleeper("long", 0.008), "mid": sleeper("mid", 0.004)}
+    found = timing.interleaved(calls, "cpu", rounds=6, warmup=1)
+    assert order[:3] == ["short", "long", "mid"]  # one warm-up call each, first
+    rounds = [order[3 + 3 * r: 6 + 3 * r] for r in range(6)]
+    assert all(sorted(r) == ["long", "mid", "short"] for r in rounds)
+    assert {r[0] for r in rounds} == set(calls)  # no label always runs first
+    assert all(len(m.times) == 6 for m in found.values())
+    assert found["short"].median < found["mid"].median < found["long"].median
+    assert found["long"].median >= 0.008
+    with pytest.raises(GpulabConfigError, match="calls is empty"):
+        timing.interleaved({}, "cpu")

@@ -9,6 +9,7 @@ the same: the measurement shows it instead of claiming it.
 
 from __future__ import annotations
 
+import functools
 import io
 from contextlib import redirect_stdout
 from dataclasses import dataclass
@@ -45,6 +46,37 @@ class SyncResult:
     seconds_per_step: float
     total_loss: float
     description: str
+    spread_per_step: float = 0.0  # interquartile range of the rounds, per step
+
+
+def describe(rows: list[SyncResult], device_type: str) -> str:
+    """What the measurement says about `.item()` against the on-device sum, in one paragraph.
+
+    The two differ when their gap is larger than the two spreads added; the words follow the
+    result on this machine, not what a GPU would show.
+    """
+    by_name = {r.variant: r for r in rows}
+    base, item = by_name["on-device"], by_name["item"]
+    ratio = item.seconds_per_step / base.seconds_per_step
+    gap = item.seconds_per_step - base.seconds_per_step
+    within = abs(gap) <= base.spread_per_step + item.spread_per_step
+    head = (f"Measured here, on {device_type}: reading the loss with `.item()` every step took "
+            f"{ratio:.2f} times the on-device loop's time per step, ")
+    if within:
+        tail = ("within the spread of the timings: the two cost the same here."
+                + (" On a CPU there is no queue, so a read has nothing to wait for." if device_type == "cpu"
+                   else " The steps are long enough that the wait for the queue is hidden."))
+    elif gap > 0:
+        tail = ("more than the spread of the timings: "
+                + ("on a CPU there is no queue, so the extra is the read itself (a copy to a Python "
+                   "float and its bookkeeping), not a wait." if device_type == "cpu"
+                   else "each read waits for the queued kernels to finish before the next step is queued."))
+    else:
+        tail = ("faster, by more than the spread of the timings: the on-device sum adds one small "
+                "operation to every step, and " + ("on a CPU, with no queue to drain, that costs more "
+                                                   "than a read." if device_type == "cpu"
+                                                   else "here that costs more than the waits."))
+    return head + tail
 
 
 def _setup(config: SyncConfig, device: Any):
@@ -91,18 +123,22 @@ def run_variant(variant: str, device: Any, config: SyncConfig = SyncConfig()) ->
     return _loop(variant, *_setup(config, device), config.steps)
 
 
-def compare(device: Any, config: SyncConfig = SyncConfig(),
-            min_run_time: float = 0.3) -> list[SyncResult]:
-    """Time each variant's loop (synchronised, median of blocks) on the same device."""
+@checked
+def compare(device: Any, config: SyncConfig = SyncConfig(), rounds: PositiveInt = 7) -> list[SyncResult]:
+    """Time each variant's loop against the others, interleaved (timing.interleaved), on one device.
+
+    Each variant trains its own copy of the model from the same seed, so no variant inherits
+    another's warmed-up state; the summed loss is from a separate fresh run of each.
+    """
     require_positive_ints(batch=config.batch, width=config.width, steps=config.steps)
-    results = []
-    for name, description in VARIANTS.items():
-        total = run_variant(name, device, config)  # from a fresh model: comparable across variants
-        state = _setup(config, device)
-        m = timing.benchmark(_loop, name, *state, config.steps, device=device,
-                             min_run_time=min_run_time, label=name)
-        results.append(SyncResult(name, m.median / config.steps, total, description))
-    return results
+    totals = {name: run_variant(name, device, config) for name in VARIANTS}
+    states = {name: _setup(config, device) for name in VARIANTS}
+    measured = timing.interleaved(
+        {name: functools.partial(_loop, name, *states[name], config.steps) for name in VARIANTS},
+        device, rounds=rounds)
+    return [SyncResult(name, measured[name].median / config.steps, totals[name], description,
+                       measured[name].iqr / config.steps)
+            for name, description in VARIANTS.items()]
 
 
 @checked

@@ -24,8 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import format_seconds
-from gpulab.core.validate import NonNegativeFloat, PositiveFloat, checked
+from gpulab.core.validate import NonNegativeFloat, PositiveFloat, PositiveInt, checked
 
 # A block of calls should last long enough that the clock's resolution and the cost of
 # reading it are negligible (perf_counter: well under a microsecond; CUDA events: ~0.5 us).
@@ -174,3 +175,28 @@ def benchmark(
         total += elapsed
     name = label or getattr(fn, "__name__", "fn")
     return Measurement(name, tuple(times), per_block * len(times), torch.get_num_threads(), str(dev))
+
+
+@checked
+def interleaved(calls: dict[str, Callable[[], Any]], device: Any = "cpu",
+                rounds: PositiveInt = 7, warmup: PositiveInt = 2) -> dict[str, Measurement]:
+    """Time several calls against each other: each warmed up, then one call of each per round.
+
+    Timing one variant after another lets whatever drifts in between (a cold cache, a thread
+    pool starting, another process) land on one of them; interleaving spreads it over all, and
+    the rounds rotate the order so that none always runs first. Median over rounds, as benchmark.
+    """
+    if not calls:
+        raise GpulabConfigError("calls is empty; give at least one label -> function to time")
+    torch = _torch()
+    clock = _Clock(torch.device(device))
+    labels = list(calls)
+    for label in labels:
+        for _ in range(warmup):
+            clock.time_block(calls[label], 1)
+    times: dict[str, list[float]] = {label: [] for label in labels}
+    for r in range(rounds):
+        for label in labels[r % len(labels):] + labels[:r % len(labels)]:
+            times[label].append(clock.time_block(calls[label], 1))
+    return {label: Measurement(label, tuple(t), rounds, torch.get_num_threads(), str(clock.device))
+            for label, t in times.items()}

@@ -120,18 +120,6 @@ class Candidate:
         """Available minus needed memory: negative when it does not fit."""
         return self.memory_available_bytes - self.memory_needed_bytes
 
-    def as_row(self) -> dict:
-        """The candidate as a flat dict for a table (GB are decimal)."""
-        return {
-            "gpu": self.gpu, "count": self.count, "fits": self.fits,
-            "needed_gb": self.memory_needed_bytes / GB,
-            "available_gb": self.memory_available_bytes / GB,
-            "decode_tok_s_per_user": self.decode_tokens_per_s_per_user,
-            "decode_tok_s_total": self.decode_tokens_per_s_total,
-            "train_tok_s_bound": self.training_tokens_per_s_bound,
-            "power_w": self.power_w, "price_usd": self.price_usd, "price_date": self.price_date,
-        }
-
 
 # --------------------------------------------------------------------------- helpers
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
@@ -39,7 +40,8 @@ def memory_overview(report: HardwareReport) -> Figure:
     ax.set_xlabel("GiB")
     ax.set_xlim(0, max(r[1] for r in rows) * 1.25)
     ax.invert_yaxis()
-    ax.legend(loc="upper center", bbox_to_anchor=(0.5, -0.45), ncol=2, frameon=False)
+    # beside the bars, outside the axes: below them it would sit on the axis label
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
     ax.set_title("Memory on this machine")
     fig.tight_layout()
     return fig
@@ -139,12 +141,15 @@ def memory_breakdown(breakdowns: dict, capacities: dict | None = None, title: st
         if any(values):
             ax.barh(labels, values, left=left, color=color, label=part.replace("_", " "))
             left = [a + v for a, v in zip(left, values, strict=True)]
-    for name, capacity in (capacities or {}).items():
-        ax.axvline(capacity / 1e9, color="black", linestyle="--", linewidth=0.8)
-        ax.text(capacity / 1e9, -0.6, f" {name}", fontsize=8, va="top", rotation=90)
+    # each capacity a line of its own style, named in the legend: a label written beside the
+    # line would lie on top of the bars it crosses
+    styles = ["--", ":", "-.", (0, (5, 1, 1, 1, 1, 1))]
+    for (name, capacity), style in zip((capacities or {}).items(), itertools.cycle(styles)):
+        ax.axvline(capacity / 1e9, color="black", linestyle=style, linewidth=1.0, label=name)
     ax.invert_yaxis()
     ax.set_xlabel("GB (10^9 bytes)")
-    ax.legend(loc="lower right", fontsize=8, frameon=False)
+    # beside the plot, so that no bar or line runs under it
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=8, frameon=False)
     ax.set_title(title or "Memory estimate")
     fig.tight_layout()
     return fig

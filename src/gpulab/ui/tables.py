@@ -56,6 +56,9 @@ class Table:
     # key -> format string (see the module's docstring); a callable is accepted from library code
     formats: dict[str, str | Callable[[Any], str]] = field(default_factory=dict)
     title: str = ""
+    # The leading columns that name a row (a GPU, a setting): they come first, and on the site
+    # the first stays in view while a table wider than the page scrolls in its own box.
+    key_columns: int = 1
 
     def __post_init__(self) -> None:
         if not self.columns and self.rows:
@@ -65,7 +68,10 @@ class Table:
                             for c, f in self.formats.items()}
 
     def _cells(self) -> tuple[list[str], list[list[str]]]:
-        heads = [self.headers.get(c, c) for c in self.columns]
+        # a field name the table has no title for is shown in words: "needed_gb" as "needed gb"
+        # (a column named in words, "Q4_K_M (4.84 bit)", stays as written)
+        heads = [self.headers.get(c, c.replace("_", " ") if _FIELD_NAME.match(str(c)) else str(c))
+                 for c in self.columns]
         body = [[self._formatters.get(c, _default_format)(row.get(c)) for c in self.columns]
                 for row in self.rows]
         return heads, body
@@ -93,7 +99,14 @@ class Table:
         rows = "".join("<tr>" + "".join(
             f'<td style="{pad};text-align:{"right" if _numeric(c) else "left"}">{html.escape(c)}</td>'
             for c in r) + "</tr>" for r in body)
-        return f'<table class="gpulab-table">{caption}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>'
+        # its own scroll container, so a table wider than the page scrolls instead of spilling
+        table = (f'<table class="gpulab-table" data-key-columns="{self.key_columns}">{caption}'
+                 f'<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
+        # a region a keyboard can focus and scroll, named by the table's title (WCAG: a scrollable
+        # region must be reachable without a mouse)
+        name = html.escape(self.title or "table", quote=True)
+        return (f'<div class="gpulab-table-wrap" role="region" aria-label="{name}" tabindex="0" '
+                f'style="max-width:100%;overflow-x:auto">{table}</div>')
 
 
 def formatter(spec: str, column: str = "") -> Callable[[Any], str]:
@@ -127,6 +140,7 @@ def formatter(spec: str, column: str = "") -> Callable[[Any], str]:
     return show
 
 
+_FIELD_NAME = re.compile(r"^[a-z0-9]+(_[a-z0-9]+)+$")  # snake_case, as a dataclass field
 _NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d+(e[-+]?\d+)?(%|x)?( [A-Za-z/%]+)?$")
 
 

@@ -1,0 +1,41 @@
+"""Chapter 6's candidate table: the columns a reader chooses by, read off each Candidate."""
+
+from __future__ import annotations
+
+import pytest
+
+from gpulab import candidates, choose
+
+PERSONAL = choose.Workload("Qwen2.5-7B", "q4_k_m", context_tokens=8192)
+FINE_TUNE = choose.Workload("Llama-3-8B", "bf16", 2048, concurrent_users=4, task="fine-tuning",
+                            activation_checkpointing=True)
+
+
+def test_inference_rows_show_the_card_memory_bound_power_and_price():
+    one = choose.evaluate(PERSONAL, "RTX 4090")
+    two = choose.evaluate(PERSONAL, "RTX 3090", 2)
+    table = candidates.candidate_table([one, two], "t")
+    assert list(table.columns) == ["GPU", "fits", "needed (GB)", "offered (GB)",
+                                   "decode bound (tokens/s per user)", "board power (W)", "launch price"]
+    text = str(table)
+    # by hand: decimal GB, the count folded into the name, dollars with a thousands separator
+    assert "RTX 4090" in text and "2 x RTX 3090" in text
+    assert f"{one.memory_needed_bytes / 1e9:.1f}" in text and "$1,599" in text
+    assert f"{one.decode_tokens_per_s_per_user:,.0f}" in text
+    assert f"{2 * 350:,.0f}" in text  # two 350 W cards
+    assert table.key_columns == 1
+
+
+def test_fine_tuning_shows_the_training_bound_and_a_missing_price_as_none():
+    h100 = choose.evaluate(FINE_TUNE, "H100 SXM")
+    table = candidates.candidate_table([h100], "t", task="fine-tuning")
+    assert "training bound (tokens/s)" in table.columns
+    assert "decode bound (tokens/s per user)" not in table.columns
+    row = str(table).splitlines()[-1]
+    assert row.rstrip().endswith("none")  # a datacenter card has no list price
+    assert f"{h100.training_tokens_per_s_bound:,.0f}" in row
+
+
+def test_an_unknown_task_is_named():
+    with pytest.raises(ValueError, match="task='serving'.*'inference', 'fine-tuning'"):
+        candidates.candidate_table([], "t", task="serving")
