@@ -130,3 +130,29 @@ def test_no_two_pages_of_the_book_share_a_title():
             title = title_of(json.loads(nb.read_text(encoding="utf-8")))
         titles.setdefault(title.strip(), []).append(name)
     assert {t: n for t, n in titles.items() if len(n) > 1} == {}
+
+
+# Words that make a title's **Time:** a machine time: the machine's time is the timing report's
+# (the site adds it under the title), and a typed one drifts from it.
+MACHINE_TIME_WORDS = ("comput", "measur", "quick mode", "full size", "2-core", "cpu", "gpu", "(")
+
+
+def machine_time_claims(title_source: str) -> list[str]:
+    """The machine-time words in a title cell's **Time:** field (empty when it gives reading time only)."""
+    field = title_source.split("**Time:**", 1)[-1].split("**Hardware:**", 1)[0].lower()
+    return [w for w in MACHINE_TIME_WORDS if w in field]
+
+
+def test_the_machine_time_check_can_fail():
+    assert machine_time_claims("# Lab\n\n**Time:** 30 minutes (about 2 minutes of measuring at "
+                               "full size). **Hardware:** a CPU") == ["measur", "full size", "("]
+    assert machine_time_claims("# Lab\n\n**Time:** 30 minutes. **Hardware:** a CPU") == []
+
+
+@pytest.mark.parametrize("notebook", ALL, ids=lambda p: p.relative_to(ROOT).as_posix())
+def test_a_title_states_the_reading_time_only(notebook):
+    """How long the cells take is measured by the pipeline and shown on the site; a title that
+    types it ("about 2 minutes of measuring") was off by minutes on a 2-core CPU (#16)."""
+    title = "".join(json.loads(notebook.read_text(encoding="utf-8"))["cells"][0]["source"])
+    assert "**Time:**" in title
+    assert machine_time_claims(title) == []
