@@ -17,16 +17,19 @@ STAMP := $(VENV)/.installed
 # so the venv's bin goes first on PATH. `src` on PYTHONPATH serves the no-venv case.
 export JUPYTER_PATH := $(CURDIR)/jupyter
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
-export PYTHONPATH := $(CURDIR)/src
+# An inherited PYTHONPATH is kept after src: the GPU check installs its carried wheels into a
+# folder it puts there, and `make test-gpu` must still find them (tools/gpu_check).
+export PYTHONPATH := $(CURDIR)/src$(if $(PYTHONPATH),:$(PYTHONPATH))
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup widgets-js book lab test test-gpu lint clean
+.PHONY: help setup widgets-js book lab test test-gpu gpu-wheels lint clean
 
 help:
 	@echo "make book      build the course site (every notebook executed, full size); prints where index.html is"
 	@echo "make test      lint, unit tests, every notebook on the CPU (quick), site build and checks"
 	@echo "make lab       open JupyterLab on the course kernel (ARGS=--allow-root as root in a container)"
 	@echo "make test-gpu  the notebooks on the GPU kernel with device=cuda, plus unit tests marked gpu"
+	@echo "make gpu-wheels  the wheels the GPU check carries to the device (CPython 3.12, manylinux) into .whl/"
 	@echo "make clean     remove the build folder and the venv"
 
 # Each step prints one line as it starts and its time as it ends (tools/step.py): pip stays
@@ -68,6 +71,9 @@ lint: setup widgets-js
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV_PYTHON) tools/nbcheck.py
 	node_modules/.bin/eslint --max-warnings=0 .
+	@# the GitHub workflows (.github/workflows; its runner labels in .github/actionlint.yaml)
+	@if [ "$$(uname -s)-$$(uname -m)" = Linux-x86_64 ]; then $(VENV)/bin/actionlint; \
+		else echo "actionlint: no wheel for $$(uname -s)-$$(uname -m); CI (Linux) runs it"; fi
 
 # GPULAB_STRICT=1: every extra and tool the tests use is installed here, so a missing one
 # fails instead of skipping (tests/helpers.py). `gpu` tests skip with their reason on a CPU.
@@ -89,3 +95,16 @@ test-gpu:
 
 clean:
 	rm -rf _build $(VENV) node_modules
+
+# The wheels tools/gpu_check carries to the device machine, which has no Jupyter package and no
+# internet: CPython 3.12 on manylinux x86_64, each without its dependencies (the check's dry
+# run verifies the closure against tools/gpu_check/wheels.lock.json, which this rewrites).
+GPU_WHEELS := .whl
+MANYLINUX := $(foreach n,2_28 2_27 2_24 2_17,--platform manylinux_$(n)_x86_64) --platform manylinux2014_x86_64 --platform manylinux1_x86_64
+gpu-wheels: setup
+	@rm -rf $(GPU_WHEELS)
+	@$(STEP) "downloading the GPU check's wheels into $(GPU_WHEELS)/" -- $(VENV_PYTHON) -m pip download -q \
+		--no-deps --only-binary=:all: --python-version 3.12 --implementation cp $(MANYLINUX) \
+		-d $(GPU_WHEELS) -r tools/gpu_check/wheels.txt
+	@$(STEP) "recording them in tools/gpu_check/wheels.lock.json" -- $(VENV_PYTHON) tools/gpu_check --lock
+	$(VENV_PYTHON) tools/gpu_check --dry-run

@@ -10,12 +10,9 @@ triad on buffers larger than the caches). On a GPU it also reports the MFU of a 
 
 from __future__ import annotations
 
-import argparse
-
 from gpulab import (
     budget,
     generation,
-    hardware,
     measure,
     peaks,
     perf,
@@ -49,11 +46,7 @@ def measured_bandwidth(device, quick: bool) -> float:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure each size and print measured vs bound."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    record.add_arguments(parser)
-    args = parser.parse_args(argv)
-    device = hardware.pick_device(args.device)
-    report = hardware.detect()
+    args, device, report = record.start(__doc__.splitlines()[0], argv)
     bw = measured_bandwidth(device, args.quick)
     prompt, new = (64, 16) if args.quick else (256, 64)
     sizes = dict(list(SIZES.items())[:2]) if args.quick else SIZES

@@ -22,11 +22,9 @@ on a GPU), an instrument that does not go through MemTracker. Errors are against
 
 from __future__ import annotations
 
-import argparse
-
 import torch
 
-from gpulab import hardware, memprobe, record, torch_models
+from gpulab import memprobe, record, torch_models
 from gpulab.estimate.memory import ModelSpec, estimate_inference, estimate_training
 from gpulab.ui.tables import Table
 
@@ -236,11 +234,7 @@ def print_settings(rows: list[dict]) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     """Measure every configuration and print the table and the summary."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    record.add_arguments(parser)
-    args = parser.parse_args(argv)
-    device = hardware.pick_device(args.device)
-    report = hardware.detect()
+    args, device, report = record.start(__doc__.splitlines()[0], argv)
     batch, seq_len = (2, 128) if args.quick else (4, 256)
     rows = []
     for name, config in CONFIGS.items():

@@ -13,12 +13,11 @@ src/gpulab/data/measured/ with their provenance.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import torch
 
-from gpulab import hardware, record, slowloop, slowloop_grading, slowloop_profile, training_loops
+from gpulab import record, slowloop, slowloop_grading, slowloop_profile, training_loops
 from gpulab.ui.tables import Table
 
 LOOPS = {"original": training_loops.slow_training_loop, "fixed": training_loops.fixed_training_loop}
@@ -26,12 +25,8 @@ LOOPS = {"original": training_loops.slow_training_loop, "fixed": training_loops.
 
 def main(argv: list[str] | None = None) -> int:
     """Measure both loops, grade the fixed one, print the table, and return the exit status."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    record.add_arguments(parser)
-    parser.add_argument("--repeats", type=int, default=3, help="interleaved runs per loop")
-    args = parser.parse_args(argv)
-    device = hardware.pick_device(args.device)
-    report = hardware.detect()
+    args, device, report = record.start(__doc__.splitlines()[0], argv,
+                                        lambda p: p.add_argument("--repeats", type=int, default=3, help="interleaved runs per loop"))
     task, steps = slowloop.sizes(device, args.quick)
     print(f"{report.backend} backend, device {device}, {torch.get_num_threads()} torch threads, "
           f"{slowloop.recommended_workers(device)} loader workers in the fixed loop; {steps} steps "

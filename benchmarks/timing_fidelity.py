@@ -13,14 +13,13 @@ GPU it writes its figures to src/gpulab/data/measured/ with their provenance.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import time
 
 import torch
 from torch.utils import benchmark as torch_benchmark
 
-from gpulab import hardware, peaks, record, roofline, timing, units
+from gpulab import peaks, record, roofline, timing, units
 from gpulab.ui.tables import Table
 
 GOAL = 0.05
@@ -88,12 +87,8 @@ def operations(device, quick: bool):
 
 def main(argv: list[str] | None = None) -> int:
     """Run every op under every timer and print the comparison table."""
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    record.add_arguments(parser)
-    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds per op")
-    args = parser.parse_args(argv)
-    device = hardware.pick_device(args.device)
-    report = hardware.detect()
+    args, device, report = record.start(__doc__.splitlines()[0], argv,
+                                        lambda p: p.add_argument("--rounds", type=int, default=3, help="interleaved rounds per op"))
     threads = torch.get_num_threads()
     min_run_time = 0.2 if args.quick else 1.0
     ops, dtype = operations(device, args.quick)

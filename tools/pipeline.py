@@ -176,6 +176,33 @@ def kernel_config():
     return Config({"KernelManager": {"transport": "ipc", "ip": str(folder / f"kernel-{os.getpid()}")}})
 
 
+_KERNEL_MANAGER = None
+
+
+def kernel_manager_class():
+    """nbclient's kernel manager, less the interrupt it sends before shutting a kernel down.
+
+    jupyter_client interrupts a kernel (SIGINT) before asking it to shut down, in case a cell
+    is still running. The pipeline shuts a kernel down only after the notebook's last cell has
+    finished, so there is nothing to interrupt; the signal can still land while the kernel
+    handles a message (a widget's comm, the shutdown request), which ipykernel logs as
+    "KeyboardInterrupt caught in kernel" into the build log. An interrupt asked for at any
+    other time (nbclient's cell timeout) goes through.
+    """
+    global _KERNEL_MANAGER
+    if _KERNEL_MANAGER is None:
+        from jupyter_client.manager import AsyncKernelManager
+
+        class FinishedNotebookKernelManager(AsyncKernelManager):
+            async def _async_interrupt_kernel(self) -> None:
+                if self.shutting_down:
+                    return
+                await super()._async_interrupt_kernel()
+
+        _KERNEL_MANAGER = FinishedNotebookKernelManager
+    return _KERNEL_MANAGER
+
+
 def execute(notebook: Path, run: RunConfig) -> NotebookResult:
     """Execute one notebook with papermill into the run's folder and time it."""
     import papermill  # a dev dependency: imported here so the module loads without it
@@ -196,6 +223,7 @@ def execute(notebook: Path, run: RunConfig) -> NotebookResult:
             log_output=False,
             request_save_on_cell_execute=False,
             config=kernel_config(),
+            kernel_manager_class=kernel_manager_class(),
         )
     except Exception as exc:  # papermill raises PapermillExecutionError for a cell error
         seconds = time.perf_counter() - start
@@ -321,6 +349,7 @@ def stage_site(run: RunConfig) -> Path:
     subs = config.setdefault("parse", {}).setdefault("myst_substitutions", {})
     subs.update({time_key(nb): t for nb, t in times.items()})
     subs["time_machine"] = machine or "the build machine"
+    subs.update(backend_statuses())
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     missing = []
     passed = _passed_notebooks(run)
@@ -349,6 +378,14 @@ def stage_site(run: RunConfig) -> Path:
                          + ", ".join(missing))
     _copy_site_assets(src / SITE_STATIC)
     return src
+
+
+def backend_statuses() -> dict[str, str]:
+    """Whether the course has run on each GPU backend, from the stored measured figures: the
+    MyST substitutions `backend_status_cuda`, `_rocm` and `_mps` (gpulab.measured)."""
+    from gpulab.reference import measured
+
+    return {f"backend_status_{kind}": measured.backend_status(kind) for kind in ("cuda", "rocm", "mps")}
 
 
 def add_exercise_launch(nb: dict, notebook: Path, config: dict) -> None:

@@ -24,7 +24,8 @@ SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if not p.name.sta
 # The section each script writes, and the notebooks that render it.
 SECTIONS = {"slow_loop": ["labs/05_fix_slow_training_loop_lab.ipynb"],
             "timing_fidelity": ["notebooks/01_why_gpus_are_fast.ipynb"],
-            "decode_bound": [], "memory_accuracy": []}
+            "decode_bound": [], "memory_accuracy": [], "gpu_rates": [],
+            "triton_kernels": []}
 
 
 @pytest.fixture(scope="session")

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import functools
 import http.server
+import os
 import shutil
 import threading
+from collections.abc import Mapping
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -50,7 +52,18 @@ class _QuietHandler(http.server.SimpleHTTPRequestHandler):
             pass
 
 
-CHROMIUM = next(filter(None, (shutil.which(n) for n in ("chromium", "chromium-browser"))), None)
+# GPULAB_CHROMIUM (a path, or a name on PATH) names the browser where none of the usual names
+# is it, as on GitHub's Ubuntu runners: their Google Chrome (.github/workflows/test.yml).
+CHROMIUM_NAMES = ("chromium", "chromium-browser", "google-chrome", "google-chrome-stable")
+
+
+def find_chromium(env: Mapping[str, str] = os.environ) -> str | None:
+    """The browser's executable: GPULAB_CHROMIUM first, then the usual names on PATH; or None."""
+    names = (env.get("GPULAB_CHROMIUM"), *CHROMIUM_NAMES)
+    return next(filter(None, (shutil.which(n, path=env.get("PATH")) for n in names if n)), None)
+
+
+CHROMIUM = find_chromium()
 ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
         "--disable-background-networking", "--disable-component-update", "--disable-sync"]
 
@@ -59,7 +72,8 @@ ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
 def browser():
     """A headless Chromium driven by Playwright."""
     if CHROMIUM is None:
-        missing("Chromium", "tool:chromium", "Debian: apt-get install chromium; .ci/run installs it")
+        missing("Chromium", "tool:chromium", "Debian: apt-get install chromium; .ci/run installs it; "
+                "or set GPULAB_CHROMIUM to a Chromium or Chrome executable")
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         yield b

@@ -218,3 +218,17 @@ def test_machine_times_come_from_the_timing_report(site):
     assert len(rows) >= 20  # every agenda row that names a notebook
     assert [(nb, t) for nb, t in rows if times[nb] != t] == []
     assert pipeline.time_key("notebooks/02_will_it_fit.ipynb") == "time_nb_02_will_it_fit"
+
+
+def test_backend_pages_say_where_the_course_has_run(site):
+    """Chapter 4 states each GPU backend's status from the stored measured figures; a backend
+    nothing was measured on reads 'not yet verified on this hardware' (ROCm and MPS, and CUDA
+    until the GPU check's figures are committed); chapter 7 says a multi-GPU ring is untested."""
+    from gpulab.reference import measured
+
+    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", (site / "book" / "04_backends.html").read_text()))
+    for label, kind in (("NVIDIA (CUDA)", "cuda"), ("AMD (ROCm)", "rocm"), ("Apple (MPS)", "mps")):
+        assert f"{label}, {measured.backend_status(kind)}" in text, label
+    assert measured.backend_status("rocm") == measured.NOT_VERIFIED  # no ROCm machine has run it
+    chapter7 = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", (site / "book" / "07_beyond_one_gpu.html").read_text()))
+    assert "several GPUs is not yet verified on this hardware" in chapter7

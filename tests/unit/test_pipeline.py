@@ -134,3 +134,38 @@ def test_figures_alt_text_moves_from_the_outputs_to_the_cell_options():
     assert nb["cells"][0]["metadata"]["mystnb"]["image"]["alt"] == "line chart: A."
     assert nb["cells"][1]["metadata"]["mystnb"]["image"]["alt"] == "Figure 1 of 2: a. Figure 2 of 2: b."
     assert nb["cells"][2]["metadata"] == {}
+
+
+def test_a_finished_notebooks_kernel_is_shut_down_without_an_interrupt(monkeypatch):
+    """jupyter_client sends SIGINT before a shutdown; the pipeline's kernels skip it (ipykernel
+    logged it as 'KeyboardInterrupt caught in kernel'), while an interrupt asked for at any
+    other time, as nbclient's cell timeout does, still reaches the kernel."""
+    import asyncio
+
+    from jupyter_client.manager import AsyncKernelManager, KernelManager
+
+    signals = []
+
+    async def record_signal(self, signum):
+        signals.append(signum)
+
+    monkeypatch.setattr(KernelManager, "_async_signal_kernel", record_signal)
+    manager = pipeline.kernel_manager_class()
+    assert issubclass(manager, AsyncKernelManager)
+
+    async def scenario():
+        pipeline.kernel_environment()
+        km = manager(kernel_name="gpulab-cpu", config=pipeline.kernel_config())
+        await km.start_kernel()
+        try:
+            await km.interrupt_kernel()  # a timeout's interrupt: sent
+            sent_while_running = len(signals)
+            km.shutting_down = True
+            await km._async_interrupt_kernel()  # the interrupt before a shutdown: skipped
+            km.shutting_down = False
+            return sent_while_running, len(signals)
+        finally:
+            await km.shutdown_kernel(now=True)
+
+    while_running, after_shutdown_interrupt = asyncio.run(scenario())
+    assert while_running == 1 and after_shutdown_interrupt == 1

@@ -16,13 +16,14 @@ from __future__ import annotations
 import argparse
 import datetime
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from gpulab.machine.report import HardwareReport
 from gpulab.reference import measured
 
-__all__ = ["add_arguments", "device_kind", "provenance", "store", "stored_message"]
+__all__ = ["add_arguments", "device_kind", "provenance", "start", "store", "stored_message"]
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
@@ -32,6 +33,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                         help="the smallest sizes: seconds on a 2-core CPU (the CI smoke test)")
     parser.add_argument("--out", type=Path, default=None,
                         help="write the figures to this folder, whatever the device")
+
+
+def start(description: str, argv: list[str] | None = None,
+          extra: Callable[[argparse.ArgumentParser], None] | None = None):
+    """What every benchmark script does first: its options parsed (the common ones, and any
+    `extra` adds), the device picked and this machine read. Returns (args, device, report)."""
+    from gpulab.machine import hardware
+
+    parser = argparse.ArgumentParser(description=description)
+    add_arguments(parser)
+    if extra is not None:
+        extra(parser)
+    args = parser.parse_args(argv)
+    return args, hardware.pick_device(args.device), hardware.detect()
 
 
 def device_kind(device: Any) -> str:

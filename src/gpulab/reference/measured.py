@@ -16,15 +16,20 @@ import os
 import re
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-__all__ = ["ENV_VAR", "PACKAGED_DIR", "REQUIRED_PROVENANCE", "directory", "load_all",
-           "provenance_problems", "save", "section", "slug"]
+from gpulab.core.validate import OneOf, checked
+
+__all__ = ["BACKENDS", "ENV_VAR", "NOT_VERIFIED", "PACKAGED_DIR", "REQUIRED_PROVENANCE", "backend_status",
+           "directory", "load_all", "provenance_problems", "save", "section", "slug"]
 
 ENV_VAR = "GPULAB_MEASURED_DIR"
 PACKAGED_DIR = Path(str(resources.files("gpulab") / "data" / "measured"))
 # What every stored section must say about where its figures come from.
 REQUIRED_PROVENANCE = ("gpu", "device", "driver", "torch", "cuda", "date", "command")
+# What a page says of a backend no stored figure was measured on (CONTRIBUTING.md).
+NOT_VERIFIED = "not yet verified on this hardware"
+BACKENDS = ("cuda", "rocm", "mps")  # the GPU backends a page can say the course has run on
 
 
 def directory() -> Path:
@@ -77,3 +82,21 @@ def section(name: str, folder: Path | None = None) -> dict[str, dict]:
     """One section across GPUs: {gpu name: {"provenance": ..., "figures": ...}}."""
     return {gpu: data["sections"][name] for gpu, data in load_all(folder).items()
             if name in data["sections"]}
+
+
+@checked
+def backend_status(kind: Annotated[str, OneOf(BACKENDS, "kind")], folder: Path | None = None) -> str:
+    """Whether the course has run on a backend ("cuda", "rocm", "mps"), in words for a page.
+
+    "run on NVIDIA H200 (2026-12-01, torch 2.11.0+cu130)" names the GPUs whose stored figures
+    were measured on that backend, with the latest date; otherwise NOT_VERIFIED.
+    """
+    runs = {}
+    for gpu, data in load_all(folder).items():
+        for sec in data["sections"].values():
+            prov = sec.get("provenance", {})
+            if prov.get("device") == kind:
+                runs[gpu] = max(runs.get(gpu, ("", "")), (prov.get("date", ""), prov.get("torch", "")))
+    if not runs:
+        return NOT_VERIFIED
+    return "run on " + "; ".join(f"{gpu} ({date}, torch {torch})" for gpu, (date, torch) in sorted(runs.items()))
