@@ -232,3 +232,39 @@ def test_backend_pages_say_where_the_course_has_run(site):
     assert measured.backend_status("rocm") == measured.NOT_VERIFIED  # no ROCm machine has run it
     chapter7 = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", (site / "book" / "07_beyond_one_gpu.html").read_text()))
     assert "several GPUs is not yet verified on this hardware" in chapter7
+
+
+class _Images(HTMLParser):
+    """Collects the alt text of every image in a page's cell outputs."""
+
+    def __init__(self):
+        super().__init__()
+        self.depth, self.alts = 0, []
+
+    def handle_starttag(self, tag, attrs):
+        attrs = dict(attrs)
+        if tag == "div" and "cell_output" in (attrs.get("class") or ""):
+            self.depth += 1
+        elif tag == "div" and self.depth:
+            self.depth += 1
+        if tag == "img" and self.depth:
+            self.alts.append(attrs.get("alt") or "")
+
+    def handle_endtag(self, tag):
+        if tag == "div" and self.depth:
+            self.depth -= 1
+
+
+def test_every_figure_on_the_site_says_what_it_shows(site):
+    """Each image a notebook cell output shows carries the alt text gpulab.ui.alt_text read off
+    the figure: a kind of chart and its axes, never empty and never a file name."""
+    figures = 0
+    for page in _pages(site):
+        parser = _Images()
+        parser.feed(page.read_text(encoding="utf-8"))
+        for alt in parser.alts:
+            figures += 1
+            where = page.relative_to(site).as_posix()
+            assert alt and not alt.endswith(".png"), f"{where}: an image without alt text"
+            assert "axis" in alt or alt.startswith("An empty figure"), f"{where}: {alt[:80]}"
+    assert figures >= 10  # the check can fail: the notebooks show some twenty plots

@@ -106,3 +106,29 @@ def test_the_makefile_keeps_an_inherited_pythonpath():
                           "show-pythonpath: ; @echo $$PYTHONPATH", "show-pythonpath"],
                          capture_output=True, text=True, cwd=ROOT, env=env, timeout=60).stdout.strip()
     assert out == f"{ROOT}/src"
+
+
+def test_the_run_records_each_step_as_it_ends_and_goes_on_after_a_failure(monkeypatch, tmp_path):
+    """The device run itself, on trivial steps: a pass, a failure, a timeout, all in the summary
+    and the log; a run past its plan skips what is left instead of overrunning the call."""
+    import importlib
+    import json
+
+    runner = importlib.import_module("tools.gpu_check.__main__")
+    steps = (plan.Step("says hello", ("{python}", "-c", "print('hello from a step')"), 10, "a pass"),
+             plan.Step("fails", ("{python}", "-c", "raise SystemExit(3)"), 10, "a failure"),
+             plan.Step("hangs", ("{python}", "-c", "import time; time.sleep(60)"), 2, "a timeout"))
+    monkeypatch.setattr(plan, "STEPS", steps)
+    assert runner.run(tmp_path / "out", tmp_path / "no-wheels") == 1
+    summary = json.loads((tmp_path / "out" / "summary.json").read_text())
+    by_name = {s["name"]: s for s in summary["steps"]}
+    assert by_name["install wheels"]["ok"] and by_name["says hello"]["ok"]
+    assert by_name["fails"]["returncode"] == 3 and not by_name["fails"]["ok"]
+    assert by_name["hangs"]["timed_out"] == 3 and by_name["hangs"]["seconds"] < 10
+    assert summary["passed"] == "2 of 4"
+    log = (tmp_path / "out" / "gpu_check.log").read_text()
+    assert "hello from a step" in log and "===== fails:" in log
+    monkeypatch.setattr(plan, "PLAN_S", -61)  # already past the plan when the steps start
+    assert runner.run(tmp_path / "late", tmp_path / "no-wheels") == 1
+    late = json.loads((tmp_path / "late" / "summary.json").read_text())["steps"]
+    assert [s.get("skipped") for s in late[1:]] == ["the check ran past its plan"] * 3
