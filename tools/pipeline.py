@@ -385,7 +385,7 @@ def backend_statuses() -> dict[str, str]:
     MyST substitutions `backend_status_cuda`, `_rocm` and `_mps` (gpulab.measured)."""
     from gpulab.reference import measured
 
-    return {f"backend_status_{kind}": measured.backend_status(kind) for kind in ("cuda", "rocm", "mps")}
+    return {f"backend_status_{kind}": measured.backend_status(kind) for kind in measured.BACKENDS}
 
 
 def add_exercise_launch(nb: dict, notebook: Path, config: dict) -> None:
