@@ -25,7 +25,7 @@ export PYDEVD_DISABLE_FILE_VALIDATION := 1
 .PHONY: help setup widgets-js book lab test test-gpu gpu-wheels lint clean
 
 help:
-	@echo "make book      build the course site (every notebook executed, full size); prints where index.html is"
+	@echo "make book      build the course site, English and Chinese (every notebook executed, full size); prints where index.html is"
 	@echo "make test      lint, unit tests, every notebook on the CPU (quick), site build and checks"
 	@echo "make lab       open JupyterLab on the course kernel (ARGS=--allow-root as root in a container)"
 	@echo "make test-gpu  the notebooks on the GPU kernel with device=cuda, plus unit tests marked gpu"

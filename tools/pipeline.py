@@ -23,10 +23,13 @@ import subprocess
 import sys
 import tempfile
 import time
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # `tools.editions` when this file runs as a script
+from tools import editions  # noqa: E402
+
 BUILD = ROOT / "_build"
 NOTEBOOK_DIRS = ("notebooks", "labs", "book/appendix")
 LEARNER_DIR = "learner"  # labs/learner/ holds generated learner copies; they are not executed
@@ -39,6 +42,10 @@ MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
 PYODIDE = ROOT / "node_modules" / "pyodide"
 PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip",
                  "pyodide-lock.json")
+# The Chinese text of both editions renders in Noto Sans SC, which the site carries (OFL-1.1):
+# its 100 slices by Unicode range, of which a page loads only those its characters need.
+CJK_FONT = ROOT / "node_modules" / "@fontsource-variable" / "noto-sans-sc"
+CJK_FONT_DIR = "noto-sans-sc"  # in the site's static folder; tools/sphinx_site.py links its CSS
 SITE_STATIC = "_site_static"  # not the root _static/: JB1 would load every .js there
 COURSE_ASSETS = ROOT / "tools" / "site_static"  # the course's own stylesheet and scripts
 
@@ -112,9 +119,10 @@ def learner_copies(root: Path = ROOT) -> list[Path]:
     return sorted((root / "labs" / LEARNER_DIR).glob("*.ipynb"))
 
 
-def executed_path(notebook: Path, run: RunConfig) -> Path:
-    """Where the executed copy of a notebook goes."""
-    return run.run_dir / "executed" / notebook.resolve().relative_to(ROOT)
+def executed_path(notebook: Path, run: RunConfig, lang: str = "en") -> Path:
+    """Where the executed copy of a notebook goes (an edition's own copy in `executed/<lang>/`)."""
+    folder = run.run_dir / "executed"
+    return (folder if lang == "en" else folder / lang) / notebook.resolve().relative_to(ROOT)
 
 
 def _python_shim() -> str:
@@ -203,12 +211,13 @@ def kernel_manager_class():
     return _KERNEL_MANAGER
 
 
-def execute(notebook: Path, run: RunConfig) -> NotebookResult:
-    """Execute one notebook with papermill into the run's folder and time it."""
+def execute(notebook: Path, run: RunConfig, lang: str = "en") -> NotebookResult:
+    """Execute one notebook with papermill into the run's folder and time it; `lang` is the
+    edition whose text the notebook's outputs are written in (editions.PER_LANGUAGE only)."""
     import papermill  # a dev dependency: imported here so the module loads without it
 
     kernel_environment()
-    out = executed_path(notebook, run)
+    out = executed_path(notebook, run, lang)
     out.parent.mkdir(parents=True, exist_ok=True)
     rel = str(notebook.resolve().relative_to(ROOT))
     start = time.perf_counter()
@@ -216,7 +225,7 @@ def execute(notebook: Path, run: RunConfig) -> NotebookResult:
         papermill.execute_notebook(
             str(notebook),
             str(out),
-            parameters=run.parameters,
+            parameters=run.parameters | ({} if lang == "en" else {"lang": lang}),
             kernel_name=run.kernel,
             cwd=str(notebook.parent),
             progress_bar=False,
@@ -247,18 +256,21 @@ def write_report(results: list[NotebookResult], run: RunConfig) -> Path:
         rows[result.notebook] = asdict(result) | {"over_budget": result.over_budget}
     report = {"mode": run.mode, "kernel": run.kernel, "device": run.device,
               "budget_s": run.budget_s, "machine": machine_description(run),
+              # the same machine in each edition's words, for the pages that quote it
+              "machine_text": {lang: machine_description(run, lang) for lang in editions.LANGUAGES},
               "notebooks": sorted(rows.values(), key=lambda r: r["notebook"])}
     path.write_text(json.dumps(report, indent=2) + "\n")
     return path
 
 
-def machine_description(run: RunConfig) -> str:
+def machine_description(run: RunConfig, lang: str = "en") -> str:
     """The machine a run's times were measured on, in words: CPU model and cores, and the GPUs."""
     from gpulab.machine.host import read_cpuinfo
 
     model = read_cpuinfo()[0] or (platform.processor() or platform.machine())
-    gpus = "GPUs hidden" if run.kernel == "gpulab-cpu" else f"device {run.device}"
-    return f"{model}, {os.cpu_count()} CPU threads, {gpus}"
+    gpus = (editions.text(lang, "gpus_hidden") if run.kernel == "gpulab-cpu"
+            else editions.text(lang, "device").format(device=run.device))
+    return editions.text(lang, "machine").format(model=model, threads=os.cpu_count(), gpus=gpus)
 
 
 def machine_times(run: RunConfig) -> dict[str, str]:
@@ -277,13 +289,14 @@ def time_key(notebook: str) -> str:
     return f"time_{prefix}_{name.removesuffix('.ipynb')}"
 
 
-def add_machine_time(nb: dict, seconds_text: str, machine: str, mode: str) -> None:
+def add_machine_time(nb: dict, seconds_text: str, machine: str, mode: str, lang: str = "en") -> None:
     """Say under a notebook's title how long the build machine took to run it, apart from the
     reading time its title states (the site only; the figure is the timing report's)."""
     title = nb["cells"][0]
     text = "".join(title["source"]).rstrip("\n")
-    title["source"] = (f"{text}\n\n**Machine time:** {seconds_text} to run every cell on the "
-                       f"machine that built this site ({machine}; {mode} mode).")
+    line = editions.text(lang, "machine_time").format(
+        seconds=seconds_text, machine=machine, mode=editions.text(lang, f"mode_{mode}"))
+    title["source"] = f"{text}\n\n{line}"
 
 
 def format_table(rows: list[dict]) -> str:
@@ -318,7 +331,13 @@ def execute_all(run: RunConfig) -> list[NotebookResult]:
         result = execute(notebook, run)
         results.append(result)
         print(progress_line(result, number, len(notebooks), time.perf_counter() - started), flush=True)
-    write_report(results, run)
+    # the notebooks whose outputs are text in the edition's language, once more per edition
+    for notebook, lang in editions.per_language_runs():
+        result = execute(notebook, run, lang)
+        results.append(replace(result, notebook=f"{result.notebook} [{lang}]"))
+        print(progress_line(results[-1], len(results), len(results), time.perf_counter() - started),
+              flush=True)
+    write_report([r for r in results if "[" not in r.notebook], run)
     print(format_table([asdict(r) | {"over_budget": r.over_budget} for r in results]))
     for r in results:
         if not r.ok:
@@ -326,13 +345,15 @@ def execute_all(run: RunConfig) -> list[NotebookResult]:
     return results
 
 
-def stage_site(run: RunConfig) -> Path:
-    """Lay out a book source tree whose notebooks are the executed copies."""
+def stage_site(run: RunConfig, edition: str = "en") -> Path:
+    """Lay out a book source tree whose notebooks are the executed copies, for one edition:
+    "en", "zh_CN", or "gettext" (the English text the message catalogues are made from)."""
     import yaml
 
     from gpulab.course import exercises
 
-    src = run.run_dir / "site_src"
+    lang = "en" if edition == "gettext" else edition
+    src = run.run_dir / editions.source_folder(edition)
     shutil.rmtree(src, ignore_errors=True)
     src.mkdir(parents=True)
     shutil.copytree(ROOT / "book", src / "book")
@@ -345,16 +366,18 @@ def stage_site(run: RunConfig) -> Path:
         extensions[name] = str(ROOT / path)
     # each notebook's machine time from this run's timing report, for the pages that quote it
     times = machine_times(run)
-    machine = json.loads(report_path(run).read_text()).get("machine", "") if times else ""
+    machine = (json.loads(report_path(run).read_text()).get("machine_text", {}).get(lang)
+               or machine_description(run, lang)) if times else editions.text(lang, "unknown_machine")
     subs = config.setdefault("parse", {}).setdefault("myst_substitutions", {})
     subs.update({time_key(nb): t for nb, t in times.items()})
-    subs["time_machine"] = machine or "the build machine"
-    subs.update(backend_statuses())
+    subs["time_machine"] = machine
+    subs.update(backend_statuses(lang))
+    editions.configure(config, edition, src)
     (src / "_config.yml").write_text(yaml.safe_dump(config, sort_keys=False, allow_unicode=True))
     missing = []
     passed = _passed_notebooks(run)
     for notebook in discover():
-        executed = executed_path(notebook, run)
+        executed = executed_path(notebook, run, editions.outputs_language(notebook, lang))
         if not executed.exists() or str(notebook.relative_to(ROOT)) not in passed:
             missing.append(str(notebook.relative_to(ROOT)))
             continue
@@ -365,10 +388,12 @@ def stage_site(run: RunConfig) -> Path:
         show_run_parameters(site_copy)
         add_image_alt_text(site_copy)
         rel = str(notebook.relative_to(ROOT))
-        if rel in times:
-            add_machine_time(site_copy, times[rel], machine, run.mode)
+        # the texts the pipeline adds are its own, in each language: none goes into a catalogue
+        if rel in times and edition != "gettext":
+            add_machine_time(site_copy, times[rel], machine, run.mode, lang)
         if notebook.parent.name == "labs":  # the exercise first: a learner starts there
-            add_exercise_launch(site_copy, notebook, config)
+            if edition != "gettext":
+                add_exercise_launch(site_copy, notebook, config, lang)
             learner = src / "labs" / LEARNER_DIR / notebook.name
             learner.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy(ROOT / "labs" / LEARNER_DIR / notebook.name, learner)
@@ -380,24 +405,23 @@ def stage_site(run: RunConfig) -> Path:
     return src
 
 
-def backend_statuses() -> dict[str, str]:
+def backend_statuses(lang: str = "en") -> dict[str, str]:
     """Whether the course has run on each GPU backend, from the stored measured figures: the
     MyST substitutions `backend_status_cuda`, `_rocm` and `_mps` (gpulab.measured)."""
     from gpulab.reference import measured
 
-    return {f"backend_status_{kind}": measured.backend_status(kind) for kind in measured.BACKENDS}
+    return {f"backend_status_{kind}": measured.backend_status(kind, lang=lang)
+            for kind in measured.BACKENDS}
 
 
-def add_exercise_launch(nb: dict, notebook: Path, config: dict) -> None:
+def add_exercise_launch(nb: dict, notebook: Path, config: dict, lang: str = "en") -> None:
     """Put the launch of a lab's exercise copy (Colab and download) under the lab's title, on
     the site only: the page itself is the solution, and a learner starts from the exercise."""
     from tools.notebook_meta import colab_url
 
     rel = f"labs/{LEARNER_DIR}/{notebook.name}"
-    text = (f"**Do the lab:** open the exercise, with the parts to write left empty, "
-            f"[in Colab]({colab_url(config, rel)}) or as a "
-            f"{{download}}`notebook to download <{LEARNER_DIR}/{notebook.name}>`. "
-            "This page is the lab's solution, run top to bottom.")
+    text = editions.text(lang, "do_the_lab").format(
+        colab=colab_url(config, rel), download=f"{LEARNER_DIR}/{notebook.name}")
     cell = {"cell_type": "markdown", "id": "open-the-exercise", "metadata": {}, "source": text}
     nb["cells"].insert(1, cell)
 
@@ -446,7 +470,7 @@ def _passed_notebooks(run: RunConfig) -> set[str]:
 
 def _copy_site_assets(static: Path) -> None:
     """Copy the course's stylesheet and scripts, require.js, the widget manager with its fonts,
-    MathJax and Pyodide into the site's static folder, and write the archive of gpulab that the static calculators run in Pyodide.
+    MathJax, the CJK font and Pyodide into the site's static folder, and write the archive of gpulab that the static calculators run in Pyodide.
 
     The site carries its own JavaScript so that it renders offline and sends no request to a
     third-party CDN (DESIGN.md); the npm packages are pinned in package-lock.json.
@@ -454,7 +478,7 @@ def _copy_site_assets(static: Path) -> None:
     from gpulab.ui import calculators  # the archive is of the gpulab this interpreter imports
 
     needed = [WIDGET_ASSETS / "embed-amd.js", REQUIRE_JS, MATHJAX / "tex-mml-chtml.js",
-              *(PYODIDE / name for name in PYODIDE_FILES)]
+              CJK_FONT / "index.css", *(PYODIDE / name for name in PYODIDE_FILES)]
     if not all(p.exists() for p in needed):
         raise SystemExit("site JavaScript missing: run `npm ci` (make does) first")
     static.mkdir(parents=True, exist_ok=True)
@@ -466,6 +490,12 @@ def _copy_site_assets(static: Path) -> None:
         if asset.suffix in (".js", ".woff", ".woff2", ".ttf", ".eot", ".svg") and asset.name not in (
             "embed.js", "libembed-amd.js"):
             shutil.copy(asset, static / asset.name)
+    # the CJK font's stylesheet loads its slices from files/ beside it; its licence goes along
+    font = static / CJK_FONT_DIR
+    font.mkdir()
+    for name in ("index.css", "LICENSE"):
+        shutil.copy(CJK_FONT / name, font / name)
+    shutil.copytree(CJK_FONT / "files", font / "files")
     # MathJax loads its fonts relative to its own script
     mathjax = static / "mathjax"
     mathjax.mkdir()
@@ -486,18 +516,48 @@ def html_dir(run: RunConfig) -> Path:
     return run.run_dir / "_build" / "html"
 
 
-def build_site(run: RunConfig) -> Path:
-    """Build the site from the executed copies, warnings as errors, from a clean folder."""
-    src = stage_site(run)
-    shutil.rmtree(run.run_dir / "_build", ignore_errors=True)
-    cmd = [sys.executable, "-m", "jupyter_book", "build", str(src), "--path-output",
-           str(run.run_dir), "--builder", "html", "-W", "-n", "--keep-going"]
+def _jupyter_book(src: Path, out: Path, *builder: str) -> None:
+    """Run Jupyter Book on a staged tree into `out`, warnings as errors."""
+    cmd = [sys.executable, "-m", "jupyter_book", "build", str(src), "--path-output", str(out),
+           "--builder", *builder, "-W", "-n", "--keep-going"]
     jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
     if jb:
         cmd = [jb, *cmd[3:]]
     subprocess.run(cmd, check=True)
+
+
+def catalogue_dir(run: RunConfig) -> Path:
+    """Where a run's message templates (.pot, one per page) land."""
+    return run.run_dir / "gettext" / "_build" / "gettext"
+
+
+def build_catalogues(run: RunConfig) -> Path:
+    """Extract the English pages' messages into .pot files, the executed outputs left out."""
+    from tools import i18n
+
+    src = stage_site(run, "gettext")
+    shutil.rmtree(run.run_dir / "gettext", ignore_errors=True)
+    _jupyter_book(src, run.run_dir / "gettext", "custom", "--custom-builder", "gettext")
+    dropped = i18n.drop_untranslatable(catalogue_dir(run))
+    print(f"message catalogues: {catalogue_dir(run)} ({dropped} messages with no words left out)")
+    return catalogue_dir(run)
+
+
+def build_site(run: RunConfig) -> Path:
+    """Build both editions from the executed copies, warnings as errors, from a clean folder:
+    the English site in `_build/html`, the Chinese one in `_build/html/zh_CN`."""
+    build_catalogues(run)
+    src = stage_site(run)
+    shutil.rmtree(run.run_dir / "_build", ignore_errors=True)
+    _jupyter_book(src, run.run_dir, "html")
+    for edition in editions.LANGUAGES[1:]:
+        out = run.run_dir / editions.source_folder(edition).replace("site_src", "build")
+        shutil.rmtree(out, ignore_errors=True)
+        _jupyter_book(stage_site(run, edition), out, "html")
+        shutil.move(str(out / "_build" / "html"), str(html_dir(run) / edition))
+        shutil.rmtree(out)
     index = html_dir(run) / "index.html"
-    print(f"\nThe site is built: {index}")
+    print(f"\nThe site is built: {index} (and its Chinese edition: {html_dir(run) / 'zh_CN' / 'index.html'})")
     return index
 
 

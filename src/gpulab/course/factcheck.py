@@ -29,12 +29,15 @@ sentence). The explanation fields (``correct_value``, ``reason``, a derivation's
 templates: ``{name:fmt}`` placeholders are filled from the computed derivation's
 ``Computed.values`` by :func:`rendered`, so no figure in them is typed by hand (a literal brace
 is written ``{{`` or ``}}``). A placeholder the values lack raises GpulabConfigError naming the
-claim and the field.
+claim and the field. The Chinese edition reads the same registry: an entry's ``zh_CN`` holds the
+Chinese of its ZH_FIELDS (the English placeholders kept, no number in digits added), and the
+renderers take a ``lang`` (one of LANGS).
 """
 
 from __future__ import annotations
 
 import json
+import re
 import string
 from collections import Counter
 from collections.abc import Iterable, Mapping
@@ -42,20 +45,25 @@ from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
 from types import MappingProxyType
-from typing import Any
+from typing import Annotated, Any
 
 from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import OneOf, checked
 from gpulab.course import claims_hardware, claims_models  # noqa: F401 - they fill the registry
 from gpulab.course.derivations import REGISTRY, Computed, compute
 from gpulab.ui.tables import Table
 
-__all__ = ["ARTICLES", "CHAPTERS", "REGISTRY", "RUBRIC", "RUBRIC_CLAUSES", "SECTIONS", "SEED_FILES",
-           "attribution",
-           "TEMPLATE_FIELDS", "VERDICTS", "Claim", "Computed", "by_chapter", "by_section",
+__all__ = ["ARTICLES", "CHAPTERS", "LANGS", "REGISTRY", "RUBRIC", "RUBRIC_CLAUSES", "RUBRIC_ZH",
+           "SECTIONS", "SECTION_TITLES", "SEED_FILES", "SHORT_NAMES", "attribution", "TEMPLATE_FIELDS",
+           "VERDICTS", "VERDICT_NAMES", "ZH_FIELDS", "Claim", "Computed", "by_chapter", "by_section",
            "check_all", "compute", "counts", "load", "markdown", "placeholders", "rendered",
-           "rubric_markdown", "table", "validate", "verdicts_by_chapter"]
+           "rubric_markdown", "section_title", "table", "validate", "verdict_name", "verdicts_by_chapter"]
 
+LANGS = ("en", "zh_CN")  # the editions: English (the source) and Chinese
+Lang = Annotated[str, OneOf(LANGS, "language")]
 VERDICTS = ("correct", "wrong", "misleading", "not checkable")
+VERDICT_NAMES = {"zh_CN": {"correct": "正确", "wrong": "错误", "misleading": "有误导性",
+                           "not checkable": "无法核实"}}  # the verdicts in Chinese (STYLE.md's terms)
 # The one rubric every verdict is decided by: verdict -> its clauses, (clause id, wording). The
 # appendix shows it at the top; each claim names the clause that decided it (rubric_clause).
 RUBRIC: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
@@ -73,7 +81,14 @@ RUBRIC: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
 })
 RUBRIC_CLAUSES: Mapping[str, str] = MappingProxyType(
     {cid: verdict for verdict, clauses in RUBRIC.items() for cid, _ in clauses})  # clause -> verdict
+RUBRIC_ZH: Mapping[str, str] = MappingProxyType({  # each clause's wording in Chinese, by clause id
+    "correct.all-parts-hold": "说法的每一部分都如其所述成立", "misleading.part-false": "一部分成立，另一部分不成立",
+    "misleading.unstated-conditions": "只在它没有说明的条件下成立", "wrong.false-any-reading": "在任何合理的理解下都不成立",
+    "wrong.actionable-part-false": "读者会据以行动的那部分在任何条件下都不成立",
+    "misleading.wrong-conclusion": "其中的数字正确，但由此得出的结论不正确", "not-checkable.no-source": "没有任何公开来源或推导能够判定"})
 TEMPLATE_FIELDS = ("correct_value", "reason", "note")  # the fields rendered from computed values
+ZH_FIELDS = ("rubric_why", "correct_value", "reason", "note")  # zh_CN's keys (the last two if given)
+_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")  # a number in digits: "24", "1,008", "560.28.03"
 _WHY_MAX_CHARS = 300  # rubric_why is one short sentence
 # 0 is the set-up page (book/setup.md); 1-7 are the chapters.
 CHAPTERS = tuple(range(8))
@@ -91,6 +106,7 @@ ARTICLES = {
                                 "running large models locally",
                     "author": "接好运鸭"},
 }
+SHORT_NAMES = {"zh_CN": {SEED_FILES[0]: "《GPU 加速教程》", SEED_FILES[1]: "《硬件选型指南》"}}
 # Each article's sections, in the article's order (the appendix groups claims by them).
 SECTIONS = {
     SEED_FILES[0]: (
@@ -106,8 +122,11 @@ SECTIONS = {
         "4. CPU vs GPU table", "5. Hardware picks by scenario", "6. Five use cases",
         "7. Common myths"),
 }
+# lang -> section -> its title in that edition (zh_CN: the article's own heading), from the data file
+SECTION_TITLES: Mapping[str, Mapping[str, str]] = json.loads(
+    (resources.files("gpulab") / "data" / "fact_check.json").read_text("utf-8"))["section_titles"]
 _REQUIRED = ("id", "seed_file", "section", "quote", "claim_en", "verdict", "rubric_clause",
-             "rubric_why", "correct_value", "derivation", "chapter")
+             "rubric_why", "correct_value", "derivation", "chapter", "zh_CN")
 _OPTIONAL = ("reason",)
 
 
@@ -126,6 +145,7 @@ class Claim:
     correct_value: str  # template: the right figure with units, or what is true instead
     derivation: Mapping[str, str] = field(hash=False)  # {"computed": name} or {"source", "note"}
     chapter: int  # the course chapter that discusses it; 0 = the set-up page
+    zh_CN: Mapping[str, str] = field(hash=False)  # the Chinese of the claim's ZH_FIELDS
     reason: str = ""  # template: why it cannot be checked (required for "not checkable")
 
     @property
@@ -194,6 +214,39 @@ def _check_template(cid: Any, field_name: str, text: str) -> None:
         raise _fail(cid, field_name, f"placeholder {{{bad[0]}}} must be a name, like {{bound_tok_s:.1f}}")
 
 
+def _split(template: str) -> tuple[set[str], str]:
+    """A template's placeholders as written ("{bound:.1f}") and its own text without them."""
+    parts = list(string.Formatter().parse(template))
+    return ({"{" + n + ("!" + c if c else "") + (":" + s if s else "") + "}" for _, n, s, c in parts
+             if n is not None}, "".join(text for text, *_ in parts))
+
+
+def _check_zh(cid: Any, zh: Any, texts: tuple[str, ...]) -> None:
+    """zh_CN: the Chinese of each English text (in ZH_FIELDS' order): its placeholders, no new number."""
+    english = {key: text for key, text in zip(ZH_FIELDS, texts, strict=True) if text}
+    if not isinstance(zh, Mapping):
+        raise _fail(cid, "zh_CN", f"must be an object with the Chinese of {', '.join(english)}")
+    for key in [*english, *(k for k in zh if k not in english)]:
+        name, text = f"zh_CN.{key}", zh.get(key)
+        if key not in english:
+            raise _fail(cid, name, f"has no English to translate; expected: {', '.join(english)}")
+        if not isinstance(text, str) or not text.strip():
+            raise _fail(cid, name, "must be non-empty text" if key in zh else "is missing")
+        if key == "rubric_why" and len(text) > _WHY_MAX_CHARS:
+            raise _fail(cid, name, f"must be one short sentence (at most {_WHY_MAX_CHARS} characters)")
+        if key != "rubric_why":  # a template (rubric_why is plain text)
+            _check_template(cid, name, text)
+        (ours, own), (theirs, their_own) = ((set(), t) if key == "rubric_why" else _split(t)
+                                            for t in (text, english[key]))
+        if ours != theirs:
+            raise _fail(cid, name, f"has the placeholders {sorted(ours)}, the English {sorted(theirs)}: "
+                                   "keep the same names and formats")
+        added = sorted(set(_NUMBER.findall(own)) - set(_NUMBER.findall(their_own)))
+        if added:
+            raise _fail(cid, name, f"holds the number {added[0]}, which the English lacks: write number "
+                                   "words as Chinese numerals (四倍), figures as the English does")
+
+
 def _claim(entry: Any) -> Claim:
     """One entry checked field by field; the error names the claim id and the field."""
     if not isinstance(entry, Mapping):
@@ -229,8 +282,10 @@ def _claim(entry: Any) -> Claim:
         _check_template(cid, key, text)
     if "source" in entry["derivation"]:
         _no_placeholders_without_values(cid, entry, reason)
+    _check_zh(cid, entry["zh_CN"], (entry["rubric_why"], entry["correct_value"], reason,
+                                    entry["derivation"].get("note", "")))
     return Claim(**{**entry, "derivation": MappingProxyType(dict(entry["derivation"])),
-                    "reason": reason})
+                    "zh_CN": MappingProxyType(dict(entry["zh_CN"])), "reason": reason})
 
 
 def _no_placeholders_without_values(cid: Any, entry: Mapping[str, Any], reason: str) -> None:
@@ -280,14 +335,27 @@ def _fill(claim: Claim, field_name: str, template: str, values: Mapping[str, Any
         raise _fail(claim.id, field_name, f"cannot be filled: {exc}") from None
 
 
-def rendered(claim: Claim, result: Computed | None = None) -> dict[str, str]:
-    """The claim's explanation fields filled from its computed values: correct_value, reason, note."""
+def _texts(claim: Claim, lang: str) -> dict[str, str]:
+    """The claim's ZH_FIELDS in `lang`, unfilled ("" where it has none)."""
+    if lang == "en":
+        return dict(zip(ZH_FIELDS, (claim.rubric_why, claim.correct_value, claim.reason,
+                                    claim.derivation.get("note", "")), strict=True))
+    texts = {key: claim.zh_CN.get(key, "") for key in ZH_FIELDS}
+    missing = [key for key in ("correct_value", "rubric_why") if not texts[key]]
+    if missing:
+        raise _fail(claim.id, f"{lang}.{missing[0]}", "is missing: the Chinese edition needs it")
+    return texts
+
+
+@checked
+def rendered(claim: Claim, result: Computed | None = None, lang: Lang = "en") -> dict[str, str]:
+    """The claim's correct_value, reason and note in `lang`, filled from its computed values."""
+    texts = _texts(claim, lang)
     if result is None and claim.computed_name:
         result = compute(claim.computed_name)
     values = result.values if result is not None else {}
-    texts = {"correct_value": claim.correct_value, "reason": claim.reason,
-             "note": claim.derivation.get("note", "")}
-    return {key: _fill(claim, key, text, values) for key, text in texts.items()}
+    prefix = "" if lang == "en" else f"{lang}."
+    return {key: _fill(claim, prefix + key, texts[key], values) for key in TEMPLATE_FIELDS}
 
 
 def check_all(claims: Iterable[Claim] | None = None) -> list[dict[str, Any]]:
@@ -356,49 +424,76 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
-def rubric_markdown() -> str:
+@checked
+def verdict_name(verdict: Annotated[str, OneOf(VERDICTS, "verdict")], lang: Lang = "en") -> str:
+    """A verdict as the edition in `lang` words it: "misleading" is 有误导性 in zh_CN."""
+    return verdict if lang == "en" else VERDICT_NAMES[lang][verdict]
+
+
+@checked
+def section_title(section: Annotated[str, OneOf(SECTION_TITLES["zh_CN"], "section")],
+                  lang: Lang = "en") -> str:
+    """An article's section as the edition in `lang` titles it (zh_CN: the article's own heading)."""
+    return section if lang == "en" else SECTION_TITLES[lang][section]
+
+
+@checked
+def rubric_markdown(lang: Lang = "en") -> str:
     """The rubric as a CommonMark list, one line per verdict with its clauses and their ids."""
+    line, join, clause = {"en": ("- **{}**: {}.", "; or ", "{} (`{}`)"),
+                          "zh_CN": ("- **{}**：{}。", "；或者", "{}（`{}`）")}[lang]
     lines = []
     for verdict, clauses in RUBRIC.items():
-        wording = "; or ".join(f"{text} (`{cid}`)" for cid, text in clauses)
-        lines.append(f"- **{verdict}**: {wording}.")
+        wording = join.join(clause.format(text if lang == "en" else RUBRIC_ZH[cid], cid)
+                            for cid, text in clauses)
+        lines.append(line.format(verdict_name(verdict, lang), wording))
     return "\n".join(lines)
 
 
-def markdown(claims: Iterable[Claim], results: Mapping[int, Computed] | None = None) -> str:
-    """Markdown for a group of claims, each under an HTML anchor id="claim-<id>" for links."""
+# An entry's words in each language: the articles, "chapter N", the set-up page, then its lines.
+_ENTRY = {"en": ({SEED_FILES[0]: "tutorial", SEED_FILES[1]: "hardware guide"}, "chapter {}",
+                 "the set-up page", "**Claim {id}** ({article}; discussed in {where}): {claim}",
+                 "- **Verdict:** {verdict} (`{clause}`: {why})", "- **Correct value:** {correct_value}",
+                 "- **Computed in this page** (`{name}`): {text}; {how}", "- **Source:** {source}",
+                 "- **Note:** {note}", "- **Why not checkable:** {reason}"),
+          "zh_CN": (SHORT_NAMES["zh_CN"], "第 {} 章讨论", "环境配置页讨论", "**说法 {id}**（{article}；{where}）",
+                    "- **结论：** {verdict}（`{clause}`：{why}）", "- **正确值：** {correct_value}",
+                    "- **本页计算**（`{name}`）：{text}；{how}", "- **来源：** {source}", "- **说明：** {note}",
+                    "- **无法核实的原因：** {reason}")}
+
+
+@checked
+def markdown(claims: Iterable[Claim], results: Mapping[int, Computed] | None = None,
+             lang: Lang = "en") -> str:
+    """Markdown for a group of claims in `lang`, each under an HTML anchor id="claim-<id>" for links."""
+    articles, chapter, setup, head, verdict, value, computed, source, note, reason = _ENTRY[lang]
     results = results or {}
     parts = []
     for c in claims:
-        d = c.derivation
         r = (results.get(c.id) or compute(c.computed_name)) if c.computed_name else None
-        text = rendered(c, r)
-        article = "tutorial" if c.seed_file == SEED_FILES[0] else "hardware guide"
-        where = f"chapter {c.chapter}" if c.chapter else "the set-up page"
-        lines = [f'<a id="{c.anchor}"></a>', "",
-                 f"**Claim {c.id}** ({article}; discussed in {where}): {_md_escape(c.claim_en)}", "",
+        text = {k: _md_escape(v) for k, v in {**_texts(c, lang), **rendered(c, r, lang)}.items()}
+        where = chapter.format(c.chapter) if c.chapter else setup
+        lines = [f'<a id="{c.anchor}"></a>', "", head.format(id=c.id, article=articles[c.seed_file],
+                                                          where=where, claim=_md_escape(c.claim_en)), "",
                  f"> {_md_escape(c.quote)}", "",
-                 f"- **Verdict:** {c.verdict} (`{c.rubric_clause}`: {_md_escape(c.rubric_why)})",
-                 f"- **Correct value:** {_md_escape(text['correct_value'])}"]
-        if r is not None:
-            lines.append(f"- **Computed in this page** (`{c.computed_name}`): {_md_escape(r.text)}; "
-                         f"{_md_escape(r.how)}")
-        else:
-            lines.append(f"- **Source:** {_md_escape(d['source'])}")
-        if text["note"]:
-            lines.append(f"- **Note:** {_md_escape(text['note'])}")
-        if text["reason"]:
-            lines.append(f"- **Why not checkable:** {_md_escape(text['reason'])}")
+                 verdict.format(verdict=verdict_name(c.verdict, lang), clause=c.rubric_clause,
+                                why=text["rubric_why"]), value.format(**text),
+                 computed.format(name=c.computed_name, text=_md_escape(r.text), how=_md_escape(r.how))
+                 if r is not None else source.format(source=_md_escape(c.derivation["source"]))]
+        lines += [line.format(**text) for key, line in (("note", note), ("reason", reason)) if text[key]]
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
 
-def attribution(seed_file: str) -> str:
-    """One line crediting an article: its title, in Chinese and English, its author, its source."""
+@checked
+def attribution(seed_file: str, lang: Lang = "en") -> str:
+    """One line crediting an article in `lang`: its title (in Chinese, and English), author and source."""
     if seed_file not in ARTICLES:
         raise GpulabConfigError(f"seed_file={seed_file!r} is not one of {', '.join(SEED_FILES)}",
                                 "seed_file")
     a = ARTICLES[seed_file]
+    if lang == "zh_CN":
+        return f"《{a['title']}》，{'作者 ' + a['author'] if a['author'] else '文章未署名作者'}；本课程保存的副本未注明发表出处"
     author = f"by {a['author']}" if a["author"] else "whose author the article does not name"
     return (f"“{a['title']}” (“{a['title_en']}”), {author}; the copy the course keeps does not "
             "say where it was published")

@@ -30,6 +30,13 @@ REQUIRED_PROVENANCE = ("gpu", "device", "driver", "torch", "cuda", "date", "comm
 # What a page says of a backend no stored figure was measured on (CONTRIBUTING.md).
 NOT_VERIFIED = "not yet verified on this hardware"
 BACKENDS = ("cuda", "rocm", "mps")  # the GPU backends a page can say the course has run on
+# backend_status's words in each edition of the site (the Chinese one is zh_CN)
+STATUS_WORDS = {
+    "en": {"none": NOT_VERIFIED, "run_on": "run on ", "sep": "; ",
+           "run": "{gpu} ({date}, torch {torch})"},
+    "zh_CN": {"none": "尚未在此类硬件上验证", "run_on": "已在以下硬件上运行：", "sep": "；",
+              "run": "{gpu}（{date}，torch {torch}）"},
+}
 
 
 def directory() -> Path:
@@ -85,11 +92,13 @@ def section(name: str, folder: Path | None = None) -> dict[str, dict]:
 
 
 @checked
-def backend_status(kind: Annotated[str, OneOf(BACKENDS, "kind")], folder: Path | None = None) -> str:
+def backend_status(kind: Annotated[str, OneOf(BACKENDS, "kind")], folder: Path | None = None,
+                   lang: Annotated[str, OneOf(tuple(STATUS_WORDS), "lang")] = "en") -> str:
     """Whether the course has run on a backend ("cuda", "rocm", "mps"), in words for a page.
 
     "run on NVIDIA H200 (2026-12-01, torch 2.11.0+cu130)" names the GPUs whose stored figures
-    were measured on that backend, with the latest date; otherwise NOT_VERIFIED.
+    were measured on that backend, with the latest date; otherwise NOT_VERIFIED. `lang` is the
+    edition's language: "en" or "zh_CN" (the Chinese site).
     """
     runs = {}
     for gpu, data in load_all(folder).items():
@@ -97,6 +106,8 @@ def backend_status(kind: Annotated[str, OneOf(BACKENDS, "kind")], folder: Path |
             prov = sec.get("provenance", {})
             if prov.get("device") == kind:
                 runs[gpu] = max(runs.get(gpu, ("", "")), (prov.get("date", ""), prov.get("torch", "")))
+    words = STATUS_WORDS[lang]
     if not runs:
-        return NOT_VERIFIED
-    return "run on " + "; ".join(f"{gpu} ({date}, torch {torch})" for gpu, (date, torch) in sorted(runs.items()))
+        return words["none"]
+    return words["run_on"] + words["sep"].join(words["run"].format(gpu=gpu, date=date, torch=torch)
+                                              for gpu, (date, torch) in sorted(runs.items()))

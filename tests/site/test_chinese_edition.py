@@ -1,0 +1,193 @@
+"""The Chinese edition (tools/editions.py): built beside the English site in zh_CN/, from the
+same executed notebooks, with every page's messages translated and checked.
+
+The oracles are the English site (its pages, its figures), the catalogues' own msgstr for a
+title, the registry's Chinese fields and jieba's segmentation of a translated sentence.
+"""
+
+from __future__ import annotations
+
+import html as html_module
+import json
+import re
+from pathlib import Path
+
+import pytest
+from babel.messages.pofile import read_po
+
+from tests.site.test_site import _pages, _parse
+from tools import i18n, pipeline, sphinx_i18n
+
+ZH = "zh_CN"
+CHAPTERS = sorted(p.with_suffix(".html").as_posix() for p in Path("book").glob("0*.md"))
+
+
+def _text(page: Path, claims: bool = True) -> str:
+    """A page's article as plain text, straight quotes for curly ones; without the {claim}
+    links when `claims` is False (they quote the article in English or in Chinese)."""
+    html = page.read_text(encoding="utf-8")
+    body = html[html.find('<article class="bd-article"'):html.find("</article>")]
+    if not claims:
+        body = re.sub(r'<a class="claim reference[^"]*"[^>]*>.*?</a>', " ", body, flags=re.S)
+    return _plain(html_module.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body))))
+
+
+def _plain(text: str) -> str:
+    """Straight quotes for curly ones (the site's smart quotes), for comparing with the data."""
+    return text.translate(str.maketrans("\u2018\u2019\u201c\u201d", "''\"\""))
+
+
+def _english_pages(site: Path) -> list[str]:
+    return [p.relative_to(site).as_posix() for p in _pages(site) if p.relative_to(site).parts[0] != ZH]
+
+
+def test_every_english_page_has_its_chinese_counterpart(site):
+    """The same pages, by path, in both editions (the theme's search and index pages too)."""
+    english = _english_pages(site)
+    chinese = [p.relative_to(site / ZH).as_posix() for p in _pages(site / ZH)]
+    assert len(english) > 30
+    assert sorted(english) == sorted(chinese)
+
+
+@pytest.mark.parametrize("edition", ["en", ZH])
+def test_every_page_links_the_same_page_in_the_other_edition(site, edition):
+    """The language button of each page points at that page in the other edition, and the
+    file is there (tests/site/test_site.py checks every link on both editions resolves)."""
+    root = site if edition == "en" else site / ZH
+    other = site / ZH if edition == "en" else site
+    wrong = []
+    for rel in _english_pages(site):
+        html = (root / rel).read_text(encoding="utf-8")
+        if html.startswith('<meta http-equiv="Refresh"'):  # index.html: a redirect to the intro
+            continue
+        match = re.search(r'<a href="([^"]+)"[^>]*class="[^"]*gpulab-language-button', html)
+        if not match:
+            wrong.append(f"{rel}: no language button")
+            continue
+        target = ((root / rel).parent / match.group(1)).resolve()
+        if target != (other / rel).resolve() or not target.exists():
+            wrong.append(f"{rel} -> {match.group(1)}")
+    assert not wrong, "\n".join(wrong)
+
+
+def test_the_catalogues_translate_the_pages(site):
+    """At least 98% of the messages translated, none fuzzy, none losing a role, a link, math,
+    code or a substitution, none with a typed number (tools/i18n.py)."""
+    pot_dir = pipeline.catalogue_dir(pipeline.RunConfig.from_env(mode="quick"))
+    pages = {p.relative_to(pot_dir).with_suffix(".html").as_posix() for p in pot_dir.rglob("*.pot")}
+    # one template per page, and sphinx.pot for the theme's own words
+    assert pages == set(_english_pages(site)) - {"genindex.html", "search.html", "index.html"} | {"sphinx.html"}
+    failures = i18n.check(pot_dir)
+    assert not failures, i18n.summary(pot_dir) + "\n" + "\n".join(failures[:40])
+
+
+@pytest.mark.parametrize("page", ["book/02_vram", "notebooks/05_pitfalls", "labs/03_tokens_per_second_lab"])
+def test_a_chinese_page_shows_its_translated_title_and_language(site, page):
+    """The page's <html lang> is zh-CN and its heading is its catalogue's msgstr."""
+    html = (site / ZH / f"{page}.html").read_text(encoding="utf-8")
+    assert '<html lang="zh-CN"' in html
+    english_title = re.search(r"<h1>(.*?)<a class=\"headerlink\"", (site / f"{page}.html").read_text(
+        encoding="utf-8")).group(1)
+    with (i18n.LOCALES / ZH / "LC_MESSAGES" / f"{page}.po").open("rb") as f:
+        catalog = read_po(f)
+    expected = catalog.get(re.sub(r"<[^>]+>", "", english_title)).string
+    assert re.search(r"<h1>(.*?)<a class=\"headerlink\"", html).group(1) == expected
+
+
+@pytest.mark.parametrize("page", CHAPTERS)
+def test_a_chinese_chapter_shows_the_english_chapters_figures(site, page):
+    """Every decimal figure of an English chapter is on its Chinese page: both paste the same
+    glued values from the same executed notebooks."""
+    number = re.compile(r"(?<![\w.])\d+\.\d+(?![\w.])")
+    english = set(number.findall(_text(site / page, claims=False)))
+    chinese = set(number.findall(_text(site / ZH / page, claims=False)))
+    assert english, page
+    assert english <= chinese, f"{page}: figures missing in Chinese: {sorted(english - chinese)[:20]}"
+
+
+def test_claims_quote_the_articles_own_words_and_verdicts_are_in_chinese(site):
+    """Chapter 1's claims read as the English claim on the English page and as the article's
+    Chinese quote on the Chinese one; its verdicts read 错误 / 有误导性 / 正确 there."""
+    from gpulab.course import factcheck
+
+    claims = {c.id: c for c in factcheck.load()}
+    english, chinese = _text(site / "book/01_why_gpus_are_fast.html"), _text(site / ZH / "book/01_why_gpus_are_fast.html")
+    cited = {int(i) for i in re.findall(r"\{claim\}`(\d+)`", Path("book/01_why_gpus_are_fast.md").read_text())}
+    assert cited
+    for cid in cited:
+        claim_en = _plain(claims[cid].claim_en)
+        assert claim_en in english, cid
+        assert _plain(claims[cid].quote) in chinese, cid
+        assert claim_en not in chinese, cid
+    assert {factcheck.verdict_name(v, ZH) for v in ("wrong", "misleading")} <= set(re.findall(r"[\u4e00-\u9fff]+", chinese))
+
+
+def test_the_chinese_fact_check_renders_the_registrys_chinese_text(site):
+    """Every claim's anchor is on the Chinese appendix, with its Chinese explanation."""
+    from gpulab.course import factcheck
+
+    html = (site / ZH / "book" / "appendix" / "fact_check.html").read_text(encoding="utf-8")
+    text = _text(site / ZH / "book" / "appendix" / "fact_check.html")
+    data = json.loads((pipeline.ROOT / "src/gpulab/data/fact_check.json").read_text(encoding="utf-8"))
+    for entry in data["claims"]:
+        assert f'id="claim-{entry["id"]}"' in html, entry["id"]
+    missing = [e["id"] for e in data["claims"] if _plain(e["zh_CN"]["rubric_why"])[:30] not in text]
+    assert missing == []
+    assert factcheck.verdict_name("misleading", ZH) in text
+
+
+def test_chinese_search_indexes_chinese_words(site):
+    """The Chinese search index holds the words jieba cuts from a translated sentence, so a
+    reader can search for 显存 or 量化 (Sphinx needs jieba for that)."""
+    import jieba
+
+    index = (site / ZH / "searchindex.js").read_text(encoding="utf-8")
+    terms = json.loads(index.removeprefix("Search.setIndex(").removesuffix(")"))
+    with (i18n.LOCALES / ZH / "LC_MESSAGES" / "book" / "02_vram.po").open("rb") as f:
+        sentence = next(m.string for m in read_po(f) if m.id and "quantiz" in m.id and m.string)
+    words = [w for w in jieba.cut_for_search(sentence) if re.fullmatch(r"[\u4e00-\u9fff]{2,}", w)]
+    assert words
+    missing = [w for w in words if w not in terms["terms"]]
+    assert not missing, f"not in the Chinese search index: {missing}"
+    assert "显存" in terms["terms"] and "量化" in terms["terms"]
+
+
+def test_the_chinese_launch_buttons_open_the_english_notebooks(site):
+    """A Chinese notebook page's Colab button opens the same notebook as the English page,
+    and says it is the English notebook."""
+    page = "notebooks/02_will_it_fit.html"
+    colab = [link for link in _parse(site / page).links if "colab.research.google.com" in link]
+    chinese = (site / ZH / page).read_text(encoding="utf-8")
+    assert colab and all(link in chinese for link in colab)
+    assert "Colab" + sphinx_i18n.ENGLISH_NOTEBOOK in chinese
+
+
+def test_the_pipelines_own_sentences_are_in_the_editions_language(site):
+    """The machine time under a notebook's title, from the timing report, in each language;
+    the backend statuses of chapter 4 in Chinese words."""
+    from gpulab.reference import measured
+
+    run = pipeline.RunConfig.from_env(mode="quick")
+    times = pipeline.machine_times(run)
+    for notebook, shown in times.items():
+        if notebook.startswith("notebooks/"):
+            page = (site / ZH / notebook).with_suffix(".html").read_text(encoding="utf-8")
+            assert re.search(r"机器耗时：</strong> 在构建本站的机器上运行全部单元格用了 " + re.escape(shown), page)
+    text = _text(site / ZH / "book" / "04_backends.html")
+    for kind in measured.BACKENDS:
+        assert measured.backend_status(kind, lang=ZH) in text, kind
+
+
+def test_the_chinese_table_of_contents_names_the_parts_in_chinese(site):
+    """The sidebar's part captions come from _toc.yml through the root page's catalogue."""
+    import yaml
+
+    captions = [part["caption"] for part in yaml.safe_load((pipeline.ROOT / "_toc.yml").read_text())["parts"]]
+    with (i18n.LOCALES / ZH / "LC_MESSAGES" / "book" / "intro.po").open("rb") as f:
+        catalog = read_po(f)
+    html = (site / ZH / "notebooks" / "03_inference_vs_training.html").read_text(encoding="utf-8")
+    start = html.find('bd-docs-nav')
+    nav = html[start:html.find("</nav>", start)]
+    for caption in captions:
+        chinese = catalog.get(caption).string
+        assert chinese and chinese in nav and caption not in nav, caption

@@ -1,0 +1,169 @@
+"""The course's two editions: what the message catalogues hold, and the links between languages.
+
+- In a ``gettext`` build, executed outputs leave the doctree before messages are extracted:
+  text a cell displays (the fact-check's entries, a table's caption, a figure's alt text)
+  changes with every computed value, and its translation would go fuzzy on every build.
+- Every page of both editions gets a language button in its header, linking the same page
+  in the other language (the Chinese site lies in ``zh_CN/`` under the English one).
+- In the Chinese edition, display equations take their translated labels from the catalogue,
+  the table of contents' captions are translated too,
+  and the words notebooks glue into pages ("fits", "yes") are rendered in Chinese.
+- In the Chinese edition the launch buttons say that they open the English notebooks: the
+  code cells are shared, and only the site is translated.
+
+Registered as a local extension in ``_config.yml``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+
+from docutils import nodes
+from sphinx import addnodes
+from sphinx.transforms import SphinxTransform
+from sphinx.transforms.post_transforms import SphinxPostTransform
+
+# Sphinx loads this file from tools/; the editions' language data is tools.editions
+if str(Path(__file__).resolve().parents[1]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+# The other edition of each language: (folder of the edition's site under the English root,
+# the button's text, its tooltip). The English site is the root; Chinese lies in zh_CN/.
+EDITIONS = {
+    "en": ("", "English", "Read this page in English"),
+    "zh_CN": ("zh_CN", "中文", "阅读本页的中文版"),
+}
+OTHER = {"en": "zh_CN", "zh_CN": "en"}
+LANGUAGE_LINK_JS = "language-link.js"  # opens the other edition in the same tab (tools/site_static)
+ENGLISH_NOTEBOOK = "（英文笔记本）"  # the launch buttons open the notebooks, which are English
+
+
+def language_of(config) -> str:
+    """The edition a build writes: "zh_CN" for a Chinese build, else "en"."""
+    return "zh_CN" if str(config.language or "en").startswith("zh") else "en"
+
+
+class DropOutputsForCatalogues(SphinxTransform):
+    """Remove the cells' executed outputs from a gettext build's doctrees."""
+
+    default_priority = 10  # before Sphinx's own i18n transforms (Locale is 20)
+
+    def apply(self, **kwargs) -> None:
+        if self.app.builder.name != "gettext":
+            return
+        for node in list(self.document.findall(nodes.container)):
+            if "cell_output" in node.get("classes", []):
+                node.parent.remove(node)
+
+
+class TranslateEquations(SphinxTransform):
+    """Put a display equation's translation (its \\text{} labels in Chinese) in place.
+
+    Sphinx parses a translated literal-type node as reStructuredText literal-block notation
+    ("::" and an indented block); through MyST that renders the equation as "::". The
+    equation is looked up in the page's catalogue here instead, and left out of Sphinx's pass.
+    """
+
+    default_priority = 15  # before Sphinx's Locale transform (20)
+
+    def apply(self, **kwargs) -> None:
+        translate = page_catalogue(self)
+        if translate is None:
+            return
+        for node in self.document.findall(nodes.math_block):
+            node["translatable"] = False  # never through Sphinx's literal-block route
+            msgid = node.rawsource or node.astext()
+            msgstr = translate(msgid)
+            if msgstr and msgstr != msgid:
+                node.children = [nodes.Text(msgstr)]
+
+
+class TranslateCaptions(SphinxTransform):
+    """Translate the table of contents' part captions ("Chapter 1: why GPUs are fast"):
+    sphinx-external-toc inserts its toctrees (priority 100) after Sphinx's Locale pass."""
+
+    default_priority = 101
+
+    def apply(self, **kwargs) -> None:
+        translate = page_catalogue(self)
+        if translate is None:
+            return
+        for toctree in self.document.findall(addnodes.toctree):
+            if toctree.get("caption"):
+                toctree["caption"] = translate(toctree["caption"]) or toctree["caption"]
+
+
+def page_catalogue(transform: SphinxTransform):
+    """The current page's gettext lookup in a translated build; None in English or gettext."""
+    if language_of(transform.config) == "en" or transform.app.builder.name == "gettext":
+        return None
+    from os import path
+
+    from sphinx.locale import init as init_locale
+    from sphinx.util.i18n import docname_to_domain
+
+    domain = docname_to_domain(transform.env.docname, transform.config.gettext_compact)
+    dirs = [path.join(transform.env.srcdir, d) for d in transform.config.locale_dirs]
+    catalog, found = init_locale(dirs, transform.config.language, domain)
+    return catalog.gettext if found else (lambda msgid: msgid)
+
+
+class TranslateGluedWords(SphinxPostTransform):
+    """Render the words that notebooks glue into the pages ("fits", "yes") in the edition's
+    language (editions.GLUED_WORDS); numbers and names pass through as they are."""
+
+    default_priority = 6  # after myst-nb pastes the cross-page glue (5)
+
+    def apply(self, **kwargs) -> None:
+        from tools import editions
+
+        language = language_of(self.config)
+        if language == "en":
+            return
+        for node in list(self.document.findall(nodes.inline)):
+            if "pasted-text" in node.get("classes", []):
+                text = node.astext()
+                rendered = editions.glued_text(text, language)
+                if rendered != text:
+                    node.children = [nodes.Text(rendered)]
+
+
+def other_edition_url(pagename: str, language: str) -> str:
+    """The relative URL of the same page in the other edition, from a page of `language`."""
+    up = "../" * pagename.count("/")
+    here, other = EDITIONS[language][0], EDITIONS[OTHER[language]][0]
+    # from zh_CN/<page> back to the root is one more level up than the page's own depth
+    root = up + ("../" if here else "")
+    return f"{root}{other + '/' if other else ''}{pagename}.html"
+
+
+def _add_language_button(app, pagename, templatename, context, doctree) -> None:
+    if "header_buttons" not in context:
+        return
+    language = language_of(app.config)
+    _, text, tooltip = EDITIONS[OTHER[language]]
+    context["header_buttons"].append({
+        "type": "link", "url": other_edition_url(pagename, language), "text": text,
+        "tooltip": tooltip, "icon": "fas fa-language", "label": "language-button",
+        "classes": "pst-navbar-icon gpulab-language-button"})
+    if language == "zh_CN":
+        for group in context["header_buttons"]:
+            for button in group.get("buttons", []) if group.get("label") == "launch-buttons" else []:
+                button["text"] = button.get("text", "") + ENGLISH_NOTEBOOK
+                button["tooltip"] = button.get("tooltip", "") + ENGLISH_NOTEBOOK
+
+
+def setup(app):
+    """Register the catalogue transform and the language button."""
+    # jieba (Sphinx's Chinese search splitter) logs its dictionary loading at INFO
+    logging.getLogger("jieba").setLevel(logging.WARNING)
+    app.add_transform(DropOutputsForCatalogues)
+    app.add_transform(TranslateEquations)
+    app.add_transform(TranslateCaptions)
+    app.add_post_transform(TranslateGluedWords)
+    app.add_js_file(LANGUAGE_LINK_JS)
+    # after sphinx-book-theme has filled header_buttons (priority 501)
+    app.connect("html-page-context", _add_language_button, priority=502)
+    return {"parallel_read_safe": True, "parallel_write_safe": True}
