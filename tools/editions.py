@@ -118,6 +118,9 @@ def configure(config: dict, edition: str, src: Path) -> None:
     if edition in ("en", "gettext"):
         return
     sphinx["language"] = edition
+    # an equation's \text{} labels in Chinese: MathJax's own fonts have no CJK glyphs, so the
+    # labels take the page's font (whose stack names the CJK font first in this edition)
+    sphinx["mathjax3_config"] = {"chtml": {"mtextInheritFont": True}}
     locales = src / "locales"
     shutil.copytree(LOCALES, locales)  # Sphinx compiles the .mo files beside the .po files
     sphinx["locale_dirs"] = [str(locales)]

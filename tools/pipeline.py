@@ -546,16 +546,22 @@ def build_catalogues(run: RunConfig) -> Path:
 def build_site(run: RunConfig) -> Path:
     """Build both editions from the executed copies, warnings as errors, from a clean folder:
     the English site in `_build/html`, the Chinese one in `_build/html/zh_CN`."""
+    started = time.perf_counter()
     build_catalogues(run)
+    print(f"==> the message catalogues took {time.perf_counter() - started:.0f} s", flush=True)
+    started = time.perf_counter()
     src = stage_site(run)
     shutil.rmtree(run.run_dir / "_build", ignore_errors=True)
     _jupyter_book(src, run.run_dir, "html")
+    print(f"==> the English site took {time.perf_counter() - started:.0f} s", flush=True)
     for edition in editions.LANGUAGES[1:]:
+        started = time.perf_counter()
         out = run.run_dir / editions.source_folder(edition).replace("site_src", "build")
         shutil.rmtree(out, ignore_errors=True)
         _jupyter_book(stage_site(run, edition), out, "html")
         shutil.move(str(out / "_build" / "html"), str(html_dir(run) / edition))
         shutil.rmtree(out)
+        print(f"==> the {edition} site took {time.perf_counter() - started:.0f} s", flush=True)
     index = html_dir(run) / "index.html"
     print(f"\nThe site is built: {index} (and its Chinese edition: {html_dir(run) / 'zh_CN' / 'index.html'})")
     return index

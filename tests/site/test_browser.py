@@ -172,3 +172,22 @@ def test_a_chinese_chapter_page_renders_chinese_glyphs_math_and_a_plot(browser, 
     assert found["distinct"] and found["inked"], "the CJK characters render as empty boxes"
     assert found["math"] > 0 and found["plots"] > 0, found
     assert not errors and not outside
+
+
+EQUATION_LABELS = """() => [...document.querySelectorAll('article mjx-container mjx-utext')]
+  .filter(e => /[\\u4e00-\\u9fff]/.test(e.textContent))
+  .map(e => ({text: e.textContent, width: e.getBoundingClientRect().width,
+              family: getComputedStyle(e).fontFamily}))"""
+
+
+def test_chinese_equation_labels_render_in_the_cjk_font(browser, site, site_url):
+    """Chapter 2's equations keep their structure and carry Chinese \\\\text{} labels (the
+    catalogue's): each label is drawn in the page's CJK font, as wide as its characters."""
+    tab, outside, errors, _ = open_page(browser, site_url, "zh_CN/book/02_vram.html")
+    labels = tab.evaluate(EQUATION_LABELS)
+    tab.close()
+    assert labels, "no Chinese label in the chapter's equations"
+    for label in labels:
+        assert "Noto Sans SC Variable" in label["family"], label
+        assert label["width"] >= 8 * len(label["text"].strip()), label
+    assert not errors and not outside
