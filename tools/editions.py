@@ -122,6 +122,7 @@ def configure(config: dict, edition: str, src: Path) -> None:
     # labels take the page's font (whose stack names the CJK font first in this edition)
     sphinx["mathjax3_config"] = {"chtml": {"mtextInheritFont": True}}
     locales = src / "locales"
-    shutil.copytree(LOCALES, locales)  # Sphinx compiles the .mo files beside the .po files
+    # the catalogues only (STYLE.md would be a page); Sphinx compiles each .mo beside its .po
+    shutil.copytree(LOCALES, locales, ignore=shutil.ignore_patterns("*.md"))
     sphinx["locale_dirs"] = [str(locales)]
     config["title"] = TITLES.get(edition, config.get("title"))

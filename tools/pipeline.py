@@ -325,18 +325,16 @@ def progress_line(result: NotebookResult, number: int, total: int, elapsed_s: fl
 def execute_all(run: RunConfig) -> list[NotebookResult]:
     """Execute every discovered notebook, write the report, print the table."""
     results = []
-    notebooks = discover()
+    # every notebook, then those whose outputs are words in the edition's language once more
+    # per other edition (tools/editions.PER_LANGUAGE)
+    runs = [(notebook, "en") for notebook in discover()] + editions.per_language_runs()
     started = time.perf_counter()
-    for number, notebook in enumerate(notebooks, 1):
-        result = execute(notebook, run)
-        results.append(result)
-        print(progress_line(result, number, len(notebooks), time.perf_counter() - started), flush=True)
-    # the notebooks whose outputs are text in the edition's language, once more per edition
-    for notebook, lang in editions.per_language_runs():
+    for number, (notebook, lang) in enumerate(runs, 1):
         result = execute(notebook, run, lang)
-        results.append(replace(result, notebook=f"{result.notebook} [{lang}]"))
-        print(progress_line(results[-1], len(results), len(results), time.perf_counter() - started),
-              flush=True)
+        if lang != "en":
+            result = replace(result, notebook=f"{result.notebook} [{lang}]")
+        results.append(result)
+        print(progress_line(result, number, len(runs), time.perf_counter() - started), flush=True)
     write_report([r for r in results if "[" not in r.notebook], run)
     print(format_table([asdict(r) | {"over_budget": r.over_budget} for r in results]))
     for r in results:

@@ -155,10 +155,18 @@ def _add_language_button(app, pagename, templatename, context, doctree) -> None:
                 button["tooltip"] = button.get("tooltip", "") + ENGLISH_NOTEBOOK
 
 
+def _quiet_jieba(app, config) -> None:
+    """jieba, Sphinx's Chinese search splitter, logs its dictionary loading into the build log;
+    it sets its own logger's level when imported, so it is imported here and told to be quiet."""
+    if language_of(config) != "en":
+        import jieba
+
+        jieba.setLogLevel(logging.WARNING)
+
+
 def setup(app):
     """Register the catalogue transform and the language button."""
-    # jieba (Sphinx's Chinese search splitter) logs its dictionary loading at INFO
-    logging.getLogger("jieba").setLevel(logging.WARNING)
+    app.connect("config-inited", _quiet_jieba)
     app.add_transform(DropOutputsForCatalogues)
     app.add_transform(TranslateEquations)
     app.add_transform(TranslateCaptions)
