@@ -215,3 +215,14 @@ def test_a_glued_value_is_rendered_whole_or_left_alone(english, chinese):
     """Every branch the figure functions can glue (figures_ch02/03/06/07), worked by hand."""
     assert editions.glued_text(english, "zh_CN") == chinese
     assert editions.glued_text(english, "en") == english
+
+
+def test_the_chinese_search_splits_and_stems_as_sphinxs_own():
+    """The set-based Chinese search language gives Sphinx's SearchChinese's words and stems."""
+    from sphinx.search.zh import SearchChinese
+
+    text = "显存不够时，量化（quantization）能省多少？Offloading the KV cache to RAM is slow; GPU、CPU"
+    ours, theirs = sphinx_i18n.chinese_search_language()({}), SearchChinese({})
+    assert ours.split(text) == theirs.split(text)
+    assert [ours.stem(w) for w in ours.split(text)] == [theirs.stem(w) for w in theirs.split(text)]
+    assert isinstance(ours.latin_terms, set) and "Offloading" in ours.latin_terms
