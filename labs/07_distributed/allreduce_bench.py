@@ -9,6 +9,7 @@ algorithm bandwidth is size / time and the bus bandwidth is that x 2 (n - 1) / n
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import distlab
@@ -66,7 +67,12 @@ def main() -> None:
     p.add_argument("--target-s", type=float, default=None,
                    help="seconds of timed calls per size (default 0.05 quick, 0.25 full)")
     args = p.parse_args()
-    ctx = distlab.init(args)
+    with distlab.session(args) as ctx:
+        measure(args, ctx)
+
+
+def measure(args: argparse.Namespace, ctx: distlab.Context) -> None:
+    """Time an all-reduce at each message size and write the table (rank 0)."""
     max_bytes = args.max_bytes or (4 * MIB if args.quick else
                                    (1024 if ctx.device.type == "cuda" else 64) * MIB)
     # Each rank's buffer stays within its share of a quarter of the free memory.
@@ -88,7 +94,6 @@ def main() -> None:
                          f"algbw {algbw / 1e9:6.3f} GB/s  busbw {rows[-1]['busbw'] / 1e9:6.3f} GB/s")
         del buf
     distlab.write_json(args, ctx, {**distlab.describe(ctx), "dtype": "float32", "rows": rows})
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

@@ -13,6 +13,8 @@ import os
 import signal
 import sys
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
@@ -48,6 +50,27 @@ def parser(description: str) -> argparse.ArgumentParser:
     p.add_argument("--fail-mode", choices=FAIL_MODES, default="raise",
                    help="raise an exception, SIGKILL the process, or hang in a sleep")
     return p
+
+
+@contextmanager
+def session(args: argparse.Namespace) -> Iterator[Context]:
+    """Join the process group for the block and leave it at the end, also when the block raises.
+
+    A rank that exits with its gloo group still open can abort in the group's teardown
+    (SIGABRT, "terminate called without an active exception") instead of exiting with its own
+    error, so the group is always left. A rank that raised finishes leaving even if torchrun
+    asks it to stop: leaving the group frees the peer, the peer fails at once ("Connection
+    closed by peer"), and torchrun then stops every rank still running, which would turn this
+    rank's exit status 1 into "killed by SIGTERM".
+    """
+    ctx = init(args)
+    try:
+        yield ctx
+    except BaseException:
+        signal.signal(signal.SIGTERM, signal.SIG_IGN)  # it is leaving anyway, with its error
+        raise
+    finally:
+        dist.destroy_process_group()
 
 
 def init(args: argparse.Namespace) -> Context:

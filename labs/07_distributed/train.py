@@ -13,6 +13,7 @@ optimizer states it holds (tensor storage, not the process's RSS).
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import distlab
@@ -190,7 +191,12 @@ def main() -> None:
     unknown = [s for s in strategies if s not in STRATEGIES]
     if unknown:
         p.error(f"unknown strategies {unknown}; use {', '.join(STRATEGIES)}")
-    ctx = distlab.init(args)
+    with distlab.session(args) as ctx:
+        train_all(strategies, args, ctx)
+
+
+def train_all(strategies: list[str], args: argparse.Namespace, ctx: distlab.Context) -> None:
+    """Train with each strategy in turn and write the results (rank 0)."""
     sizes = ({"width": 64, "layers": 2, "steps": 4, "batch": 32} if args.quick else
              {"width": 512, "layers": 4, "steps": 20, "batch": 64})
     # fp32 weights, gradients and two AdamW states (4 x 4 bytes per parameter), for the model
@@ -210,7 +216,6 @@ def main() -> None:
             distlab.log(ctx, f"{strategy} skipped: {exc!r}")
         dist.barrier()
     distlab.write_json(args, ctx, results)
-    dist.destroy_process_group()
 
 
 if __name__ == "__main__":

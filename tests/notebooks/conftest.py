@@ -1,12 +1,10 @@
-"""Execute each notebook once per test session and report the wall times (DESIGN.md).
+"""Execute each notebook once per test session and report its wall and CPU times.
 
 The run (mode, kernel, device) comes from GPULAB_QUICK, GPULAB_KERNEL and GPULAB_DEVICE:
 `make test` runs quick on the `gpulab-cpu` kernel, `make test-gpu` on `gpulab` with cuda.
 """
 
 from __future__ import annotations
-
-from dataclasses import asdict
 
 import pytest
 
@@ -38,7 +36,7 @@ def pytest_terminal_summary(terminalreporter):
     if not results:
         return
     path = pipeline.write_report(results, RUN)
-    rows = [asdict(r) | {"over_budget": r.over_budget} for r in results]
+    rows = [r.row() for r in results]
     terminalreporter.section(f"notebook wall times ({RUN.mode}, kernel {RUN.kernel}, device {RUN.device})")
     terminalreporter.write_line(pipeline.format_table(rows))
     terminalreporter.write_line(f"report: {path}")

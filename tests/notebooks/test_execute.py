@@ -1,4 +1,4 @@
-"""Every notebook and lab solution runs top to bottom, within its time budget."""
+"""Every notebook and lab solution runs top to bottom, within its CPU-time budget."""
 
 from __future__ import annotations
 
@@ -31,13 +31,20 @@ def test_notebook_runs(notebook, run):
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.relative_to(pipeline.ROOT).as_posix())
-def test_notebook_within_budget(notebook, run):
-    """In quick mode each notebook finishes within its wall-time budget."""
+def test_notebook_within_cpu_budget(notebook, run):
+    """In quick mode each notebook's kernel stays within its CPU-time budget.
+
+    CPU time, not wall time: on a busy machine a notebook waits longer for the same work, and
+    a wall-clock budget would fail a correct course (its wall time is in the report, beside
+    the 60 s it should take on an idle 2-core machine).
+    """
     result = execute_once(notebook)
-    if run.budget_s is None:
+    if run.cpu_budget_s is None:
         pytest.skip("full-size runs have no time budget")
-    assert not result.over_budget, (
-        f"{result.notebook} took {result.seconds:.1f} s, over its {run.budget_s:.0f} s budget")
+    assert result.cpu_seconds is not None, "the kernel's CPU time could not be read"
+    assert not result.over_cpu_budget, (
+        f"{result.notebook} used {result.cpu_seconds:.1f} CPU seconds, over its "
+        f"{run.cpu_budget_s:.0f} s budget ({result.seconds:.1f} s of wall time)")
 
 
 COMPUTED = {"en": re.compile(r"\*\*Computed in this page\*\* \(`(\w+)`\): (.+?); "),

@@ -16,7 +16,7 @@ def test_every_lab_has_a_learner_copy_in_sync():
     """A learner copy that differs from what the generator makes now fails this test."""
     assert SOLUTIONS, "no lab found"
     stale = labs.out_of_date(pipeline.ROOT / "labs")
-    assert not stale, f"out of date (run `python -m gpulab.course.labs`): {[str(p) for p in stale]}"
+    assert not stale, f"out of date (run `{labs.REGENERATE}`): {[str(p) for p in stale]}"
 
 
 @pytest.mark.parametrize("solution", SOLUTIONS, ids=lambda p: p.name)

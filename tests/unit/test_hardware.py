@@ -858,7 +858,8 @@ def test_a_hung_driver_times_out_and_detection_falls_back_to_torch():
 
     start = time.perf_counter()
     gpus, present, notes = nvml.nvml_gpus(ALL, Hung(), timeout_s=0.2)
-    assert time.perf_counter() - start < 5
+    # a hang guard, not a timing: the driver hangs 60 s, and 20 s is 100 times the limit
+    assert time.perf_counter() - start < 20
     assert gpus is None and present == 0 and "did not answer within 0.2 s" in notes[0]
 
 

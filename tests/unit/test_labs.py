@@ -181,7 +181,7 @@ def test_orphan_learner_copy_is_out_of_date(tmp_path):
 
 
 def test_main_check_and_generate(tmp_path, capsys):
-    """`python -m gpulab.labs --check` exits 1 while stale, 0 after generating."""
+    """`labs.main(["--check"])` exits 1 while stale, 0 after generating."""
     labs_dir = _lab(tmp_path)
     assert labs.main(["--check", str(labs_dir)]) == 1
     assert labs.main([str(labs_dir)]) == 0

@@ -37,14 +37,66 @@ def test_discover_finds_new_notebooks_without_listing(tmp_path):
 
 
 def test_report_table_marks_failures_and_budget():
-    """The table shows each notebook's time and whether it failed or ran over budget."""
+    """The table shows each notebook's wall and CPU time; over the CPU budget fails, over the
+    wall budget is only reported."""
     rows = [
-        {"notebook": "a.ipynb", "seconds": 1.0, "ok": True, "budget_s": 60, "over_budget": False},
-        {"notebook": "b.ipynb", "seconds": 70.0, "ok": True, "budget_s": 60, "over_budget": True},
+        {"notebook": "a.ipynb", "seconds": 1.0, "ok": True, "budget_s": 60, "over_budget": False,
+         "cpu_seconds": 1.5, "cpu_budget_s": 120, "over_cpu_budget": False},
+        {"notebook": "b.ipynb", "seconds": 70.0, "ok": True, "budget_s": 60, "over_budget": True,
+         "cpu_seconds": 80.0, "cpu_budget_s": 120, "over_cpu_budget": False},
         {"notebook": "c.ipynb", "seconds": 2.0, "ok": False, "budget_s": 60, "over_budget": False},
+        {"notebook": "d.ipynb", "seconds": 50.0, "ok": True, "budget_s": 60, "over_budget": False,
+         "cpu_seconds": 130.0, "cpu_budget_s": 120, "over_cpu_budget": True},
     ]
-    table = pipeline.format_table(rows)
-    assert "OVER BUDGET" in table and "FAILED" in table and "73.0" in table
+    lines = pipeline.format_table(rows).splitlines()
+    status = {line.split()[0]: line for line in lines[2:]}
+    assert status["a.ipynb"].endswith("  ok")
+    assert status["b.ipynb"].endswith("slow: over 60 s of wall time")
+    assert status["c.ipynb"].endswith("FAILED")
+    assert status["d.ipynb"].endswith("FAILED: over its CPU budget (120 s)")
+    assert lines[-1].split() == ["total", "123.0", "211.5"]
+
+
+def test_cpu_budget_not_wall_time_decides():
+    """A notebook that waited (wall time over budget, CPU time within) is not over budget;
+    one whose kernel worked too long is, however fast the machine ran it."""
+    waited = pipeline.NotebookResult("a", 95.0, True, budget_s=60, cpu_seconds=70.0,
+                                     cpu_budget_s=120)
+    worked = pipeline.NotebookResult("b", 40.0, True, budget_s=60, cpu_seconds=121.0,
+                                     cpu_budget_s=120)
+    assert waited.over_budget and not waited.over_cpu_budget
+    assert worked.over_cpu_budget and not worked.over_budget
+    assert pipeline.NotebookResult("c", 1.0, True, cpu_budget_s=120).over_cpu_budget is False
+
+
+def test_cpu_budget_is_per_usable_core(monkeypatch):
+    """Quick runs allow 60 CPU seconds per core the kernel may use; full runs have no budget."""
+    monkeypatch.setattr(pipeline, "usable_cores", lambda: 2)
+    assert pipeline.RunConfig(mode="quick").cpu_budget_s == 120.0
+    assert pipeline.RunConfig(mode="full").cpu_budget_s is None
+
+
+def test_a_kernels_cpu_time_is_measured(tmp_path, monkeypatch):
+    """The CPU time of a notebook is its kernel's: a cell that spins 1.5 s of CPU shows it,
+    and a cell that sleeps 1.5 s does not."""
+    import nbformat
+
+    monkeypatch.setattr(pipeline, "BUILD", tmp_path / "build")
+    monkeypatch.setattr(pipeline, "ROOT", tmp_path)
+    times = {}
+    for name, code in [("spin", "import time\nend = time.process_time() + 1.5\n"
+                                "while time.process_time() < end: pass"),
+                       ("sleep", "import time\ntime.sleep(1.5)")]:
+        nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+        nb.metadata["kernelspec"] = {"name": "gpulab-cpu", "display_name": "x", "language": "python"}
+        path = tmp_path / f"{name}.ipynb"
+        nbformat.write(nb, path)
+        result = pipeline.execute(path, pipeline.RunConfig())
+        assert result.ok, result.error
+        times[name] = result
+    assert times["spin"].cpu_seconds >= 1.5  # the spin alone, plus the kernel's start
+    assert times["sleep"].cpu_seconds < times["spin"].cpu_seconds - 1.0
+    assert times["sleep"].seconds >= 1.5
 
 
 def test_write_report_merges_results(tmp_path, monkeypatch):
@@ -55,6 +107,7 @@ def test_write_report_merges_results(tmp_path, monkeypatch):
     path = pipeline.write_report([pipeline.NotebookResult("b", 61.0, True, budget_s=60)], run)
     rows = json.loads(path.read_text())["notebooks"]
     assert [(r["notebook"], r["over_budget"]) for r in rows] == [("a", False), ("b", True)]
+    assert json.loads(path.read_text())["cpu_budget_s"] == pipeline.RunConfig().cpu_budget_s
 
 
 def test_failure_description_names_the_cell():
@@ -79,7 +132,11 @@ def test_progress_line_names_notebook_time_and_status():
     line = pipeline.progress_line(ok, 3, 17, 150.0)
     assert line.startswith("[ 3/17] notebooks/00_x.ipynb") and "12.3 s" in line
     assert line.rstrip().endswith("ok      (elapsed 2.5 min)")
-    assert "OVER BUDGET (60 s)" in pipeline.progress_line(late, 4, 17, 200.0)
+    assert "slow: over 60 s of wall time" in pipeline.progress_line(late, 4, 17, 200.0)
+    heavy = pipeline.NotebookResult("labs/01_y.ipynb", 30.0, True, budget_s=60, cpu_seconds=150.0,
+                                    cpu_budget_s=120)
+    assert "CPU  150.0 s  FAILED: over its CPU budget (120 s)" in pipeline.progress_line(
+        heavy, 4, 17, 200.0)
     failed = pipeline.NotebookResult("a.ipynb", 1.0, False, "cell 2 raised X")
     assert "FAILED" in pipeline.progress_line(failed, 1, 1, 1.0)
 

@@ -405,15 +405,28 @@ def _failures(stderr_tail: str, log_dir: Path) -> list[RankFailure]:
             for i, (rank, (message, tb, _)) in enumerate(ordered)]
 
 
-def _root_first(failures: list[RankFailure]) -> list[RankFailure]:
-    """Put the cause first: a rank that torchrun itself stopped (SIGTERM) is never the cause.
+# What a rank raises when a peer it was talking to went away: the peer's failure is the cause.
+# gloo's "Connection closed by peer" / "Connection reset by peer", NCCL's "remote process exited"
+# and a communicator aborted after another rank failed.
+_PEER_LOST = re.compile(r"connection (closed|reset) by peer|remote process exited|"
+                        r"communicator was aborted|broken pipe", re.IGNORECASE)
 
-    torchrun orders failures by time stamps with one-second resolution, so when one rank is
-    killed and another raises in the same second it can name the wrong one.
+
+def _how_secondary(failure: RankFailure) -> int:
+    """0: a cause; 1: failed because its peer went away; 2: stopped by torchrun (SIGTERM)."""
+    if failure.exitcode == -int(signal.SIGTERM):
+        return 2
+    return 1 if _PEER_LOST.search(failure.error) else 0
+
+
+def _root_first(failures: list[RankFailure]) -> list[RankFailure]:
+    """Put the cause first: a rank stopped by torchrun or left without its peer is not it.
+
+    torchrun orders failures by time stamps with one-second resolution, so when one rank raises
+    and the rank it was talking to fails in the same second ("Connection closed by peer"), or
+    is stopped by torchrun, it can name the wrong one.
     """
-    stopped = -int(signal.SIGTERM)
-    causes = [f for f in failures if f.exitcode != stopped] or failures
-    root = causes[0]
+    root = min(failures, key=_how_secondary)  # the first of the most likely causes
     return [RankFailure(f.rank, f.exitcode, f.error, f.traceback, f is root)
             for f in [root, *(f for f in failures if f is not root)]]
 

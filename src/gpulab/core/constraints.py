@@ -18,7 +18,8 @@ from gpulab.core.errors import GpulabConfigError
 
 __all__ = ["MAX_MAGNITUDE", "MIN_MAGNITUDE", "AtLeast", "AtMost", "Between", "Fraction", "NonEmpty",
            "NonNegativeFloat", "NonNegativeInt", "OneOf", "Positive", "PositiveFloat",
-           "PositiveInt", "Rule", "did_you_mean", "show"]
+           "PositiveInt", "Rule", "SUGGEST_MAX_LENGTH", "did_you_mean", "did_you_mean_text", "show",
+           "suggestions"]
 
 MAX_MAGNITUDE = 1e18
 # A nonzero number smaller than this means nothing in the course (a picosecond, a trillionth
@@ -34,6 +35,8 @@ def show(value: Any, limit: int = 60) -> str:
     try:
         if isinstance(value, int) and not isinstance(value, bool) and abs(value) > 10**30:
             text = f"<an integer of {len(str(abs(value)))} digits>"
+        elif isinstance(value, str) and len(value) > limit:  # not a copy of a huge text first
+            text = repr(value[:limit]) + "..."
         else:
             text = repr(value)
     except Exception:  # a repr that raises (or an int too long to print) must not hide the error
@@ -124,18 +127,75 @@ def _normalised(text: str) -> str:
     return re.sub(r"[\s_\-.]+", "", text.lower())
 
 
+# No name of a choice is this long: a longer value is no near miss, and is not read further
+# (difflib is quadratic; a 5-million-character name took seconds and gave nothing).
+SUGGEST_MAX_LENGTH = 100
+# A text held by more names than this is a family ("RTX"), not a near miss of one of them.
+SUGGEST_MAX_HOLDERS = 5
+
+
+def _is_typo(typed: str, option: str) -> bool:
+    """A slip of the keyboard, not another name: letters dropped, added, swapped or changed.
+
+    Numbers name a product, so they must be the same (B200 is not H200, 7B is not 70B); one
+    changed letter is a typo only in a word long enough ("mistrel"), since in a short name it
+    is another product ("l4" is not "t4").
+    """
+    if re.findall(r"\d+", typed) != re.findall(r"\d+", option):
+        if sorted(typed) != sorted(option):
+            return False
+    if len(typed) == len(option):
+        diff = [i for i, (a, b) in enumerate(zip(typed, option, strict=True)) if a != b]
+        if len(diff) == 1:  # one changed letter (the digits are the same, checked above)
+            return len(typed) >= 5
+        # one swap of neighbours: "bf61" for "bf16"
+        return len(diff) == 2 and diff[1] == diff[0] + 1 \
+            and typed[diff[0]] == option[diff[1]] and typed[diff[1]] == option[diff[0]]
+    short, long_ = sorted((typed, option), key=len)
+    if len(long_) - len(short) > 2:
+        return False
+    rest = iter(long_)  # short is long_ with at most two characters left out
+    return all(c in rest for c in short)
+
+
+def suggestions(value: str, choices: Iterable[str]) -> list[str]:
+    """The choices a near miss probably meant, best first ([] when none).
+
+    The same name spelt otherwise ('RTX4090' -> 'RTX 4090'); else every choice that holds what
+    was typed ('H100' -> 'H100 SXM', 'H100 PCIe'; not 'H200'), unless so many do that it is a
+    family; else the closest choice that a typo would explain ('mi300x-bf61' -> 'mi300x-bf16').
+    """
+    options = [str(c) for c in choices]
+    if not isinstance(value, str) or not options or len(value) > SUGGEST_MAX_LENGTH:
+        return []
+    wanted = _normalised(value)
+    if not wanted:
+        return []
+    by_norm: dict[str, str] = {}
+    for option in options:
+        by_norm.setdefault(_normalised(option), option)
+    if wanted in by_norm:
+        return [by_norm[wanted]]
+    holders = [option for norm, option in by_norm.items() if wanted in norm]
+    if len(wanted) >= 2 and holders:
+        return holders if len(holders) <= SUGGEST_MAX_HOLDERS else []
+    close = difflib.get_close_matches(wanted, list(by_norm), n=len(by_norm), cutoff=0.6)
+    return [by_norm[norm] for norm in close if _is_typo(wanted, norm)][:1]
+
+
 def did_you_mean(value: str, choices: Iterable[str]) -> str | None:
     """The choice a near miss probably meant ('RTX4090' -> 'RTX 4090'), or None."""
-    options = [str(c) for c in choices]
-    if not isinstance(value, str) or not options:
-        return None
-    wanted = _normalised(value)
-    for option in options:
-        if _normalised(option) == wanted:
-            return option
-    by_norm = {_normalised(o): o for o in options}
-    close = difflib.get_close_matches(wanted, list(by_norm), n=1, cutoff=0.6)
-    return by_norm[close[0]] if close else None
+    found = suggestions(value, choices)
+    return found[0] if found else None
+
+
+def did_you_mean_text(value: str, choices: Iterable[str]) -> str:
+    """The phrase "did you mean 'A' or 'B'?" for a near miss (``suggestions``), else ""."""
+    found = [repr(s) for s in suggestions(value, choices)]
+    if not found:
+        return ""
+    listed = found[0] if len(found) == 1 else f"{', '.join(found[:-1])} or {found[-1]}"
+    return f"did you mean {listed}?"
 
 
 class OneOf(Rule):
@@ -163,8 +223,8 @@ class OneOf(Rule):
         if value in choices or (self.ignore_case and value.lower() in
                                 {c.lower() for c in choices}):
             return
-        guess = did_you_mean(value, choices)
-        hint = f"; did you mean {guess!r}? Use" if guess is not None else "; use"
+        guess = did_you_mean_text(value, choices)
+        hint = f"; {guess} Use" if guess else "; use"
         raise GpulabConfigError(f"{name}={show(value)} is not a known {self.what}{hint} one of: "
                                 f"{', '.join(choices)}.", name)
 

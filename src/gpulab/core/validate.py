@@ -24,6 +24,15 @@ The rules, the same everywhere:
 - ``Callable`` is anything callable;
 - anything else (``Any``, an annotation that cannot be resolved) is not checked.
 
+A value that passes the check works: the function receives it as a plain Python number. An
+``int`` parameter given a NumPy integer gets ``operator.index`` of it; a ``float`` parameter
+given a NumPy float or a ``fractions.Fraction`` gets ``float`` of it (and a NumPy integer, a
+plain int); a NumPy bool becomes a bool; each element of a ``list`` or ``tuple`` is handed on
+the same way, and a dataclass stores its fields so. Builtin ints and floats are passed as
+they are: an int given to a float parameter stays an int, so a label prints ``850``, not
+``850.0``. (torch's ``manual_seed`` refuses ``np.int64``, and ``Fraction`` has no ``:g``
+format: without this a value would pass the check and fail deep inside.)
+
 The rules themselves live in ``gpulab.constraints``; this module is the layer's public face
 and exports them with the decorator, so a module needs one import line.
 
@@ -42,6 +51,7 @@ import functools
 import inspect
 import math
 import numbers
+import operator
 import re
 import sys
 import types
@@ -98,13 +108,16 @@ __all__ = [
 
 # --------------------------------------------------------------------------- checkers
 
-Checker = Callable[[str, Any], None]
+# A checker raises on a bad value and returns the value to hand on (normalised, see above).
+Checker = Callable[[str, Any], Any]
 
 
-def _check_bool(name: str, value: Any) -> None:
+def _check_bool(name: str, value: Any) -> bool:
     # numpy's bool_ comes out of comparisons on arrays; it is as strict as bool
-    if value is True or value is False or type(value).__name__ == "bool_":
-        return
+    if value is True or value is False:
+        return value
+    if type(value).__name__ == "bool_":
+        return bool(value)
     raise GpulabConfigError(f"{name}={show(value)} must be True or False", name)
 
 
@@ -134,16 +147,22 @@ def boundary() -> Iterator[None]:
         _DEPTH.reset(token)
 
 
-def _check_int(name: str, value: Any) -> None:
+def _plain_int(value: numbers.Integral) -> int:
+    """A builtin int (or int subclass) as it is; any other integer as a builtin int."""
+    return value if isinstance(value, int) else operator.index(value)
+
+
+def _check_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise GpulabConfigError(
             f"{name}={show(value)} must be an integer, not {type(value).__name__}", name)
     if abs(int(value)) > MAX_MAGNITUDE and _at_boundary():
         raise GpulabConfigError(f"{name}={show(value)} is too large (at most {MAX_MAGNITUDE:g})",
                                 name)
+    return _plain_int(value)
 
 
-def _check_float(name: str, value: Any) -> None:
+def _check_float(name: str, value: Any) -> int | float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise GpulabConfigError(
             f"{name}={show(value)} must be a number, not {type(value).__name__}", name)
@@ -160,18 +179,24 @@ def _check_float(name: str, value: Any) -> None:
         raise GpulabConfigError(
             f"{name}={show(value)} is too small to mean anything here: a nonzero number must be "
             f"at least {MIN_MAGNITUDE:g} in size", name)
+    if isinstance(value, numbers.Integral):
+        return _plain_int(value)  # an integer stays one, as a builtin int given here does
+    # np.float64 is a float subclass, but its repr ("np.float64(0.5)") would reach messages
+    return value if type(value) is float else number
 
 
-def _check_callable(name: str, value: Any) -> None:
+def _check_callable(name: str, value: Any) -> Any:
     if not callable(value):
         raise GpulabConfigError(f"{name}={show(value)} is not callable: pass the function "
                                 f"itself, not a {type(value).__name__} it returned", name)
+    return value
 
 
-def _check_str(name: str, value: Any) -> None:
+def _check_str(name: str, value: Any) -> str:
     if not isinstance(value, str):
         raise GpulabConfigError(f"{name}={show(value)} must be a string, not "
                                 f"{type(value).__name__}", name)
+    return value
 
 
 _SCALARS: dict[Any, Checker] = {bool: _check_bool, int: _check_int, float: _check_float,
@@ -180,9 +205,9 @@ _KIND = {bool: "True or False", int: "an integer", float: "a number", str: "a st
 
 
 def _class_checker(cls: type) -> Checker:
-    def check(name: str, value: Any) -> None:
+    def check(name: str, value: Any) -> Any:
         if isinstance(value, cls):
-            return
+            return value
         hint = getattr(cls, "__validation_hint__", "")
         raise GpulabConfigError(
             f"{name} must be a {cls.__name__}, not {type(value).__name__} {show(value)}"
@@ -192,49 +217,55 @@ def _class_checker(cls: type) -> Checker:
 
 def _named_class_checker(names: set[str], optional: bool) -> Checker:
     """For annotations that name a class imported only for type checking: compare by name."""
-    def check(name: str, value: Any) -> None:
+    def check(name: str, value: Any) -> Any:
         if value is None and optional:
-            return
+            return value
         if names & {c.__name__ for c in type(value).__mro__}:
-            return
+            return value
         raise GpulabConfigError(f"{name} must be a {' or '.join(sorted(names))}, not "
                                 f"{type(value).__name__} {show(value)}", name)
     return check
 
 
 def _with_rules(base: Checker, rules: list[Rule], noun: str) -> Checker:
-    def check(name: str, value: Any) -> None:
-        base(name, value)
+    def check(name: str, value: Any) -> Any:
+        value = base(name, value)
         for rule in rules:
             if isinstance(rule, _Bounds):
                 rule.check(name, value, noun)
             else:
                 rule.check(name, value)
+        return value
     return check
 
 
 def _sequence_checker(item: Checker | None, kinds: tuple[type, ...], label: str) -> Checker:
-    def check(name: str, value: Any) -> None:
+    def check(name: str, value: Any) -> Any:
         if isinstance(value, (str, bytes)) or not isinstance(value, kinds):
             raise GpulabConfigError(f"{name}={show(value)} must be {label}, not "
                                     f"{type(value).__name__}", name)
-        if item is not None:
-            for i, element in enumerate(value):
-                item(f"{name}[{i}]", element)
+        if item is None:
+            return value
+        elements = [item(f"{name}[{i}]", element) for i, element in enumerate(value)]
+        # a plain list or tuple is rebuilt when an element changed; any other sequence (a
+        # named tuple, an array) is handed on as it came, its elements already checked
+        if type(value) in (list, tuple) and any(a is not b for a, b in zip(elements, value,
+                                                                           strict=True)):
+            return type(value)(elements)
+        return value
     return check
 
 
 def _union_checker(arms: list[tuple[Any, Checker | None]], optional: bool) -> Checker | None:
     if any(check is None for _, check in arms):
         return None  # one arm accepts anything
-    def check(name: str, value: Any) -> None:
+    def check(name: str, value: Any) -> Any:
         if value is None and optional:
-            return
+            return value
         errors = []
         for _, arm in arms:
             try:
-                arm(name, value)
-                return
+                return arm(name, value)
             except GpulabConfigError as err:
                 errors.append(err)
         # report the arm of the value's own kind ("x=nan must be finite"), else list the kinds
@@ -290,10 +321,11 @@ def _compile(annotation: Any) -> Checker | None:
 
 
 def _sequence_checker_for_mapping() -> Checker:
-    def check(name: str, value: Any) -> None:
+    def check(name: str, value: Any) -> Any:
         if not isinstance(value, Mapping):
             raise GpulabConfigError(f"{name} must be a mapping (a dict), not "
                                     f"{type(value).__name__}", name)
+        return value
     return check
 
 
@@ -368,13 +400,14 @@ def checked(obj: Any) -> Any:
         if not compiled:
             compiled.append(_function_checkers(fn))
         positional, by_name = compiled[0]
-        for (name, check), value in zip(positional, args, strict=False):
-            if check is not None:
-                check(name, value)
+        # the body gets the checked values as normalised (np.int64 -> int, Fraction -> float)
+        args = tuple(value if check is None else check(name, value)
+                     for (name, check), value in zip(positional, args, strict=False)) \
+            + args[len(positional):]
         for name, value in kwargs.items():
             check = by_name.get(name)
             if check is not None:
-                check(name, value)
+                kwargs[name] = check(name, value)
         token = _DEPTH.set(_DEPTH.get() + 1)
         try:
             return fn(*args, **kwargs)
@@ -396,14 +429,17 @@ def _field_checkers(cls: type) -> list[tuple[str, Checker]]:
 
 
 def validate_fields(obj: Any) -> None:
-    """Check every field of a dataclass instance against its annotation."""
+    """Check every field of a dataclass instance against its annotation, storing it normalised."""
     cls = type(obj)
     cache = cls.__dict__.get("_gpulab_field_checkers")
     if cache is None:
         cache = _field_checkers(cls)
         type.__setattr__(cls, "_gpulab_field_checkers", cache)
     for name, check in cache:
-        check(name, getattr(obj, name))
+        value = getattr(obj, name)
+        plain = check(name, value)
+        if plain is not value:
+            object.__setattr__(obj, name, plain)  # a frozen dataclass too: it is still being made
 
 
 def _checked_class(cls: type) -> type:

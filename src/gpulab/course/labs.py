@@ -12,8 +12,8 @@ function's source, written by the generator, so the code a lab shows is the code
 (chapter 5's slow loop). A solution cell may say ``"learner_source"`` (and ``"learner_name"``):
 the learner copy then starts from that function's source, renamed, to edit, instead of a stub.
 
-    python -m gpulab.labs          # regenerate every learner copy
-    python -m gpulab.labs --check  # exit 1 when a copy is out of date
+    python tools/nbcheck.py --fix  # regenerate every learner copy (and repair the notebooks)
+    python tools/nbcheck.py        # exit 1 when a copy is out of date, among other problems
 """
 
 from __future__ import annotations
@@ -38,11 +38,15 @@ BEGIN = "### BEGIN SOLUTION"
 END = "### END SOLUTION"
 HINT_PREFIX = "# HINT:"
 DEFAULT_HINT = "write this part, then run the check below"
+# The command that regenerates the learner copies, named in the out-of-date hints. It is the
+# repository's tool, not a module of the package, so it keeps working wherever the
+# generator lives.
+REGENERATE = "python tools/nbcheck.py --fix"
 # Plain CommonMark (a blockquote, not a MyST directive): learners open this copy in JupyterLab
 # or Colab, which would show a directive as raw text.
 LEARNER_NOTE = (
     "> **Note.** This is the learner copy of the lab, generated from the solution "
-    "`{solution}` by `python -m gpulab.course.labs`. Fill in each cell that raises "
+    "`{solution}` by `" + REGENERATE + "`. Fill in each cell that raises "
     "`NotImplementedError`, then run the check below it."
 )
 
@@ -397,7 +401,7 @@ def out_of_date(labs_dir: Path) -> list[Path]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m gpulab.labs [--check] [LABS_DIR]`."""
+    """`python -m gpulab.course.labs [--check] [LABS_DIR]`: write (or check) the learner copies."""
     args = list(sys.argv[1:] if argv is None else argv)
     check_only = "--check" in args
     args = [a for a in args if a != "--check"]
@@ -408,7 +412,7 @@ def main(argv: list[str] | None = None) -> int:
     if check_only:
         stale = out_of_date(labs_dir)
         for path in stale:
-            print(f"out of date: {path} (run `python -m gpulab.labs`)")
+            print(f"out of date: {path} (run `{REGENERATE}`)")
         return 1 if stale else 0
     for path in write_learner_copies(labs_dir):
         print(f"wrote {path}")

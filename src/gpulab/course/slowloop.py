@@ -31,6 +31,7 @@ from typing import Annotated, Any
 import numpy as np
 
 from gpulab.bench.quiet import quiet_stderr
+from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import (
     Between,
     NonNegativeInt,
@@ -42,6 +43,9 @@ from gpulab.core.validate import (
 __all__ = ["SyntheticImages", "Task", "augment", "build_model", "class_weights", "loader_options",
            "recommended_workers", "sampling_order", "sizes", "usable_cpus"]
 
+# Samples a run may draw: the order is a Python list of them (about 36 bytes each, so ~36 MB),
+# and the lab's longest run draws 60 x 128 = 7,680; 2**63 steps would fill any machine.
+MAX_SAMPLES = 1_000_000
 LOADER_TIMEOUT_S = 120.0  # a worker that sends nothing for this long fails the run, not hangs it
 TEMPLATE_BLUR = 4  # blur rounds that make the class templates smooth
 
@@ -147,10 +151,15 @@ class SyntheticImages:
         return image.reshape(-1), label  # (image_size**2,) float32, and the label
 
 
-def sampling_order(task: Task, steps: int, seed: int = 0) -> list[int]:
+@checked
+def sampling_order(task: Task, steps: PositiveInt, seed: NonNegativeInt = 0) -> list[int]:
     """The dataset indices of `steps` optimizer steps, in order: shuffled epochs, seeded."""
-    rng = np.random.default_rng((seed, 1))
     needed = steps * task.batch
+    if needed > MAX_SAMPLES:  # the order is built in memory: refuse before building it
+        raise GpulabConfigError(
+            f"steps={steps} x batch={task.batch} is {needed:.3g} samples; at most "
+            f"{MAX_SAMPLES:,} (steps <= {MAX_SAMPLES // task.batch:,} at this batch)", "steps")
+    rng = np.random.default_rng((seed, 1))
     epochs = -(-needed // task.dataset_size)  # a long run goes over the data more than once
     order = np.concatenate([rng.permutation(task.dataset_size) for _ in range(epochs)])
     return order[:needed].tolist()

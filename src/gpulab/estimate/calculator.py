@@ -19,11 +19,19 @@ import math
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any
 
+from gpulab.core.constraints import show
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import OneOf, PositiveInt, boundary, checked
+from gpulab.core.validate import (
+    NonNegativeFloat,
+    OneOf,
+    PositiveInt,
+    boundary,
+    check_value,
+    checked,
+)
 from gpulab.estimate import choose, cost, memory
 from gpulab.estimate.memory import Breakdown, Mode, Optimizer
-from gpulab.reference import models, specs
+from gpulab.reference import hf_config, models, specs
 from gpulab.reference.formats import KVFormat, TrainingPrecision, WeightFormatName
 from gpulab.reference.modelspec import ModelSpec
 
@@ -41,10 +49,7 @@ def estimate_for(model: ModelChoice, config_text: str, mode: Mode, weights: Weig
                  context: PositiveInt, batch: PositiveInt) -> tuple[ModelSpec, Breakdown]:
     """(spec, breakdown) for a calculator's inputs; GpulabConfigError naming a bad input."""
     if model == PASTE:
-        try:
-            cfg = json.loads(config_text or "{}")
-        except json.JSONDecodeError as exc:
-            raise GpulabConfigError(f"config_text is not valid JSON: {exc}", "config_text") from None
+        cfg = hf_config.parse_config_text(config_text, "config_text")
         try:
             spec = ModelSpec.from_hf_config(cfg)
         except GpulabConfigError as err:  # the pasted text is the input at fault
@@ -64,13 +69,33 @@ def fit_verdicts(breakdown: Breakdown, own_gpus: Sequence[tuple[str, int]] = ())
     each is compared with what is left for tensors (gpulab.specs.tensor_capacity).
     """
     lines = []
-    for name, total in own_gpus:
+    for i, entry in enumerate(own_gpus):
+        name, total = _own_gpu(i, entry)
         usable = specs.tensor_capacity(total, apple=name.lower().startswith("apple"))
         verdict = "fits" if breakdown.total <= usable else "does not fit"
         lines.append(f"your {name} ({total / 1e9:.1f} GB, {usable / 1e9:.1f} GB for tensors): {verdict}")
     fitting = [r["gpu"] for r in memory.gpus_that_fit(breakdown.total) if r["fits"]]
     lines.append("fits on one: " + (", ".join(fitting) if fitting else "no single GPU in the table"))
     return lines
+
+
+def _own_gpu(i: int, entry: Any) -> tuple[str, float]:
+    """One (name, total bytes) pair of fit_verdicts' own_gpus, or an error naming own_gpus[i]."""
+    # The validation layer checks the sequence, not the two kinds inside each pair.
+    field = f"own_gpus[{i}]"
+    if isinstance(entry, (str, bytes)) or not isinstance(entry, Sequence) or len(entry) != 2:
+        raise GpulabConfigError(f"{field}={show(entry)} must be a (name, total bytes) pair",
+                                field)
+    name, total = entry
+    if not isinstance(name, str):
+        raise GpulabConfigError(f"{field}={show(entry)}: the name must be a string, not "
+                                f"{type(name).__name__}", field)
+    try:
+        with boundary():  # the caller's number: the size limits apply
+            check_value("total", total, NonNegativeFloat)
+    except GpulabConfigError as err:
+        raise GpulabConfigError(f"{field}={show(entry)}: {err}", field) from None
+    return name, total
 
 
 # --------------------------------------------------------------------------- chapter 6's static page
@@ -274,6 +299,9 @@ def page_outputs_json(kind: Kind, inputs_json: str) -> str:
         inputs = json.loads(inputs_json)
     except json.JSONDecodeError as exc:
         raise GpulabConfigError(f"inputs_json is not valid JSON: {exc}", "inputs_json") from None
+    except (RecursionError, ValueError):  # nested too deep, or a number too long to read
+        raise GpulabConfigError("inputs_json is not a JSON object of the inputs' text",
+                                "inputs_json") from None
     if not isinstance(inputs, dict):
         raise GpulabConfigError("inputs_json must be a JSON object of the inputs' text",
                                 "inputs_json")

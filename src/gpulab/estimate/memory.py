@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Annotated
 
+from gpulab.core.constraints import show
+from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import GIB
 from gpulab.core.validate import (
     Fraction,
@@ -242,7 +244,8 @@ def estimate_inference(
                      f"{spec.n_active_params / 1e9:.1f}B are used per token")
     if spec.attention_type == "mla":
         notes.append("KV cache: MLA's compressed latent cache" + (" expanded per head" if mla_expanded else ""))
-    return Breakdown(weights=w, kv_cache=kv, activations=act, overhead=over, notes=tuple(notes))
+    return Breakdown(weights=w, kv_cache=kv, activations=act, overhead=over,
+                     notes=(*notes, *spec.notes))
 
 
 # ---------------------------------------------------------------- training
@@ -276,7 +279,8 @@ def estimate_training(
                                     activation_checkpointing, attention)
     over = _asked_overhead(w + g + opt + act, device, context_bytes, allocator_slack)
     per_param = (w + g + opt) / n
-    notes = (f"{precision} with {optimizer}: {per_param:.1f} bytes per parameter before activations",)
+    notes = (f"{precision} with {optimizer}: {per_param:.1f} bytes per parameter before activations",
+             *spec.notes)
     # The worst of four moments (measured with MemTracker): the loss's backward (log-softmax,
     # its gradient and the logits', 3 fp32 vocab-wide tensors per token; the caller kept only
     # the loss), the head's backward (the logits' gradient and the head's weight gradient), the
@@ -356,6 +360,10 @@ def gpus_that_fit(total_bytes: NonNegativeFloat, gpus: Mapping | None = None,
     table = specs.load_gpus() if gpus is None else gpus
     rows = []
     for name, gpu in table.items():
+        if not isinstance(gpu, specs.GPUSpec):  # the validation layer checks the mapping only
+            raise GpulabConfigError(
+                f"gpus[{show(name, 30)}] must be a GPUSpec, not {type(gpu).__name__} "
+                f"{show(gpu)}; {specs.GPUSpec.__validation_hint__}", "gpus")
         capacity = gpu.model_memory_bytes * count
         rows.append({"gpu": name, "memory_gb": gpu.memory_gb * count,
                      "usable_gb": capacity / 1e9, "fits": total_bytes <= capacity,

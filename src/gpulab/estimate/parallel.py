@@ -35,6 +35,7 @@ __all__ = [
     "Strategy",
     "Transfer",
     "bubble_fraction",
+    "check_split",
     "communication_per_step",
     "lora_params",
     "memory_per_gpu",
@@ -93,18 +94,30 @@ def bubble_fraction(pipeline: PositiveInt, micro_batches: PositiveInt) -> float:
 # ---------------------------------------------------------------- what each GPU holds
 
 
+@checked
+def check_split(spec: ModelSpec, tensor: PositiveInt = 1, pipeline: PositiveInt = 1) -> None:
+    """Raise GpulabConfigError unless `spec` splits `tensor` ways per layer and into `pipeline` parts.
+
+    Tensor parallelism gives each card whole attention heads (Megatron-LM splits by head); a
+    split by layers gives each card at least one whole layer. Training (memory_per_gpu) and
+    inference (gpulab.serving) refuse the same shapes with this check.
+    """
+    if spec.n_heads % tensor:
+        raise GpulabConfigError(f"tensor={tensor} must divide the model's "
+                                f"{spec.n_heads} attention heads (Megatron-LM splits by head)",
+                                "tensor")
+    if pipeline > spec.n_layers:
+        raise GpulabConfigError(f"pipeline={pipeline} must be at most the model's "
+                                f"{spec.n_layers} layers", "pipeline")
+
+
 def _check_setup(spec: ModelSpec, strategy: Strategy, n_gpus: int, global_batch: int) -> int:
     """Validate a (model, strategy, GPUs, batch) combination; return the data-parallel degree."""
     d = strategy.data_degree(n_gpus)
     if global_batch % d:
         raise GpulabConfigError(f"global_batch={global_batch} must be a multiple of the "
                                 f"{d} data-parallel replicas of {strategy.name!r}")
-    if spec.n_heads % strategy.tensor:
-        raise GpulabConfigError(f"tensor={strategy.tensor} must divide the model's "
-                                f"{spec.n_heads} attention heads (Megatron-LM splits by head)")
-    if strategy.pipeline > spec.n_layers:
-        raise GpulabConfigError(f"pipeline={strategy.pipeline} must be at most the model's "
-                                f"{spec.n_layers} layers")
+    check_split(spec, strategy.tensor, strategy.pipeline)
     if strategy.pipeline > 1 and (global_batch // d) % strategy.micro_batch:
         raise GpulabConfigError(f"micro_batch={strategy.micro_batch} must divide the "
                                 f"{global_batch // d} sequences of each replica")
@@ -377,4 +390,12 @@ def lora_params(spec: ModelSpec, rank: PositiveInt = 16,
     unknown = [x for x in targets if x not in shapes]
     if unknown or not targets:
         raise GpulabConfigError(f"targets={targets!r} must be a non-empty subset of {LORA_TARGETS}")
+    # B @ A has rank at most min(inputs, outputs): a larger rank adds parameters, not capacity
+    narrowest = min(targets, key=lambda x: min(shapes[x]))
+    if rank > min(shapes[narrowest]):
+        rows, cols = shapes[narrowest]
+        raise GpulabConfigError(
+            f"rank={rank} must be at most {min(rows, cols)}, the narrower side of the model's "
+            f"{narrowest} projection ({rows} x {cols}): a LoRA update has no higher rank",
+            "rank")
     return spec.n_layers * sum(rank * sum(shapes[x]) for x in targets)

@@ -18,12 +18,21 @@ import math
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import NonNegativeFloat, PositiveFloat, PositiveInt, checked
-from gpulab.estimate import collectives, memory, perf
+from gpulab.estimate import collectives, memory, parallel, perf
 from gpulab.estimate.memory import Breakdown
 from gpulab.reference.formats import KVFormat, WeightFormatName
 from gpulab.reference.modelspec import ModelSpec
 
 __all__ = ["layer_split_tokens_per_s", "split_inference", "tensor_parallel_tokens_per_s"]
+
+
+def _check_split(spec: ModelSpec, label: str, field: str, tensor: int = 1, pipeline: int = 1) -> None:
+    """parallel.check_split, its refusal worded with the caller's parameter (`label`)."""
+    try:
+        parallel.check_split(spec, tensor, pipeline)
+    except GpulabConfigError as err:
+        value = tensor if err.field == "tensor" else pipeline
+        raise GpulabConfigError(str(err).replace(f"{err.field}={value}", label, 1), field) from None
 
 
 @checked
@@ -41,6 +50,7 @@ def split_inference(spec: ModelSpec, n_gpus: PositiveInt, weights: WeightFormatN
     prompt in one pass, as chapter 2 assumes. An even split: the card that also holds the
     output head holds a little more.
     """
+    _check_split(spec, f"n_gpus={n_gpus}", "n_gpus", pipeline=n_gpus)
     whole = memory.estimate_inference(spec, weights=weights, kv_cache=kv_cache, batch=batch,
                                       seq_len=seq_len)
     act = whole.activations
@@ -65,6 +75,8 @@ def layer_split_tokens_per_s(spec: ModelSpec, bandwidths_gbs: list[PositiveFloat
     """
     if not bandwidths_gbs:
         raise GpulabConfigError("bandwidths_gbs=[] must list at least one card's bandwidth in GB/s")
+    cards = len(bandwidths_gbs)
+    _check_split(spec, f"bandwidths_gbs ({cards} cards)", "bandwidths_gbs", pipeline=cards)
     step = perf.decode_bytes_per_step(spec, weights, kv_cache, batch, seq_len)
     seconds = sum(step / len(bandwidths_gbs) / (bw * 1e9) for bw in bandwidths_gbs)
     return batch / seconds
@@ -83,6 +95,7 @@ def tensor_parallel_tokens_per_s(spec: ModelSpec, bandwidth_gbs: PositiveFloat, 
     costing collectives.allreduce_seconds on the link plus `latency_s`, which is what limits
     tensor parallelism over PCIe at batch 1 (the lab measures a latency).
     """
+    _check_split(spec, f"degree={degree}", "degree", tensor=degree)
     read = perf.decode_bytes_per_step(spec, weights, kv_cache, batch, seq_len) / (degree * bandwidth_gbs * 1e9)
     message = batch * spec.hidden_size * 2  # (batch, hidden) in bf16
     talk = 2 * spec.n_layers * collectives.allreduce_seconds(message, degree, link_bytes_per_s, latency_s)

@@ -8,7 +8,11 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
+from gpulab.core.constraints import did_you_mean, show
+from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import Between, NonNegativeFloat, PositiveInt, checked
+from gpulab.machine.nvml import MAX_GPUS
+from gpulab.machine.torch_probe import call
 
 DEFAULT_FRACTION = 0.25
 Share = Annotated[float, Between(0, 1, low_open=True)]  # more than none, at most all
@@ -36,10 +40,53 @@ def free_bytes(device: Any) -> int | None:
         return None
 
 
+def devices_here(torch: Any) -> list[str]:
+    """The device names this machine has: "cpu", then "cuda" and "cuda:N", "mps", "xpu" ..."""
+    names = ["cpu"]
+    for kind, module in (("cuda", torch.cuda), ("xpu", getattr(torch, "xpu", None))):
+        count = call(module.device_count, 0) if module is not None and call(
+            module.is_available, False) else 0
+        if isinstance(count, int) and not isinstance(count, bool) and count > 0:
+            names += [kind, *(f"{kind}:{i}" for i in range(min(count, MAX_GPUS)))]
+    mps = getattr(torch.backends, "mps", None)
+    if mps is not None and call(mps.is_available, False):
+        names.append("mps")
+    return names
+
+
+def existing_device(device: Any) -> Any:
+    """``device`` (a name or a torch.device) as a torch.device of this machine, else an error."""
+    import torch
+
+    here = devices_here(torch)
+    parsed = None
+    if isinstance(device, torch.device):
+        parsed = device
+    elif isinstance(device, str):
+        try:
+            parsed = torch.device(device.strip())
+        except Exception:  # torch's own message lists every backend it was built to know
+            parsed = None
+    # torch.device("cuda") has no index and means the current GPU: it exists if any does;
+    # "cpu:0" and "mps:0" are the one CPU and the one Apple GPU
+    name = None if parsed is None else parsed.type if parsed.type in ("cpu", "mps") \
+        else str(parsed)
+    if name is None or name not in here:
+        guess = did_you_mean(str(device).strip(), here) if isinstance(device, str) else None
+        hint = f" (did you mean {guess!r}?)" if guess else ""
+        raise GpulabConfigError(
+            f"device={show(device)} is not allowed: no such device on this machine{hint}; it "
+            f"has {', '.join(repr(n) for n in here)} (use one of these names, or a torch.device).",
+            "device")
+    return parsed
+
+
 @checked
 def allowance(device: Any, fraction: Share = DEFAULT_FRACTION) -> int:
     """Bytes an experiment may allocate on the device: `fraction` of what is free now."""
-    free = free_bytes(device)
+    # A device this machine does not have is the caller's mistake: an allowance for it would
+    # be a made-up figure (a CPU machine answered 512 MiB for "cuda:7").
+    free = free_bytes(existing_device(device))
     return int((free if free is not None else UNKNOWN_FREE_BYTES) * fraction)
 
 

@@ -12,13 +12,14 @@ import argparse
 import dataclasses
 import json
 import sys
+from typing import Any
 
 from gpulab.machine.hardware import detect
 from gpulab.machine.report import HardwareReport, json_safe
 from gpulab.machine.rules import RULES, SEVERITIES, Finding, findings_html
 
-__all__ = ["Finding", "add_arguments", "diagnose", "exit_code", "findings_html", "main",
-           "render_json", "render_text", "run"]
+__all__ = ["Finding", "add_arguments", "diagnose", "encodable", "exit_code", "findings_html",
+           "main", "render_json", "render_text", "run"]
 
 # --------------------------------------------------------------------------- diagnose and render
 
@@ -72,8 +73,21 @@ def run(args: argparse.Namespace) -> int:
     report = detect()
     findings = diagnose(report)
     render = render_json if args.json else render_text
-    print(render(report, findings))
+    print(encodable(render(report, findings), sys.stdout))
     return exit_code(findings)
+
+
+def encodable(text: str, stream: Any) -> str:
+    """``text`` with what ``stream``'s encoding cannot write replaced by "?".
+
+    A GPU name NVML gave in bytes that are not UTF-8 holds U+FFFD; an ASCII stdout
+    (PYTHONIOENCODING=ascii) or a cp1252 redirect on Windows would raise UnicodeEncodeError.
+    """
+    encoding = getattr(stream, "encoding", None) or "utf-8"
+    try:
+        return text.encode(encoding, errors="replace").decode(encoding, errors="replace")
+    except LookupError:  # an encoding Python does not know: write what every stream can
+        return text.encode("ascii", errors="replace").decode("ascii")
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -13,7 +13,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from gpulab.machine.report import VECTOR_EXTENSIONS, CPUInfo
+from gpulab.machine.report import VECTOR_EXTENSIONS, CPUInfo, plausible_clock_mhz
 
 __all__ = ["cpu_cache_sizes", "cpu_info", "extensions_from_flags", "extensions_from_sysctl",
            "ram", "read_cpu_flags", "read_cpuinfo", "read_meminfo"]
@@ -141,8 +141,11 @@ def core_counts() -> tuple[int | None, int | None, float | None]:
     return physical, logical or os.cpu_count(), freq
 
 
-def cpu_info(cpuinfo_path: str) -> CPUInfo:
-    """Describe the CPU from /proc/cpuinfo (Linux), sysctl (macOS) and psutil."""
+def cpu_info(cpuinfo_path: str, notes: list[str] | None = None) -> CPUInfo:
+    """Describe the CPU from /proc/cpuinfo (Linux), sysctl (macOS) and psutil.
+
+    A clock that reads 0 MHz or NaN (VMs that hide it) is unknown, with a note in ``notes``.
+    """
     model, flags, reported_mhz = read_cpuinfo_fields(cpuinfo_path)
     extensions = extensions_from_flags(flags) if flags is not None else []
     if sys.platform == "darwin":
@@ -151,7 +154,7 @@ def cpu_info(cpuinfo_path: str) -> CPUInfo:
             macos_sysctl("hw.optional"), platform.machine()
         )
     physical, logical, freq = core_counts()
-    return CPUInfo(
+    info = CPUInfo(
         model=model or platform.processor() or None,
         physical_cores=physical,
         logical_cores=logical,
@@ -159,6 +162,13 @@ def cpu_info(cpuinfo_path: str) -> CPUInfo:
         max_frequency_mhz=freq,
         reported_frequency_mhz=reported_mhz,
     )
+    odd = [f"{value:g} MHz" for value in (freq, reported_mhz) if value is not None
+           and plausible_clock_mhz(value) is None]
+    if odd and notes is not None and info.max_frequency_mhz is None \
+            and info.reported_frequency_mhz is None:
+        notes.append(f"CPU clock unreadable: this machine reports {' and '.join(odd)} (a VM that "
+                     "hides its clock?); CPU peak unknown, since it is cores x clock x FLOP/cycle")
+    return info
 
 
 def cpu_cache_sizes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, int]:

@@ -3,20 +3,25 @@
 Defensive by design, because drivers and bindings vary: every NVML call runs in its own
 ``try``, every value is converted under its own guard (an ``"N/A"``, a NaN or an undecodable
 name makes that one field unknown, with a note, and the GPU stays in the report), the device
-count is bounded, and the whole probe has a time limit, so a hung driver cannot hang
-``python -m gpulab doctor``.
+count is bounded, and the whole probe, the import of pynvml included, has a time limit, so a
+hung driver or a hung binding cannot hang ``python -m gpulab doctor``.
 """
 
 from __future__ import annotations
 
+import math
 import os
 import threading
+import time
+from collections.abc import Callable
 from typing import Any
 
-from gpulab.machine.report import THROTTLE_REASONS, GPUInfo
+from gpulab.core.units import GIB
+from gpulab.machine.report import THROTTLE_REASONS, GPUInfo, plausible
 from gpulab.machine.visible import VisibleDevices, select_visible
 
-__all__ = ["MAX_GPUS", "NVML_TIMEOUT_S", "import_nvml", "nvml_gpus", "throttle_reasons"]
+__all__ = ["MAX_GPUS", "NVML_TIMEOUT_S", "import_nvml", "in_daemon_thread", "join_until",
+           "nvml_gpus", "nvml_read", "nvml_timeout_note", "throttle_reasons"]
 
 MAX_GPUS = 64  # more than any one machine holds; a count above it is a driver's placeholder
 NVML_TIMEOUT_S = 10.0  # the whole probe; a healthy driver answers in well under a second
@@ -42,9 +47,29 @@ def import_nvml() -> tuple[Any | None, str | None]:
         import pynvml  # from the nvidia-ml-py package
     except ImportError:
         return None, "nvidia-ml-py (pynvml) is not installed"
-    except Exception as exc:  # a broken install can raise anything at import time
+    except KeyboardInterrupt:  # the reader's Ctrl-C is not a broken install
+        raise
+    except BaseException as exc:  # a broken install can raise anything, sys.exit() included
         return None, f"nvidia-ml-py (pynvml) failed to import: {type(exc).__name__}: {exc}"
     return pynvml, None
+
+
+def in_daemon_thread(fn: Callable[[], Any], name: str) -> tuple[threading.Thread, list[Any]]:
+    """Start ``fn`` in a daemon thread; (the thread, a list that holds its result once done).
+
+    A daemon thread, because a call that never returns (a hung driver, an import that sleeps)
+    must be abandoned, not waited for, when the process exits.
+    """
+    result: list[Any] = []
+    thread = threading.Thread(target=lambda: result.append(fn()), name=name, daemon=True)
+    thread.start()
+    return thread, result
+
+
+def join_until(thread: threading.Thread, deadline: float) -> None:
+    """Wait for ``thread`` until the ``time.monotonic()`` deadline, and not a moment longer."""
+    remaining = deadline - time.monotonic()
+    thread.join(min(max(remaining, 0.0), threading.TIMEOUT_MAX))
 
 
 def _init_note(nvml: Any, exc: BaseException) -> str:
@@ -204,10 +229,20 @@ def _nvml_device(nvml: Any, index: int, handle: Any, notes: list[str]) -> GPUInf
     # GPUInfo keeps only plausible values: say which raw ones it dropped, and why
     for field_name, what in _FIELDS:
         if raw[field_name] is not None and getattr(gpu, field_name) is None:
-            notes.append(f"{label} {what}: unreadable value {raw[field_name]!r}")
+            notes.append(_dropped_note(label, what, field_name, raw, gpu))
     if capability is not None and gpu.compute_capability is None:
         notes.append(f"{label} compute capability: unreadable value {capability!r}")
     return gpu
+
+
+def _dropped_note(label: str, what: str, field_name: str, raw: dict[str, Any],
+                  gpu: GPUInfo) -> str:
+    """Why GPUInfo dropped the raw value of ``field_name``."""
+    free, total = plausible("memory_free_bytes", raw[field_name]), gpu.memory_total_bytes
+    if field_name == "memory_free_bytes" and free is not None and total is not None:
+        return (f"{label} {what}: NVML reports {free / GIB:.1f} GiB free of a "
+                f"{total / GIB:.1f} GiB card, more than it has; the free figure is unknown")
+    return f"{label} {what}: unreadable value {raw[field_name]!r}"
 
 
 def _nvml_system(nvml: Any, notes: list[str]) -> tuple[str | None, str | None]:
@@ -266,21 +301,60 @@ def _nvml_list(nvml: Any, visible: VisibleDevices,
 
 def _probe(visible: VisibleDevices, nvml: Any) -> tuple[list[GPUInfo] | None, int, list[str]]:
     """Initialise NVML, list the GPUs, shut NVML down; never raises."""
+    # BaseException: a binding that calls sys.exit() must not end the doctor. This runs in
+    # detection's worker thread, where no KeyboardInterrupt arrives.
     try:
         nvml.nvmlInit()
-    except Exception as exc:
+    except BaseException as exc:
         return None, 0, [_init_note(nvml, exc)]
     notes: list[str] = []
     try:
         return _nvml_list(nvml, visible, notes)
-    except Exception as exc:  # never let a driver oddity escape detect()
+    except BaseException as exc:  # never let a driver oddity escape detect()
         notes.append(f"NVML failed while listing GPUs: {type(exc).__name__}: {exc}")
         return [], 0, notes
     finally:
         try:
             nvml.nvmlShutdown()
-        except Exception:
+        except BaseException:
             pass
+
+
+def nvml_read(visible: VisibleDevices, nvml: Any = None,
+              progress: dict[str, Any] | None = None) -> tuple[list[GPUInfo] | None, int, list[str]]:
+    """Import pynvml (unless given) and list the GPUs, in this thread, without a time limit.
+
+    ``progress["stage"]`` says how far it got ("import", then "probe"), so that whoever
+    waits for it can say what did not answer. Never raises.
+    """
+    progress = {} if progress is None else progress
+    progress["stage"] = "import"
+    if nvml is None:
+        nvml, why = import_nvml()
+        if nvml is None:
+            return None, 0, [why or "nvidia-ml-py (pynvml) could not be imported"]
+    progress["stage"] = "probe"
+    return _probe(visible, nvml)
+
+
+def nvml_timeout_note(progress: dict[str, Any], timeout_s: float) -> str:
+    """Say what did not answer within ``timeout_s``: the import of pynvml, or the driver."""
+    if progress.get("stage") == "import":
+        return (f"nvidia-ml-py (pynvml) did not answer within {timeout_s:g} s: `import pynvml` "
+                "hangs; `python -c \"import pynvml\"` shows whether it ever returns")
+    return (f"NVML did not answer within {timeout_s:g} s (a hung driver?); "
+            "`nvidia-smi` shows whether the driver responds")
+
+
+def _usable_timeout(timeout_s: Any) -> tuple[float, list[str]]:
+    """``timeout_s`` as a wait threading accepts; an odd one becomes the default, with a note."""
+    if isinstance(timeout_s, (int, float)) and not isinstance(timeout_s, bool):
+        if timeout_s == math.inf:  # "wait as long as it takes": the longest wait there is
+            return threading.TIMEOUT_MAX, []
+        if math.isfinite(timeout_s) and timeout_s > 0:
+            return min(float(timeout_s), threading.TIMEOUT_MAX), []
+    return NVML_TIMEOUT_S, [f"NVML time limit {timeout_s!r} is not a number of seconds above 0; "
+                            f"using {NVML_TIMEOUT_S:g} s"]
 
 
 def nvml_gpus(visible: VisibleDevices, nvml: Any = None,
@@ -288,23 +362,15 @@ def nvml_gpus(visible: VisibleDevices, nvml: Any = None,
     """List GPUs through NVML, filtered by CUDA_VISIBLE_DEVICES; never raises, never hangs.
 
     Returns (gpus, present, notes); gpus is None when NVML itself is unavailable (or did not
-    answer within ``timeout_s``), so that the caller can fall back to torch. ``present``
-    counts every GPU NVML saw, hidden or not.
+    answer within ``timeout_s``, the import of pynvml included), so that the caller can fall
+    back to torch. ``present`` counts every GPU NVML saw, hidden or not.
     """
-    if nvml is None:
-        nvml, why = import_nvml()
-        if nvml is None:
-            return None, 0, [why]
-    result: list[Any] = []
-
-    def run() -> None:
-        result.append(_probe(visible, nvml))
-
-    # A daemon thread: if the driver never answers, the thread is abandoned, not waited for.
-    worker = threading.Thread(target=run, name="gpulab-nvml-probe", daemon=True)
-    worker.start()
-    worker.join(timeout_s)
+    limit, notes = _usable_timeout(timeout_s)
+    progress: dict[str, Any] = {}
+    worker, result = in_daemon_thread(lambda: nvml_read(visible, nvml, progress),
+                                      "gpulab-nvml-probe")
+    join_until(worker, time.monotonic() + limit)
     if not result:
-        return None, 0, [f"NVML did not answer within {timeout_s:g} s (a hung driver?); "
-                         "`nvidia-smi` shows whether the driver responds"]
-    return result[0]
+        return None, 0, [*notes, nvml_timeout_note(progress, limit)]
+    gpus, present, probe_notes = result[0]
+    return gpus, present, [*notes, *probe_notes]

@@ -14,7 +14,7 @@ from typing import Any
 
 from gpulab.core.units import format_rate
 from gpulab.core.validate import checked
-from gpulab.machine.report import HardwareReport
+from gpulab.machine.report import HardwareReport, plausible_clock_mhz
 from gpulab.reference.specs import PeakDtype, check_dtype, find_gpu
 
 __all__ = ["CPUPeakEstimate", "cpu_peak", "device_peak"]
@@ -62,12 +62,16 @@ def cpu_peak(report: HardwareReport) -> CPUPeakEstimate:
     """Estimate the CPU's fp32 (and bf16) peak from a hardware report; never invents a figure."""
     cpu = report.cpu
     cores = cpu.physical_cores
+    if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
+        cores = None
     extensions = set(cpu.vector_extensions)
-    clock_mhz = cpu.max_frequency_mhz
+    # Checked again here, not only in CPUInfo: a clock of 0 MHz or NaN set after construction
+    # must give "peak unknown", not a division by zero or a NaN peak.
+    clock_mhz = plausible_clock_mhz(cpu.max_frequency_mhz)
     clock_note = "that every core holds this clock"
     if clock_mhz is None:
         # In a VM no maximum is exposed; /proc/cpuinfo's figure is the host's nominal clock.
-        clock_mhz = getattr(cpu, "reported_frequency_mhz", None)
+        clock_mhz = plausible_clock_mhz(getattr(cpu, "reported_frequency_mhz", None))
         clock_note = "that every core holds the clock /proc/cpuinfo reports (turbo may be higher)"
     clock_ghz = None if clock_mhz is None else clock_mhz / 1000
 

@@ -3,7 +3,8 @@
 Introduced in the course's first chapter (the hardware summary at the top of every notebook).
 A report holds what could be read and, in ``notes``, why anything could not: a field that a
 driver returned in an odd form (``"N/A"``, NaN, a negative clock) is ``None``, never a wrong
-number, so nothing downstream (the doctor's rules, ``--json``) trips over it.
+number, so nothing downstream (the doctor's rules, ``--json``) trips over it. The doctor's
+``Finding`` lives here too, next to the report it is about (``gpulab.rules`` makes them).
 """
 
 from __future__ import annotations
@@ -16,8 +17,9 @@ from typing import Any
 
 from gpulab.core.units import GIB
 
-__all__ = ["THROTTLE_REASONS", "VECTOR_EXTENSIONS", "CPUInfo", "GPUInfo", "HardwareReport",
-           "TorchInfo", "json_safe", "plausible"]
+__all__ = ["SEVERITIES", "THROTTLE_REASONS", "VECTOR_EXTENSIONS", "CPUInfo", "Finding", "GPUInfo",
+           "HardwareReport", "TorchInfo", "findings_html", "json_safe", "plausible",
+           "plausible_clock_mhz"]
 
 # Order in which CPUInfo.vector_extensions lists what it found.
 VECTOR_EXTENSIONS = ("AVX2", "AVX-512", "AVX-512 BF16", "AMX", "NEON", "FMA")
@@ -52,6 +54,9 @@ _RANGES: dict[str, tuple[type, float, float]] = {
     "utilization_gpu_percent": (int, 0, 100),
     "other_processes_memory_bytes": (int, 0, 2**50),
 }
+
+
+_MAX_CPU_CLOCK_MHZ = 20_000  # no CPU clocks above 20 GHz; a larger figure is a misreading
 
 
 def plausible(name: str, value: Any) -> int | float | None:
@@ -113,6 +118,9 @@ class GPUInfo:
         """Keep only sane values: a placeholder or a wrong type becomes None (see _RANGES)."""
         for name in _RANGES:
             object.__setattr__(self, name, plausible(name, getattr(self, name)))
+        total, free = self.memory_total_bytes, self.memory_free_bytes
+        if total is not None and free is not None and free > total:
+            self.memory_free_bytes = None  # more free than the card has: a driver's slip
         self.compute_capability = _capability(self.compute_capability)
         for name in ("driver_version", "cuda_driver_version", "uuid"):
             setattr(self, name, _text_or_none(getattr(self, name)))
@@ -138,8 +146,15 @@ class TorchInfo:
     xpu_available: bool = False
     device_count: int = 0
     arch_list: list[str] = field(default_factory=list)  # e.g. ["sm_80", "sm_90"]
-    build: str = "cpu-only"  # "cuda", "rocm", "mps", "xpu", "cpu-only" or "not installed"
+    # "cuda", "rocm", "mps", "xpu", "cpu-only", "not installed", or "unknown" (did not answer)
+    build: str = "cpu-only"
     import_error: str | None = None  # why `import torch` failed, when it is installed but broken
+    # The module whose failure broke torch, when it is not torch itself: "pynvml" when
+    # torch.cuda's own `import pynvml` raised or hung (the fix is nvidia-ml-py's, not torch's).
+    broken_by: str | None = None
+    # What did not answer within detect()'s time limit, e.g. "`import torch` did not answer
+    # within 60 s"; None when torch answered (or is not installed).
+    did_not_answer: str | None = None
 
 
 @dataclass
@@ -154,6 +169,22 @@ class CPUInfo:
     # The clock Linux reports in /proc/cpuinfo ("cpu MHz"): in a VM, where no maximum is
     # exposed, it is the host's nominal clock; turbo clocks can be higher.
     reported_frequency_mhz: float | None = None
+
+    def __post_init__(self) -> None:
+        """Keep only sane clocks: 0 MHz (a VM that hides it), NaN or a negative one is None."""
+        for name in ("max_frequency_mhz", "reported_frequency_mhz"):
+            setattr(self, name, plausible_clock_mhz(getattr(self, name)))
+
+
+def plausible_clock_mhz(value: Any) -> float | None:
+    """A CPU clock in MHz as a float, or None when it is not a sane one (0, NaN, negative)."""
+    if value is None or isinstance(value, bool):
+        return None
+    try:
+        mhz = float(value)
+    except (TypeError, ValueError, OverflowError):
+        return None
+    return mhz if math.isfinite(mhz) and 0 < mhz <= _MAX_CPU_CLOCK_MHZ else None
 
 
 @dataclass
@@ -261,6 +292,8 @@ def _html_row(key: str, value: str) -> str:
 
 def _torch_summary(t: TorchInfo) -> str:
     """One line on the torch build."""
+    if t.did_not_answer:
+        return f"unknown ({t.did_not_answer})"
     if not t.installed:
         return "not installed" if t.import_error is None else f"fails to import ({t.import_error})"
     extra = []
@@ -344,3 +377,40 @@ def _gpu_rows(g: GPUInfo) -> list[tuple[str, str]]:
         )
     rows.append(("read through", g.source))
     return rows
+
+
+# --------------------------------------------------------------------------- findings
+
+SEVERITIES = ("error", "warning", "info")
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One problem (or fact) about the setup, with the numbers and the fix."""
+
+    severity: str  # "error", "warning" or "info"
+    code: str  # short stable id, e.g. "cpu-only-torch"
+    message: str  # what is wrong, one or two sentences with the numbers
+    fix: str  # how to fix it
+
+    def _repr_html_(self) -> str:
+        """Show the finding as a one-row table in Jupyter."""
+        return findings_html([self])
+
+
+_SEVERITY_COLOURS = {"error": "#b00020", "warning": "#9a6700", "info": "#0969da"}
+
+
+def findings_html(findings: list[Finding]) -> str:
+    """An HTML table of findings for a notebook; says so when there are none."""
+    if not findings:
+        return "<p>No findings: no problems found.</p>"
+    rows = "".join(
+        f'<tr><td style="color:{_SEVERITY_COLOURS.get(f.severity, "inherit")};font-weight:bold">'
+        f"{html.escape(f.severity.upper())}</td><td><code>{html.escape(f.code)}</code></td>"
+        f'<td style="text-align:left">{html.escape(f.message)}</td>'
+        f'<td style="text-align:left">{html.escape(f.fix)}</td></tr>'
+        for f in findings
+    )
+    head = "<tr><th>severity</th><th>code</th><th>what</th><th>fix</th></tr>"
+    return f'<table class="gpulab-findings">{head}{rows}</table>'

@@ -7,48 +7,28 @@ report's fields are already sane (``gpulab.report``: an odd driver value is None
 
 from __future__ import annotations
 
-import html
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from gpulab.core.units import GIB
-from gpulab.machine.report import GPUInfo, HardwareReport
+from gpulab.machine.report import SEVERITIES, Finding, GPUInfo, HardwareReport, findings_html
 from gpulab.machine.visible import VISIBILITY_VARS, parse_visible_devices
 from gpulab.reference.drivers import required_drivers, version_tuple
 
+# Finding and its HTML live with the report (gpulab.report), so that this module holds the rules.
 __all__ = ["RULES", "SEVERITIES", "Finding", "arch_list_covers", "findings_html"]
 
-SEVERITIES = ("error", "warning", "info")
 LOW_FREE_VRAM_BYTES = 1 * GIB
 LOW_FREE_RAM_BYTES = 2 * GIB
 OTHER_PROCESSES_MEMORY_SHARE = 0.5  # other processes holding more than this share is a finding
 BUSY_UTILIZATION_PERCENT = 50  # at or above this, a GPU counts as under load
 # Throttle reasons that mean power or heat holds the clocks back (GpuIdle, SyncBoost and
 # ApplicationsClocksSetting do not).
-POWER_THERMAL_REASONS = (
-    "SwPowerCap",
-    "HwSlowdown",
-    "HwThermalSlowdown",
-    "HwPowerBrakeSlowdown",
-    "SwThermalSlowdown",
-)
+POWER_THERMAL_REASONS = ("SwPowerCap", "HwSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown",
+                         "SwThermalSlowdown")
+_VERSION = re.compile(r"\d+(\.\d+)*")  # a driver version ("570.124.06"); "N/A", "" are not
 NVML_LIBRARY_NOT_FOUND = "NVML library not found"  # start of hardware's note for that case
 PYTORCH_INSTALL_URL = "https://pytorch.org/get-started/locally/"
-
-
-@dataclass(frozen=True)
-class Finding:
-    """One problem (or fact) about the setup, with the numbers and the fix."""
-
-    severity: str  # "error", "warning" or "info"
-    code: str  # short stable id, e.g. "cpu-only-torch"
-    message: str  # what is wrong, one or two sentences with the numbers
-    fix: str  # how to fix it
-
-    def _repr_html_(self) -> str:
-        """Show the finding as a one-row table in Jupyter."""
-        return findings_html([self])
 
 
 Rule = Callable[[HardwareReport], list[Finding]]
@@ -85,31 +65,54 @@ def _torch_base_version(report: HardwareReport) -> str:
 # --------------------------------------------------------------------------- rules
 
 
-def rule_torch_missing(report: HardwareReport) -> list[Finding]:
-    """torch is not importable at all: not installed, or installed but broken."""
-    if report.torch.installed:
+def rule_pynvml_broken(report: HardwareReport) -> list[Finding]:
+    """torch.cuda's own `import pynvml` raised or hung: the fix is nvidia-ml-py's, not torch's."""
+    t = report.torch
+    if t.broken_by != "pynvml":
         return []
-    if report.torch.import_error:
-        return [
-            Finding(
-                "error",
-                "torch-broken",
-                f"torch is installed but fails to import ({report.torch.import_error}), so no "
-                "notebook of the course can run.",
-                "Reinstall it in this environment: `make clean && make setup` in the course "
-                f"folder, or `pip install --force-reinstall torch` (see {PYTORCH_INSTALL_URL}); "
-                "a missing libcudnn or libcudart means the CUDA wheel's libraries are incomplete.",
-            )
-        ]
-    return [
-        Finding(
-            "error",
-            "torch-missing",
-            "torch is not installed in this Python, so no notebook of the course can run.",
-            "Run `make setup` in the course folder, or `pip install -e .` there "
-            f"(or the command from {PYTORCH_INSTALL_URL}).",
-        )
-    ]
+    what = t.did_not_answer or f"torch fails to import ({t.import_error})"
+    return [Finding(
+        "error", "pynvml-broken",
+        f"{what}, because the pynvml module torch imports (the nvidia-ml-py package) is broken; "
+        "torch itself may be fine, but no notebook of the course can run.",
+        "Reinstall it in this environment: `pip install --force-reinstall nvidia-ml-py`. If "
+        "`pip show pynvml` lists the deprecated pynvml package, `pip uninstall pynvml` first (it "
+        "ships a module of the same name). `python -c \"import pynvml\"` shows the error.")]
+
+
+def rule_torch_hung(report: HardwareReport) -> list[Finding]:
+    """torch did not answer within detection's time limit (and pynvml is not to blame)."""
+    t = report.torch
+    if not t.did_not_answer or t.broken_by:
+        return []
+    return [Finding(
+        "error", "torch-hung",
+        f"torch did not answer ({t.did_not_answer}), so its build and devices are unknown and "
+        "the notebooks would hang the same way.",
+        "A hung NVIDIA driver is the usual cause: check that `nvidia-smi` answers (if it hangs "
+        "too, reboot or reload the driver). `python -c \"import torch; "
+        "print(torch.cuda.is_available())\"` shows where torch stops; on a slow machine, raise "
+        "the limit with GPULAB_DETECT_TIMEOUT_S=120.")]
+
+
+def rule_torch_missing(report: HardwareReport) -> list[Finding]:
+    """torch is not importable at all: not installed, or installed but broken (by itself)."""
+    t = report.torch
+    if t.installed or t.broken_by or t.did_not_answer:  # the two rules above explain those
+        return []
+    if t.import_error:
+        return [Finding(
+            "error", "torch-broken",
+            f"torch is installed but fails to import ({t.import_error}), so no notebook of the "
+            "course can run.",
+            "Reinstall it in this environment: `make clean && make setup` in the course "
+            f"folder, or `pip install --force-reinstall torch` (see {PYTORCH_INSTALL_URL}); "
+            "a missing libcudnn or libcudart means the CUDA wheel's libraries are incomplete.")]
+    return [Finding(
+        "error", "torch-missing",
+        "torch is not installed in this Python, so no notebook of the course can run.",
+        "Run `make setup` in the course folder, or `pip install -e .` there "
+        f"(or the command from {PYTORCH_INSTALL_URL}).")]
 
 
 def rule_cpu_only_torch(report: HardwareReport) -> list[Finding]:
@@ -169,11 +172,33 @@ def _hides_all(report: HardwareReport, var: str, value: str) -> bool:
     return var == "CUDA_VISIBLE_DEVICES" and report.gpus_present > 0 and not report.gpus
 
 
+def _driver_version(report: HardwareReport) -> tuple[str | None, str | None]:
+    """(torch's CUDA version, the driver version) when the driver check applies, else Nones."""
+    cuda = report.torch.cuda_version
+    driver = next((g.driver_version for g in report.gpus if g.driver_version is not None), None)
+    if report.torch.build != "cuda" or not cuda or driver is None:
+        return None, None
+    return cuda, driver
+
+
+def rule_driver_version_unreadable(report: HardwareReport) -> list[Finding]:
+    """The driver's version is not a version number, so the driver check cannot be made."""
+    cuda, driver = _driver_version(report)
+    if driver is None or _VERSION.fullmatch(driver.strip()):
+        return []
+    return [Finding(
+        "warning", "driver-version-unreadable",
+        f"The NVIDIA driver version reads {driver!r}, which is not a version number, so "
+        f"whether it is new enough for the CUDA {cuda} in torch cannot be checked.",
+        "Run `nvidia-smi` and read Driver Version at its top right (or `nvidia-smi "
+        "--query-gpu=driver_version --format=csv`); if it shows N/A too or fails, reinstall "
+        "the NVIDIA driver.")]
+
+
 def rule_driver_too_old(report: HardwareReport) -> list[Finding]:
     """The NVIDIA driver is older than the CUDA runtime bundled in the torch wheel needs."""
-    cuda = report.torch.cuda_version
-    driver = next((g.driver_version for g in report.gpus if g.driver_version), None)
-    if report.torch.build != "cuda" or not cuda or not driver:
+    cuda, driver = _driver_version(report)
+    if cuda is None or driver is None or not _VERSION.fullmatch(driver.strip()):
         return []
     os_family = _driver_os(report)
     compat_min, toolkit_min = required_drivers(cuda, os_family)
@@ -453,9 +478,12 @@ def rule_no_gpu(report: HardwareReport) -> list[Finding]:
 
 
 RULES: list[Rule] = [
+    rule_pynvml_broken,
+    rule_torch_hung,
     rule_torch_missing,
     rule_cpu_only_torch,
     rule_gpus_hidden,
+    rule_driver_version_unreadable,
     rule_driver_too_old,
     rule_arch_not_in_build,
     rule_nvml_missing,
@@ -467,22 +495,3 @@ RULES: list[Rule] = [
     rule_old_gpu_for_bf16,
     rule_no_gpu,
 ]
-
-
-
-_SEVERITY_COLOURS = {"error": "#b00020", "warning": "#9a6700", "info": "#0969da"}
-
-
-def findings_html(findings: list[Finding]) -> str:
-    """An HTML table of findings for a notebook; says so when there are none."""
-    if not findings:
-        return "<p>No findings: no problems found.</p>"
-    rows = "".join(
-        f'<tr><td style="color:{_SEVERITY_COLOURS.get(f.severity, "inherit")};font-weight:bold">'
-        f"{html.escape(f.severity.upper())}</td><td><code>{html.escape(f.code)}</code></td>"
-        f'<td style="text-align:left">{html.escape(f.message)}</td>'
-        f'<td style="text-align:left">{html.escape(f.fix)}</td></tr>'
-        for f in findings
-    )
-    head = "<tr><th>severity</th><th>code</th><th>what</th><th>fix</th></tr>"
-    return f'<table class="gpulab-findings">{head}{rows}</table>'

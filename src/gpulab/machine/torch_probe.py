@@ -13,7 +13,8 @@ from typing import Any
 from gpulab.machine.nvml import MAX_GPUS
 from gpulab.machine.report import GPUInfo, TorchInfo
 
-__all__ = ["backend_of", "call", "import_torch", "torch_gpus", "torch_info"]
+__all__ = ["backend_of", "call", "import_torch", "import_torch_traced", "torch_gpus",
+           "torch_info", "torch_read", "torch_timeout_info"]
 
 
 def import_torch() -> tuple[Any | None, str | None]:
@@ -22,15 +23,86 @@ def import_torch() -> tuple[Any | None, str | None]:
     A broken install (a missing libcudnn, a wheel for another Python) raises OSError,
     RuntimeError or worse at import time; that becomes the reason, never a traceback.
     """
+    torch, why, _ = import_torch_traced()
+    return torch, why
+
+
+def import_torch_traced() -> tuple[Any | None, str | None, str | None]:
+    """Like ``import_torch``, plus the module that broke the import when it is not torch itself.
+
+    torch.cuda imports pynvml and catches only ImportError, so a pynvml that raises anything
+    else (or calls sys.exit) makes `import torch` fail; the traceback says so.
+    """
     try:
         import torch
     except ImportError as exc:
         if getattr(exc, "name", None) == "torch":
-            return None, None
-        return None, f"{type(exc).__name__}: {exc}"
-    except Exception as exc:
-        return None, f"{type(exc).__name__}: {exc}"
-    return torch, None
+            return None, None, None
+        return None, f"{type(exc).__name__}: {exc}", _raised_in(exc)
+    except KeyboardInterrupt:  # the reader's Ctrl-C is not a broken install
+        raise
+    except BaseException as exc:  # SystemExit included: it must not end the doctor
+        return None, f"{type(exc).__name__}: {exc}", _raised_in(exc)
+    return torch, None, None
+
+
+_TORCH_DEPENDENCIES = ("pynvml",)  # modules torch imports whose failure is not torch's fault
+
+
+def _raised_in(exc: BaseException) -> str | None:
+    """The module of ``_TORCH_DEPENDENCIES`` whose code raised ``exc`` (or its cause), if any."""
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        tb = error.__traceback__
+        while tb is not None:
+            module = str(tb.tb_frame.f_globals.get("__name__", "")).split(".")[0]
+            if module in _TORCH_DEPENDENCIES:
+                return module
+            tb = tb.tb_next
+        error = error.__cause__ or error.__context__
+    return None
+
+
+def torch_read(torch: Any = None, progress: dict[str, Any] | None = None,
+               ) -> tuple[Any | None, TorchInfo, list[str]]:
+    """Import torch (unless given) and describe it, in this thread, without a time limit.
+
+    ``progress`` records how far it got ("stage": "import", then "probe", and "torch" once
+    imported), so that whoever waits for it can say what did not answer. Never raises.
+    """
+    progress = {} if progress is None else progress
+    progress["stage"] = "import"
+    why = broken_by = None
+    if torch is None:
+        torch, why, broken_by = import_torch_traced()
+    progress.update(stage="probe", torch=torch)
+    info, notes = torch_info(torch, why, broken_by=broken_by)
+    return torch, info, notes
+
+
+def torch_timeout_info(progress: dict[str, Any], timeout_s: float,
+                       pynvml_hung: bool = False) -> tuple[TorchInfo, str]:
+    """The TorchInfo and the note for a torch that did not answer within ``timeout_s``."""
+    torch = progress.get("torch")
+    if progress.get("stage") == "probe" and torch is not None:
+        hung = "torch.cuda.is_available() or another device probe"
+        try:
+            version: str | None = str(torch.__version__)
+        except Exception:  # an odd torch (or a fake) without one
+            version = None
+        info = TorchInfo(installed=True, version=version, build="unknown")
+    else:
+        hung = "`import torch`"
+        info = TorchInfo(installed=False, build="unknown",
+                         broken_by="pynvml" if pynvml_hung else None)
+    info.did_not_answer = f"{hung} did not answer within {timeout_s:g} s"
+    why = ("it imports pynvml, whose import hangs too" if info.broken_by
+           else "a hung NVIDIA driver or a slow disk is the usual cause")
+    note = (f"torch did not answer within {timeout_s:g} s ({hung} hangs; {why}), so its build "
+            "and devices are unknown")
+    return info, note
 
 
 def call(fn: Any, default: Any, notes: list[str] | None = None) -> Any:
@@ -64,21 +136,28 @@ def _torch_build(torch: Any, mps_built: bool, xpu_available: bool) -> str:
     return "cpu-only"
 
 
-def torch_info(torch: Any = None, import_error: str | None = None) -> tuple[TorchInfo, list[str]]:
-    """Describe the torch build; never raises."""
+def torch_info(torch: Any = None, import_error: str | None = None,
+               broken_by: str | None = None) -> tuple[TorchInfo, list[str]]:
+    """Describe the torch build; never raises. ``broken_by``: the module that broke its import."""
     if torch is None and import_error is None:
-        torch, import_error = import_torch()
+        torch, import_error, broken_by = import_torch_traced()
     if torch is None:
-        if import_error:
+        if import_error and broken_by:
+            note = (f"torch fails to import because {broken_by}, which it imports, is broken "
+                    f"({import_error}), so only the CPU can be used until {broken_by} is fixed")
+        elif import_error:
             note = (f"torch is installed but fails to import ({import_error}), so only the CPU "
                     "can be used until it is reinstalled")
         else:
             note = "torch is not installed, so only the CPU can be used (pip install torch)"
-        return TorchInfo(installed=False, build="not installed", import_error=import_error), [note]
+        return TorchInfo(installed=False, build="not installed", import_error=import_error,
+                         broken_by=broken_by), [note]
     notes: list[str] = []
     try:
         return _describe(torch, notes), notes
-    except Exception as exc:  # an odd torch (or a fake) must not break detect()
+    except KeyboardInterrupt:
+        raise
+    except BaseException as exc:  # an odd torch (or a fake, or sys.exit) must not break detect()
         notes.append(f"torch could not be queried: {type(exc).__name__}: {exc}")
         return TorchInfo(installed=True, version=str(getattr(torch, "__version__", "?"))), notes
 

@@ -38,7 +38,9 @@ def parse_visible_devices(value: str | None, name: str = "CUDA_VISIBLE_DEVICES")
     entries: list[int | str] = []
     for raw in text.split(","):
         item = raw.strip()
-        if re.fullmatch(r"\d+", item):
+        # ASCII digits only, as CUDA reads them: Python's \d and int() also accept fullwidth
+        # (U+FF10) and Arabic-Indic (U+0660) digits, which CUDA stops at.
+        if re.fullmatch(r"[0-9]+", item):
             entries.append(int(item))
         elif item.startswith(("GPU-", "MIG-")) and len(item) > 4:
             entries.append(item)

@@ -8,12 +8,16 @@ is an error, not a silent ``True``.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
+from gpulab.core.constraints import show
 from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import checked
 
-__all__ = ["SUPPORTED_ARCHITECTURES", "SUPPORTED_MODEL_TYPES", "config_key", "read_fields"]
+__all__ = ["MAX_CONFIG_DEPTH", "SUPPORTED_ARCHITECTURES", "SUPPORTED_MODEL_TYPES", "config_key",
+           "parse_config_text", "read_fields"]
 
 # model_type -> the causal-LM class of transformers whose parameters we count.
 SUPPORTED_ARCHITECTURES = {
@@ -88,20 +92,34 @@ class _Config:
         return value
 
 
-def _model_type(cfg: Mapping[str, Any]) -> str:
-    """The supported model_type of a config, or GpulabConfigError saying why not."""
+def _architectures(cfg: Mapping[str, Any]) -> list[str]:
+    """The config's 'architectures': a list of class names (one name alone is read as a list)."""
     architectures = cfg.get("architectures") or []
     if isinstance(architectures, str):
         architectures = [architectures]
+    if not isinstance(architectures, list) or not all(isinstance(a, str) for a in architectures):
+        raise GpulabConfigError(
+            f"architectures={show(architectures)} must be a list of class names such as "
+            '["LlamaForCausalLM"]', "architectures")
+    return architectures
+
+
+def _model_type(cfg: Mapping[str, Any]) -> str:
+    """The supported model_type of a config, or GpulabConfigError saying why not."""
+    architectures = _architectures(cfg)
     model_type = cfg.get("model_type")
+    if model_type is not None and not isinstance(model_type, str):
+        raise GpulabConfigError(
+            f"model_type={show(model_type)} must be a string, one of: "
+            f"{', '.join(SUPPORTED_MODEL_TYPES)}", "model_type")
     if model_type is None:
         by_class = {arch: mt for mt, arch in SUPPORTED_ARCHITECTURES.items()}
         known = [by_class[a] for a in architectures if a in by_class]
         if not known:
             raise GpulabConfigError(
                 "config has no 'model_type' and no supported 'architectures' entry "
-                f"(got {architectures!r}); supported: "
-                f"{', '.join(SUPPORTED_ARCHITECTURES.values())}")
+                f"(got {show(architectures)}); supported: "
+                f"{', '.join(SUPPORTED_ARCHITECTURES.values())}", "model_type")
         model_type = known[0]
     if model_type not in SUPPORTED_ARCHITECTURES:
         why = _WHY_NOT.get(model_type)
@@ -109,14 +127,15 @@ def _model_type(cfg: Mapping[str, Any]) -> str:
             why = "a multimodal wrapper (its language model is under 'text_config')"
         why = why or "not one of the modelled families"
         raise GpulabConfigError(
-            f"model_type={model_type!r} is not supported: {why}. "
-            f"Supported model_type values: {', '.join(SUPPORTED_MODEL_TYPES)}")
+            f"model_type={show(model_type)} is not supported: {why}. "
+            f"Supported model_type values: {', '.join(SUPPORTED_MODEL_TYPES)}", "model_type")
     expected = SUPPORTED_ARCHITECTURES[model_type]
     others = [a for a in architectures if a != expected]
     if others:
         raise GpulabConfigError(
-            f"architectures={architectures!r}: only {expected} (the causal-LM head) is counted "
-            f"for model_type={model_type!r}; another head has other parameters")
+            f"architectures={show(architectures)}: only {expected} (the causal-LM head) is "
+            f"counted for model_type={model_type!r}; another head has other parameters",
+            "architectures")
     return model_type
 
 
@@ -250,7 +269,95 @@ def read_fields(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
         raise GpulabConfigError(
             f"cfg must be a dict (a parsed config.json), not {type(cfg).__name__}", "cfg")
     model_type = _model_type(cfg)
-    return model_type, _READERS[model_type](_Config(cfg, model_type))
+    fields_ = _READERS[model_type](_Config(cfg, model_type))
+    return model_type, {**fields_, "notes": _quantization_notes(cfg)}
+
+
+# --- what the count does not read -----------------------------------------------------------
+
+def _own_format(q: Mapping[str, Any]) -> str | None:
+    """The weight format (gpulab.formats) that stores a quantization_config's weights, if any."""
+    method = q.get("quant_method")
+    method = method.lower() if isinstance(method, str) else None
+    bits = q.get("bits")
+    if method == "fp8":
+        return "fp8"
+    if method == "bitsandbytes":
+        if q.get("load_in_8bit") is True:
+            return "int8"
+        return "nf4" if q.get("load_in_4bit") is True and q.get("bnb_4bit_quant_type") == "nf4" \
+            else None
+    if method in ("awq", "gptq") and bits in (4, 8):
+        if bits == 8:
+            return "int8"
+        # AWQ packs a zero point unless told not to; GPTQ is symmetric unless told not to
+        asymmetric = q.get("zero_point", True) is True if method == "awq" else q.get("sym") is False
+        return "int4-asym" if asymmetric else "int4"
+    return None
+
+
+def _quantization_notes(cfg: Mapping[str, Any]) -> tuple[str, ...]:
+    """A note when config.json declares its own quantization, which the estimates do not apply.
+
+    A ModelSpec holds shapes, not a storage format: the weights are counted in the format an
+    estimate is asked for (``weights=``), so a 4-bit AWQ checkpoint read as it is would be
+    counted in bf16 without a word. The note says so and which format to ask for.
+    """
+    q = cfg.get("quantization_config")
+    if q is None:
+        return ()
+    if isinstance(q, Mapping):
+        declared = ", ".join(f"{k} {show(q[k], 20)}" for k in ("quant_method", "bits", "group_size")
+                             if k in q) or "no quant_method"
+        fmt = _own_format(q)
+    else:
+        declared, fmt = show(q, 40), None
+    ask = (f"ask for weights={fmt!r} to count this checkpoint as it is stored" if fmt else
+           "ask for the weights format closest to it (gpulab.formats.WEIGHT_FORMATS)")
+    return (f"config.json's quantization_config ({declared}) is not applied: the weights are "
+            f"counted in the format the estimate is asked for; {ask}",)
+
+
+# --- pasted text ----------------------------------------------------------------------------
+
+# A config.json nests a few levels (text_config, rope_scaling); far deeper is no config, and
+# json.loads raises RecursionError near the interpreter's limit (about 1000 levels).
+MAX_CONFIG_DEPTH = 32
+
+
+def _deeper_than(value: Any, limit: int) -> bool:
+    """Whether lists and dicts nest more than ``limit`` levels (walked without recursion)."""
+    stack = [(value, 1)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, (dict, list)):
+            if depth > limit:
+                return True
+            stack.extend((child, depth + 1)
+                         for child in (item.values() if isinstance(item, dict) else item))
+    return False
+
+
+@checked
+def parse_config_text(text: str, field: str = "text") -> dict[str, Any]:
+    """A pasted config.json's text as a dict; GpulabConfigError naming `field` if it is none."""
+    try:
+        cfg = json.loads(text or "{}")
+    except json.JSONDecodeError as exc:
+        raise GpulabConfigError(f"{field} is not valid JSON: {exc}", field) from None
+    except RecursionError:
+        raise GpulabConfigError(f"{field} is not a config: it is nested hundreds of levels "
+                                f"deep (a config.json has a few)", field) from None
+    except ValueError:  # an integer of more than 4300 digits (sys.get_int_max_str_digits)
+        raise GpulabConfigError(f"{field} is not a config: it holds a number too long to read",
+                                field) from None
+    if not isinstance(cfg, dict):
+        raise GpulabConfigError(f"{field} is not a config: a config.json is a JSON object "
+                                f"({{...}}), not {type(cfg).__name__}", field)
+    if _deeper_than(cfg, MAX_CONFIG_DEPTH):
+        raise GpulabConfigError(f"{field} is not a config: it is nested more than "
+                                f"{MAX_CONFIG_DEPTH} levels deep (a config.json has a few)", field)
+    return cfg
 
 
 def config_key(model_type: str, field_name: str | None) -> str | None:

@@ -21,8 +21,9 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
+from gpulab.core.constraints import did_you_mean_text, show
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import checked, did_you_mean
+from gpulab.core.validate import checked
 from gpulab.reference.modelspec import ModelSpec
 
 __all__ = ["CATALOGUE", "CatalogueEntry", "get", "load_catalogue", "names"]
@@ -92,9 +93,8 @@ def get(model: str) -> ModelSpec:
         folded = {key.lower(): key for key in CATALOGUE}
         entry = CATALOGUE.get(folded.get(model.lower(), ""))
     if entry is None:
-        guess = did_you_mean(model, CATALOGUE)
-        hint = f"did you mean {guess!r}? " if guess else ""
+        hint = did_you_mean_text(model, CATALOGUE)
         raise GpulabConfigError(
-            f"model={model!r} is not in the catalogue; {hint}choose one of: {', '.join(names())}",
-            "model")
+            f"model={show(model)} is not in the catalogue; {hint + ' ' if hint else ''}"
+            f"choose one of: {', '.join(names())}", "model")
     return entry.spec

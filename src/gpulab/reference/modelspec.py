@@ -25,7 +25,7 @@ One layer, in shapes (h = hidden_size, d = head_dim, I = intermediate_size)::
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Annotated, Any
 
 from gpulab.core.errors import GpulabConfigError
@@ -82,6 +82,9 @@ class ModelSpec:
     sliding_window: PositiveInt | None = None  # every layer sees this many tokens (Mistral v0.1: 4096)
     n_mtp_layers: NonNegativeInt = 0  # multi-token-prediction modules in the checkpoint; NOT counted
     source: str = ""  # where the shapes come from (a config.json URL)
+    # What the shapes leave out that an estimate should say (config.json's own quantization):
+    # the estimates add them to their notes. Not part of the architecture, so not compared.
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
         """Check what the field types cannot say alone; derive head_dim when it is None."""
@@ -306,6 +309,8 @@ class ModelSpec:
         (DeepSeek-V3 and R1). Keys the count needs must be present; optional keys take the
         defaults of the transformers config class. DeepSeek-V3's multi-token-prediction
         module (``num_nextn_predict_layers``) is recorded in ``n_mtp_layers`` but not counted.
+        A ``quantization_config`` (AWQ, GPTQ, fp8) is not applied: ``notes`` says so and which
+        weight format to ask the estimates for.
         """
         model_type, fields_ = read_fields(cfg)
         if name is None:

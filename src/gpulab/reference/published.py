@@ -24,8 +24,9 @@ from functools import lru_cache
 from importlib import resources
 from typing import Any
 
+from gpulab.core.constraints import did_you_mean_text, show
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import checked, did_you_mean
+from gpulab.core.validate import checked
 from gpulab.reference.formats import WEIGHT_FORMATS
 from gpulab.reference.models import CATALOGUE
 from gpulab.reference.specs import DTYPES, load_gpus
@@ -201,8 +202,7 @@ def get(row_id: str) -> Measurement:
     rows = {m.id: m for m in load()}
     if row_id in rows:
         return rows[row_id]
-    guess = did_you_mean(row_id, rows)
-    hint = f"did you mean {guess!r}? " if guess else ""
+    hint = did_you_mean_text(row_id, rows)
     # The ids are many: the message points to where they are rather than listing them.
-    raise GpulabConfigError(f"row_id={row_id!r} is not a published measurement; {hint}"
-                            "published.load() lists the ids", "row_id")
+    raise GpulabConfigError(f"row_id={show(row_id)} is not a published measurement; "
+                            f"{hint + ' ' if hint else ''}published.load() lists the ids", "row_id")

@@ -15,6 +15,7 @@ Two identities the chapter checks against the table:
 from __future__ import annotations
 
 import json
+import math
 import re
 from dataclasses import dataclass, field, fields
 from functools import lru_cache
@@ -22,9 +23,10 @@ from importlib import resources
 from types import MappingProxyType
 from typing import Annotated, Any
 
+from gpulab.core.constraints import did_you_mean_text, show
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import format_rate
-from gpulab.core.validate import NonNegativeFloat, OneOf, check_value, checked, did_you_mean
+from gpulab.core.validate import NonNegativeFloat, OneOf, check_value, checked
 
 __all__ = [
     "ALLOCATOR_SLACK",
@@ -275,13 +277,31 @@ def _matches(spec: GPUSpec, query: str, memory_bytes: int | None) -> bool:
     return True
 
 
+# No GPU name a driver reports comes near this long; a longer one is no name, and is not read
+# once per row of the table (a 5-million-character name took seconds).
+_MAX_NAME_LENGTH = 200
+
+
+def _readable_memory(memory_bytes: object) -> bool:
+    """A size find_gpu can compare: a real number, not a bool, a string or an infinity."""
+    if isinstance(memory_bytes, bool) or not isinstance(memory_bytes, (int, float)):
+        return False
+    try:
+        return math.isfinite(float(memory_bytes))
+    except OverflowError:  # an int too large for a float is no card's memory
+        return False
+
+
 def find_gpu(name: str, memory_bytes: int | None = None) -> GPUSpec | None:
     """The row a reported GPU name means ("NVIDIA GeForce RTX 4090"), or None if not exactly one.
 
     ``memory_bytes`` (NVML's or torch's total) tells memory variants apart, such as the 8 GB
-    and 12 GB RTX 3060, which report the same name.
+    and 12 GB RTX 3060, which report the same name; a size that is not a finite number
+    (``"24GB"``, NaN) tells nothing, so the answer is None, as for any name it cannot read.
     """
-    if not isinstance(name, str) or not name.strip():
+    if not isinstance(name, str) or not name.strip() or len(name) > _MAX_NAME_LENGTH:
+        return None
+    if memory_bytes is not None and not _readable_memory(memory_bytes):
         return None
     hits = [spec for spec in _table().values() if _matches(spec, name, memory_bytes)]
     # Two hits means the name is ambiguous: no answer is better than a wrong one.
@@ -295,15 +315,15 @@ def get_gpu(name: str) -> GPUSpec:
     A near miss gets a suggestion: "RTX4090" -> did you mean 'RTX 4090'?
     """
     table = _table()
+    wanted = name.strip().lower()
     for key, spec in table.items():
-        if key.lower() == name.strip().lower():
+        if key.lower() == wanted:
             return spec
     spec = find_gpu(name)
     if spec is None:
-        guess = did_you_mean(name, table)
-        hint = f"did you mean {guess!r}? " if guess else ""
-        raise GpulabConfigError(f"name={name!r} is not a GPU in the spec table; {hint}"
-                                f"known: {', '.join(table)}.", "name")
+        hint = did_you_mean_text(name, table)
+        raise GpulabConfigError(f"name={show(name)} is not a GPU in the spec table; "
+                                f"{hint + ' ' if hint else ''}known: {', '.join(table)}.", "name")
     return spec
 
 
@@ -412,10 +432,10 @@ def load_cpus() -> dict[str, CPUSpec]:
 @checked
 def get_cpu(name: str) -> CPUSpec:
     """The CPU row called `name` (case-insensitive); GpulabConfigError listing the known ones."""
+    wanted = name.strip().lower()
     for key, spec in _cpu_table().items():
-        if key.lower() == name.strip().lower():
+        if key.lower() == wanted:
             return spec
-    guess = did_you_mean(name, _cpu_table())
-    hint = f"did you mean {guess!r}? " if guess else ""
-    raise GpulabConfigError(f"name={name!r} is not a CPU in the table; {hint}"
-                            f"known: {', '.join(_cpu_table())}", "name")
+    hint = did_you_mean_text(name, _cpu_table())
+    raise GpulabConfigError(f"name={show(name)} is not a CPU in the table; "
+                            f"{hint + ' ' if hint else ''}known: {', '.join(_cpu_table())}", "name")

@@ -31,6 +31,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 
 from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import PositiveInt, checked
 from gpulab.estimate import calculator, cost, memory, perf
 from gpulab.reference import formats, models, specs
 
@@ -95,8 +96,9 @@ def script() -> str:
 # --------------------------------------------------------------------------- what must be shown
 
 
-def memory_expected(model: str, weights: str, context: int, users: int, gpu: str,
-                    kv_cache: str = "bf16") -> dict:
+@checked  # checked here, so that an error names `users`, not gpulab.memory's `batch`
+def memory_expected(model: str, weights: formats.WeightFormatName, context: PositiveInt,
+                    users: PositiveInt, gpu: str, kv_cache: formats.KVFormat = "bf16") -> dict:
     """What the memory calculator must show, from gpulab.memory, gpulab.perf and gpulab.specs
     (the page goes through gpulab.choose): bytes, the fit, tokens/s, the GPUs it fits on."""
     spec = models.get(model)

@@ -8,9 +8,13 @@ and, when the guess is further off than the page expects, why a guess usually mi
 from __future__ import annotations
 
 import math
+import numbers
 from dataclasses import dataclass
+from typing import Annotated, Any
 
+from gpulab.core.constraints import show
 from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import AtLeast, OneOf, checked
 
 __all__ = ["Comparison", "compare"]
 
@@ -79,17 +83,25 @@ class Comparison:
         return "\n".join(self.lines())
 
 
-def compare(prediction: float | None, measured: float, quantity: str, *, unit: str = "",
-            spec: str = ".3g", expected_factor: float = 2.0, why: str = "",
-            variable: str = "my_guess", basis: str = "measured") -> Comparison:
+@checked
+def compare(prediction: Any, measured: float, quantity: str, *, unit: str = "",
+            spec: str = ".3g", expected_factor: Annotated[float, AtLeast(1)] = 2.0, why: str = "",
+            variable: str = "my_guess",
+            basis: Annotated[str, OneOf(("measured", "computed"), "basis")] = "measured",
+            ) -> Comparison:
     """The reader's prediction next to what was measured (or computed), ready to display."""
-    if prediction is not None and not isinstance(prediction, (int, float)):
-        raise GpulabConfigError(f"{variable}={prediction!r}: write a number (or leave None)")
-    if isinstance(prediction, float) and not math.isfinite(prediction):
-        raise GpulabConfigError(f"{variable}={prediction!r}: write a finite number")
-    if basis not in ("measured", "computed"):
-        raise GpulabConfigError(f"basis={basis!r} is not allowed; use 'measured' or 'computed'")
-    if not expected_factor >= 1:
-        raise GpulabConfigError(f"expected_factor={expected_factor!r} must be at least 1")
-    return Comparison(quantity, float(measured), None if prediction is None else float(prediction),
-                      unit, spec, expected_factor, why, variable, basis)
+    # The guess is checked here, not by its annotation, so that the message names the
+    # reader's variable (`my_guess`) rather than this function's parameter.
+    if prediction is not None:
+        if isinstance(prediction, bool) or not isinstance(prediction, numbers.Real):
+            raise GpulabConfigError(f"{variable}={show(prediction)}: write a number (or leave "
+                                    f"None), not {type(prediction).__name__}", variable)
+        try:
+            prediction = float(prediction)
+        except OverflowError:  # a Fraction or an int beyond the floats
+            prediction = math.inf
+        if not math.isfinite(prediction):
+            raise GpulabConfigError(f"{variable}={show(prediction)}: write a finite number",
+                                    variable)
+    return Comparison(quantity, float(measured), prediction, unit, spec, expected_factor, why,
+                      variable, basis)

@@ -89,6 +89,8 @@ def memory_calculator(report: HardwareReport | None = None, default_model: str =
                                          title=f"{spec.name}: {b.total / 1e9:.1f} GB ({mode.value})")
             display(fig)
             plt.close(fig)  # shown once, inside the output area
+            for note in spec.notes:  # e.g. a pasted config's own quantization, not applied
+                print(f"Note: {note}")
             for line in fit_verdicts(b, own):
                 print(line)
 
