@@ -1,4 +1,5 @@
-# The README's two commands are `make book` and `make test`; everything else serves them.
+# The README's two commands are `make book` and `make test`; everything else serves them
+# (`make site` and `make serve` rebuild and show the site `make book` built).
 # Every pip call goes through constraints.txt, which pins torch (DESIGN.md).
 
 SHELL := /bin/bash
@@ -22,11 +23,14 @@ export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 export PYTHONPATH := $(CURDIR)/src$(if $(PYTHONPATH),:$(PYTHONPATH))
 export PYDEVD_DISABLE_FILE_VALIDATION := 1
 
-.PHONY: help setup widgets-js book lab test test-gpu gpu-wheels lint clean
+.PHONY: help setup widgets-js book site serve lab test test-gpu gpu-wheels lint clean
 
 help:
-	@echo "make book      build the course site, English and Chinese (every notebook executed, full size); prints where index.html is"
-	@echo "make test      lint, unit tests, every notebook on the CPU (quick), site build and checks"
+	@echo "make setup     create .venv and install the course with its tools (make book, site, test and lab do it first)"
+	@echo "make book      build the course site, English and Chinese (every notebook executed, full size); ends with where it is"
+	@echo "make site      rebuild the site from the notebooks make book executed, without executing them (MODE=quick: make test's)"
+	@echo "make serve     serve the built site over http: open http://127.0.0.1:$(PORT)/ (PORT=8080 for another port, MODE=quick for make test's site)"
+	@echo "make test      lint, unit tests, every notebook on the CPU (quick), site build and checks (Chromium for the browser test)"
 	@echo "make lab       open JupyterLab on the course kernel (ARGS=--allow-root as root in a container)"
 	@echo "make test-gpu  the notebooks on the GPU kernel with device=cuda, plus unit tests marked gpu"
 	@echo "make gpu-wheels  the wheels the GPU check carries to the device (CPython 3.12, manylinux) into .whl/"
@@ -55,15 +59,39 @@ node_modules/.package-lock.json: package.json package-lock.json
 
 widgets-js: node_modules/.package-lock.json
 
+# The site step prints its own lines: Sphinx's output goes to a log under _build (it names
+# which), its warnings and errors to the terminal, and its last line says where the site is.
 book: setup widgets-js
 	@$(STEP) "executing every notebook at full size (one line per notebook)" -- \
 		$(VENV_PYTHON) tools/pipeline.py execute --mode full
-	@$(STEP) "building the site from the executed notebooks" -- $(VENV_PYTHON) tools/pipeline.py site --mode full
+	@$(VENV_PYTHON) tools/pipeline.py site --mode full
+
+# `make site` rebuilds the site from the notebooks already executed (after a change to a page,
+# a translation or the site's style): minutes, where `make book` re-executes every notebook.
+# MODE=quick takes the ones `make test` executed; `make serve` serves the same MODE's site.
+# MODE and PORT are set on the command line only (`:=`): a MODE or PORT in the environment,
+# set there for something else, does not change them.
+MODE := full
+site: setup widgets-js
+	@$(VENV_PYTHON) tools/pipeline.py site --mode $(MODE)
+
+# The standard library's http server, on 127.0.0.1 only: the calculators load their files over
+# http, which a page opened from disk cannot. The pipeline needs no venv for this.
+PORT := 8000
+serve:
+	@$(BOOTSTRAP_PYTHON) tools/pipeline.py serve --mode $(MODE) --port $(PORT)
 
 # ARGS passes options to JupyterLab: `make lab ARGS=--allow-root` in a container run as root.
+# The lab extra has its own stamp, so pip runs once, and again only when pyproject.toml or
+# constraints.txt change.
 ARGS ?=
-lab: setup
-	$(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[dev,lab]"
+LAB_STAMP := $(VENV)/.installed-lab
+$(LAB_STAMP): pyproject.toml constraints.txt | $(STAMP)
+	@$(STEP) "installing JupyterLab (the lab extra)" -- \
+		$(VENV_PYTHON) -m pip install -q -c constraints.txt -e ".[dev,lab]"
+	@touch $@
+
+lab: setup $(LAB_STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=$(CURDIR) --MappingKernelManager.default_kernel_name=gpulab $(ARGS)
 
 lint: setup widgets-js

@@ -5,13 +5,17 @@
 2. The wall time of each is written to a JSON report beside its budget in quick mode, and the
    CPU time its kernel used is held to a CPU budget (a wall time never fails a test: a busy
    machine would turn a correct course red; CPU time hardly moves with load).
-3. The site is built from those executed copies with execution off, warnings as errors.
+3. The site is built from those executed copies with execution off, warnings as errors:
+   Sphinx's output goes to ``_build/<run>/reports/site_build.log``, its warnings and errors
+   to the terminal too, and the step's last line names the site and ``make serve``.
 
 Used by ``make book`` (full size, course kernel), by ``make test`` through
-``tests/notebooks`` (quick, GPUs hidden) and by ``make test-gpu`` (quick, GPU kernel).
+``tests/notebooks`` (quick, GPUs hidden) and by ``make test-gpu`` (quick, GPU kernel);
+``make site`` runs step 3 alone and ``make serve`` serves what it built.
 
     python tools/pipeline.py execute --mode quick
     python tools/pipeline.py site --mode quick
+    python tools/pipeline.py serve --mode quick --port 8000
 """
 
 from __future__ import annotations
@@ -21,7 +25,6 @@ import json
 import os
 import platform
 import shutil
-import subprocess
 import sys
 import tempfile
 import time
@@ -30,7 +33,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `tools.editions` when this file runs as a script
-from tools import editions  # noqa: E402
+from tools import editions, step  # noqa: E402
 
 BUILD = ROOT / "_build"
 NOTEBOOK_DIRS = ("notebooks", "labs", "book/appendix")
@@ -54,6 +57,7 @@ CJK_FONT = ROOT / "node_modules" / "@fontsource-variable" / "noto-sans-sc"
 CJK_FONT_DIR = "noto-sans-sc"  # in the site's static folder; tools/sphinx_site.py links its CSS
 SITE_STATIC = "_site_static"  # not the root _static/: JB1 would load every .js there
 COURSE_ASSETS = ROOT / "tools" / "site_static"  # the course's own stylesheet and scripts
+SERVE_PORT = 8000  # `make serve`'s default PORT
 
 
 @dataclass
@@ -482,8 +486,8 @@ def stage_site(run: RunConfig, edition: str = "en") -> Path:
             shutil.copy(ROOT / "labs" / LEARNER_DIR / notebook.name, learner)
         target.write_text(json.dumps(site_copy, ensure_ascii=False), encoding="utf-8")
     if missing:
-        raise SystemExit("not executed successfully in this run's report (execute them first): "
-                         + ", ".join(missing))
+        raise SystemExit(f"not executed successfully in {_shown(report_path(run))}: "
+                         + ", ".join(missing) + f"; {execute_hint(run)}")
     _copy_site_assets(src / SITE_STATIC)
     return src
 
@@ -599,14 +603,72 @@ def html_dir(run: RunConfig) -> Path:
     return run.run_dir / "_build" / "html"
 
 
-def _jupyter_book(src: Path, out: Path, *builder: str) -> None:
-    """Run Jupyter Book on a staged tree into `out`, warnings as errors."""
+def site_log(run: RunConfig) -> Path:
+    """The log of a run's site build: everything Sphinx printed, for both editions."""
+    return run.run_dir / "reports" / "site_build.log"
+
+
+def default_kernel(mode: str) -> str:
+    """The kernel a mode runs on unless told: quick hides the GPUs, full (the book) sees them."""
+    return "gpulab-cpu" if mode == "quick" else "gpulab"
+
+
+def _shown(path: Path) -> str:
+    """A path as the terminal shows it: relative to the current folder when under it."""
+    try:
+        return str(path.resolve().relative_to(Path.cwd().resolve()))
+    except ValueError:
+        return str(path)
+
+
+def execute_hint(run: RunConfig) -> str:
+    """What executes a run's notebooks: `make book` for the book, the pipeline's step otherwise."""
+    step = f"python tools/pipeline.py execute --mode {run.mode}"
+    if run.kernel != default_kernel(run.mode):
+        step += f" --kernel {run.kernel}"
+    if (run.mode, run.kernel) == ("full", "gpulab"):
+        return f"`make book` executes them (or `{step}`), and `make site` then rebuilds the site alone"
+    return f"`{step}` executes them (`make book` does it at full size)"
+
+
+def build_hint(run: RunConfig) -> str:
+    """What builds a run's site: `make book`, `make test`, or the pipeline's steps."""
+    if run.kernel != default_kernel(run.mode):
+        return (f"`python tools/pipeline.py execute --mode {run.mode} --kernel {run.kernel}`, "
+                f"then `site` with the same options, build it")
+    if run.mode == "full":
+        return "`make book` builds it (`make site` when its notebooks are already executed)"
+    return ("`make test` builds it (`make site MODE=quick` when its notebooks are already "
+            "executed); `make book` builds the full-size one")
+
+
+def serve_hint(run: RunConfig, port: int = SERVE_PORT) -> str:
+    """The command that serves a run's site over http, and the address to open."""
+    if run.kernel == default_kernel(run.mode):
+        command = "make serve" + ("" if run.mode == "full" else f" MODE={run.mode}")
+    else:
+        command = f"python tools/pipeline.py serve --mode {run.mode} --kernel {run.kernel}"
+    return f"`{command}`, then open http://127.0.0.1:{port}/"
+
+
+def jupyter_book_command(src: Path, out: Path, *builder: str) -> list[str]:
+    """The Jupyter Book build of a staged tree into `out`, warnings as errors."""
     cmd = [sys.executable, "-m", "jupyter_book", "build", str(src), "--path-output", str(out),
            "--builder", *builder, "-W", "-n", "--keep-going"]
     jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
-    if jb:
-        cmd = [jb, *cmd[3:]]
-    subprocess.run(cmd, check=True)
+    return [jb, *cmd[3:]] if jb else cmd
+
+
+def _jupyter_book(src: Path, out: Path, *builder: str, log: Path, what: str) -> None:
+    """Run Jupyter Book on a staged tree into `out`, warnings as errors, its output into `log`;
+    a warning or an error fails the build, and is shown on the terminal."""
+    sys.stdout.flush()
+    code, shown = step.run_logged(jupyter_book_command(src, out, *builder), log)
+    if code:
+        why = ("the warnings and errors above fail it (warnings are errors here)" if shown
+               else "Sphinx printed no warning")
+        raise SystemExit(f"FAILED: {what} (exit status {code}): {why}; Sphinx's whole output "
+                         f"is in {_shown(log)}")
 
 
 def catalogue_dir(run: RunConfig) -> Path:
@@ -618,52 +680,111 @@ def build_catalogues(run: RunConfig) -> Path:
     """Extract the English pages' messages into .pot files, the executed outputs left out."""
     from tools import i18n
 
+    started = time.perf_counter()
     src = stage_site(run, "gettext")
     shutil.rmtree(run.run_dir / "gettext", ignore_errors=True)
-    _jupyter_book(src, run.run_dir / "gettext", "custom", "--custom-builder", "gettext")
+    _jupyter_book(src, run.run_dir / "gettext", "custom", "--custom-builder", "gettext",
+                  log=site_log(run), what="the message catalogues")
     dropped = i18n.drop_untranslatable(catalogue_dir(run))
-    print(f"message catalogues: {catalogue_dir(run)} ({dropped} messages with no words left out)")
+    print(f"    the message catalogues: {_shown(catalogue_dir(run))} in "
+          f"{time.perf_counter() - started:.0f} s ({dropped} messages with no words left out)",
+          flush=True)
     return catalogue_dir(run)
+
+
+def check_executed(run: RunConfig) -> None:
+    """Stop with what to run when the run has no executed notebooks to build a site from."""
+    if not _passed_notebooks(run):
+        raise SystemExit(f"no executed notebooks in {_shown(run.run_dir / 'executed')} "
+                         f"({run.mode} mode, kernel {run.kernel}) to build the site from: "
+                         f"{execute_hint(run)}")
 
 
 def build_site(run: RunConfig) -> Path:
     """Build both editions from the executed copies, warnings as errors, from a clean folder:
     the English site in `_build/html`, the Chinese one in `_build/html/zh_CN`."""
-    started = time.perf_counter()
+    check_executed(run)
+    log = site_log(run)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    log.write_text("")
+    print(f"==> building the site from the executed notebooks in {_shown(run.run_dir / 'executed')}"
+          f" (Sphinx's output: {_shown(log)}; its warnings and errors show here) ...", flush=True)
+    begun = time.perf_counter()
     build_catalogues(run)
-    print(f"==> the message catalogues took {time.perf_counter() - started:.0f} s", flush=True)
     started = time.perf_counter()
     src = stage_site(run)
     shutil.rmtree(run.run_dir / "_build", ignore_errors=True)
-    _jupyter_book(src, run.run_dir, "html")
-    print(f"==> the English site took {time.perf_counter() - started:.0f} s", flush=True)
+    _jupyter_book(src, run.run_dir, "html", log=log, what="the English site")
+    print(f"    the English site in {time.perf_counter() - started:.0f} s", flush=True)
     for edition in editions.LANGUAGES[1:]:
         started = time.perf_counter()
         out = run.run_dir / editions.source_folder(edition).replace("site_src", "build")
         shutil.rmtree(out, ignore_errors=True)
-        _jupyter_book(stage_site(run, edition), out, "html")
+        _jupyter_book(stage_site(run, edition), out, "html", log=log, what=f"the {edition} site")
         shutil.move(str(out / "_build" / "html"), str(html_dir(run) / edition))
         shutil.rmtree(out)
-        print(f"==> the {edition} site took {time.perf_counter() - started:.0f} s", flush=True)
+        with log.open("a", encoding="utf-8") as f:  # Sphinx's last line named the folder `out`
+            f.write(f"\nmoved {out / '_build' / 'html'} to {html_dir(run) / edition}\n")
+        print(f"    the {edition} site in {time.perf_counter() - started:.0f} s", flush=True)
     index = html_dir(run) / "index.html"
-    print(f"\nThe site is built: {index} (and its Chinese edition: {html_dir(run) / 'zh_CN' / 'index.html'})")
+    print(f"The site is built in {(time.perf_counter() - begun) / 60:.1f} min: {_shown(index)} "
+          f"(Chinese in {_shown(html_dir(run) / 'zh_CN')}/); to read it, run {serve_hint(run)}",
+          flush=True)
     return index
 
 
+def _port_free(port: int) -> bool:
+    """Whether a server could listen on 127.0.0.1:`port` now (http.server would else print a
+    traceback for the taken address)."""
+    import socket
+
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as http.server does
+        try:
+            probe.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def serve(run: RunConfig, port: int = SERVE_PORT) -> int:
+    """Serve a run's built site over http on 127.0.0.1 (the standard library's server)."""
+    html = html_dir(run)
+    if not (html / "index.html").is_file():
+        print(f"no site built in {_shown(html)} yet: {build_hint(run)}", file=sys.stderr)
+        quick = RunConfig(mode="quick")
+        if run.mode != "quick" and (html_dir(quick) / "index.html").is_file():
+            print(f"`make test` built one in quick mode: {serve_hint(quick, port)}", file=sys.stderr)
+        return 1
+    if not _port_free(port):
+        print(f"port {port} on 127.0.0.1 is taken (another server?): choose another, as in "
+              f"`make serve PORT={port + 1}`", file=sys.stderr)
+        return 1
+    print(f"Serving {_shown(html)} on 127.0.0.1: open http://127.0.0.1:{port}/ "
+          f"(Chinese: http://127.0.0.1:{port}/zh_CN/); Ctrl-C stops it", flush=True)
+    # the server replaces this process, so Ctrl-C stops it without a traceback from here
+    os.execv(sys.executable, [sys.executable, "-m", "http.server", str(port),
+                              "--bind", "127.0.0.1", "--directory", str(html)])
+    return 0  # not reached: execv does not return
+
+
 def main(argv: list[str] | None = None) -> int:
-    """Command line: `execute` or `site`, for a mode and kernel."""
+    """Command line: `execute`, `site` or `serve`, for a mode and kernel."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("step", choices=["execute", "site"])
+    parser.add_argument("step", choices=["execute", "site", "serve"])
     parser.add_argument("--mode", choices=["quick", "full"], default="quick")
     parser.add_argument("--kernel", choices=["gpulab", "gpulab-cpu"], default=None,
                         help="default: gpulab-cpu in quick mode, gpulab (sees GPUs) in full mode")
     parser.add_argument("--device", default="auto")
+    parser.add_argument("--port", type=int, default=SERVE_PORT, help="serve: the port on 127.0.0.1")
     args = parser.parse_args(argv)
-    kernel = args.kernel or ("gpulab-cpu" if args.mode == "quick" else "gpulab")
+    kernel = args.kernel or default_kernel(args.mode)
     run = RunConfig(mode=args.mode, kernel=kernel, device=args.device)
     if args.step == "execute":
         results = execute_all(run)
         return 0 if all(r.ok and not r.over_cpu_budget for r in results) else 1
+    if args.step == "serve":
+        return serve(run, args.port)
     # `make book` builds the full book with the kernel that sees GPUs; its executed copies
     # land in the run folder of that kernel.
     build_site(run)
