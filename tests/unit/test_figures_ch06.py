@@ -79,6 +79,17 @@ def test_break_even_by_hand(figs):
     assert figs["break_even_rule_years"] == pytest.approx(months(RTX4090_CNY_H, 2) / 12)
 
 
+def test_the_courses_own_conclusion_by_hand(figs):
+    """The hours a day at which the build pays off against a rented 4090 within its years of use:
+    price = years x 365 days x hours x (rent - electricity) per hour, solved for the hours."""
+    years = 3  # gpulab.cost spreads a purchase over three years of use (LocalSetup.years)
+    hours = BUILD_CNY / (years * 365 * (RTX4090_CNY_H - POWER_KW * KWH_CNY))
+    assert figs["years_of_use"] == years
+    assert figs["buy_pays_off_hours_per_day"] == pytest.approx(hours)
+    # the article's rule is far below it: at its hours the payback takes longer than the years of use
+    assert figs["article_buy_hours_per_day"] < hours and figs["break_even_rule_years"] > years
+
+
 def test_power_supply_by_hand(figs):
     sustained = RTX4090_BOARD_W + I5_TURBO_W + REST_W
     peak = 3 * RTX4090_BOARD_W + I5_TURBO_W + REST_W  # PCIe CEM 5.0: 3x for 100 us

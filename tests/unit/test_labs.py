@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -242,3 +246,31 @@ def test_ipython_uses_the_one_line_rendering(capsys):
     shown = capsys.readouterr().out
     assert "Check failed:" in shown and "disagrees with the spec" in shown
     assert "Traceback" not in shown and "labs.py" not in shown
+
+
+def test_every_check_of_a_cell_shows_its_own_line_in_jupyter(capsys):
+    """IPython shows only a cell's last value by itself: check() shows its ✓ line at once, so a
+    cell with three checks shows three, and the last one is not shown twice."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    shell = InteractiveShell.instance()
+    capsys.readouterr()
+    shell.run_cell("from gpulab import labs\n"
+                   "labs.check(abs, abs, [1.0], name='first')\n"
+                   "if True:\n"
+                   "    labs.check(abs, abs, [1.0, 2.0], name='second')\n"
+                   "labs.check(abs, abs, [3.0], name='third')")
+    shown = [line for line in capsys.readouterr().out.splitlines() if "✓" in line]
+    assert [line.split(":")[0] for line in shown] == ["✓ first", "✓ second", "✓ third"]
+    assert "all 2 cases agree" in shown[1]
+
+
+def test_a_check_outside_jupyter_shows_nothing_and_returns_its_line():
+    """A script has no page: check() prints nothing there, and its result still reads as the line."""
+    code = ("from gpulab.course.labs import check\n"
+            "result = check(abs, abs, [1.0], name='quiet')\n"
+            "print('returned:', repr(result))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "PYTHONPATH": str(Path(labs.__file__).parents[2])}).stdout
+    assert out.splitlines() == ["returned: ✓ quiet: all 1 cases agree with the spec "
+                                "(largest absolute error 0.00e+00)"]

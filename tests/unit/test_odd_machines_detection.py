@@ -269,6 +269,7 @@ def test_a_vm_reporting_0_mhz_gets_a_note_that_the_doctor_prints(tmp_path, monke
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("model name\t: Virtual CPU\nflags\t\t: avx2 fma\ncpu MHz\t\t: 0.000\n")
     monkeypatch.setattr("gpulab.machine.host.core_counts", lambda: (4, 8, None))
+    monkeypatch.setattr("gpulab.machine.host.SYSFS_CPU", str(tmp_path / "no-sysfs"))  # a VM: no cpufreq
     report = hardware.detect(environ={}, cpuinfo_path=str(cpuinfo), nvml=FakeNVML(),
                              torch_module=fake_torch())
     assert report.cpu.reported_frequency_mhz is None and report.cpu.max_frequency_mhz is None

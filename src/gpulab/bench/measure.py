@@ -2,7 +2,9 @@
 
 Every function times with `gpulab.timing.benchmark`, keeps each allocation within
 `gpulab.budget` (a quarter of the free memory), shows a progress bar on long sweeps, and
-returns `RatePoint` rows that `gpulab.plots` draws and `gpulab.tables.Table` shows.
+returns `RatePoint` rows that `gpulab.plots` draws and `gpulab.tables.Table` shows. The notes
+a page prints beside a point come from here too (`point_notes`): a timing taken while the machine
+was busy, a share of peak above 100 % or far below it, bf16 on a CPU without bf16 instructions.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 from gpulab.bench import timing
 from gpulab.bench.progress import progress_bar
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.units import size_label
+from gpulab.core.units import format_rate, format_seconds, size_label
 from gpulab.estimate import roofline
 from gpulab.machine import budget
 
@@ -35,15 +37,28 @@ class RatePoint:
     nbytes: int = 0  # bytes per buffer, for bandwidth plots
     intensity: float | None = None  # FLOP per byte, for roofline points
     extra: dict = field(default_factory=dict)
+    timed: timing.Measurement | None = None  # the timing itself: its blocks and their spread
 
     @property
     def rate(self) -> float:
         """Work per second at the median time."""
         return self.work / self.seconds
 
-    def percent_of(self, peak: float | None) -> float | None:
+    @property
+    def label(self) -> str:
+        """How a note names this point: "bf16 256x256x256", "copy of 64 MiB"."""
+        return f"{self.precision} {self.size}" if self.op == "matmul" else f"{self.op} of {self.size}"
+
+    def percent_of(self, peak: float | None) -> roofline.Share | None:
         """The rate as a percentage of a peak (None when the peak is unknown)."""
         return roofline.percent_of_peak(self.rate, peak)
+
+    @property
+    def busy_note(self) -> str | None:
+        """The note of a timing whose blocks spread beyond the course's tolerance; else None."""
+        if self.timed is None:
+            return None
+        return timing.busy_note(self.timed.spread, len(self.timed.times), self.label)
 
 
 def torch_dtype(precision: str):
@@ -106,7 +121,7 @@ def matmul_point(device: Any, m: int, n: int, k: int, precision: str = "fp32",
     del a, b
     return RatePoint("matmul", f"{m}x{n}x{k}", precision, t.median, t.iqr,
                      roofline.matmul_flops(m, n, k), "FLOP/s", nbytes,
-                     roofline.matmul_flops(m, n, k) / nbytes)
+                     roofline.matmul_flops(m, n, k) / nbytes, timed=t)
 
 
 def matmul_sweep(device: Any, sizes: Iterable[int], precisions: Iterable[str],
@@ -152,7 +167,8 @@ def bandwidth_point(device: Any, nbytes: int, kind: str = "copy",
         t = timing.benchmark(torch.add, src, other, alpha=3.0, out=dst, min_run_time=min_run_time,
                              label="triad")
         moved = roofline.triad_bytes(numel, torch.float32)
-    return RatePoint(kind, size_label(numel * 4), "fp32", t.median, t.iqr, moved, "B/s", numel * 4)
+    return RatePoint(kind, size_label(numel * 4), "fp32", t.median, t.iqr, moved, "B/s", numel * 4,
+                     timed=t)
 
 
 def bandwidth_sweep(device: Any, sizes_bytes: Iterable[int], kinds: Iterable[str] = ("copy", "triad"),
@@ -192,7 +208,8 @@ def roofline_points(device: Any, precision: str = "fp32", matmul_n: int = 1024,
         for name, cost, fn, args in cases:
             t = timing.benchmark(fn, *args, device=device, min_run_time=min_run_time, label=name)
             points.append(RatePoint(name, f"{rows}x{cols}", precision, t.median, t.iqr,
-                                    cost.flops, "FLOP/s", rows * cols * dtype.itemsize, cost.intensity))
+                                    cost.flops, "FLOP/s", rows * cols * dtype.itemsize, cost.intensity,
+                                    timed=t))
     return points
 
 
@@ -212,6 +229,82 @@ def host_to_device(device: Any, sizes_bytes: Iterable[int], pinned: bool,
         dev = torch.empty(nbytes, dtype=torch.uint8, device=device)
         t = timing.benchmark(dev.copy_, host, non_blocking=pinned, device=device,
                              min_run_time=min_run_time, label=f"h2d {label}")
-        points.append(RatePoint("h2d", size_label(nbytes), label, t.median, t.iqr, nbytes, "B/s", nbytes))
+        points.append(RatePoint("h2d", size_label(nbytes), label, t.median, t.iqr, nbytes, "B/s", nbytes,
+                                timed=t))
         del host, dev
     return points
+
+
+# ---------------------------------------------------------------- notes on measured points
+
+# A share of the peak this low gets a word on the page: under a twentieth of the peak.
+LOW_SHARE_PERCENT = 5.0
+
+
+def low_share_note(point: RatePoint, peak: float | None,
+                   among: Iterable[RatePoint] = ()) -> str | None:
+    """Why `point` reached under LOW_SHARE_PERCENT of `peak`, from the points measured beside it.
+
+    `among` is the rest of the sweep: the best rate of the same operation and precision there
+    says whether the size is the reason (the same arithmetic ran much faster at another size)
+    or not (no size came close). None when the share is not that low or the peak is unknown.
+    """
+    share = point.percent_of(peak)
+    if share is None or share >= LOW_SHARE_PERCENT:
+        return None
+    same = [q for q in (*among, point)
+            if (q.op, q.precision, q.unit) == (point.op, point.precision, point.unit)]
+    best = max(same, key=lambda q: q.rate)
+    best_share = best.percent_of(peak)
+    head = f"{point.label}: {_percent(share)}% of the {point.precision} peak"
+    if best.rate >= 2 * point.rate:
+        # at the best rate the same FLOPs take at most half the call, so most of it is not arithmetic
+        return (f"{head}. At the rate {best.size} reached ({_percent(best_share)}%), its "
+                f"{format_rate(point.work, 'FLOP')} would take {format_seconds(point.work / best.rate)}; "
+                f"the call took {format_seconds(point.seconds)}, so at this size most of a call is "
+                f"not arithmetic (measured here)")
+    source = getattr(peak, "source", "")
+    return (f"{head}, and no size measured here did better than {_percent(best_share)}%: the size is "
+            f"not the reason, this device does not run {point.precision} at the rate its peak "
+            f"assumes" + (f" ({source})" if source else ""))
+
+
+def _percent(share: float) -> str:
+    """A share of peak in a sentence: two digits below 10 % ("0.41", "1.3"), whole ones above."""
+    return f"{share:.2g}" if share < 10 else f"{share:.0f}"
+
+
+def point_notes(point: RatePoint, peak: float | None, among: Iterable[RatePoint] = ()) -> list[str]:
+    """Every note a measured point needs on the page: a busy machine, a share of peak above 100 %
+    (the note ``roofline.percent_of_peak`` gives it), a very low share.
+
+    A table given these as its row notes does not repeat the one its share cell already carries.
+    """
+    share = point.percent_of(peak)
+    above = None if share is None else share.note
+    return [n for n in (point.busy_note, above, low_share_note(point, peak, among)) if n]
+
+
+def busy_summary(points: Iterable[RatePoint]) -> str | None:
+    """One line for a plot's points: how many were timed while the machine was busy; else None."""
+    points = list(points)
+    busy = [p for p in points if p.busy_note]
+    if not busy:
+        return None
+    worst = max(busy, key=lambda p: p.timed.spread)
+    return (f"{len(busy)} of these {len(points)} timings were taken while the machine was busy: "
+            f"their slowest block took more than {timing.SPREAD_TOLERANCE:g}x the median "
+            f"(at worst {worst.timed.spread:.3g}x, {worst.label}), so their rates may be too low")
+
+
+def no_native_note(device: Any, vector_extensions: Iterable[str], precision: str) -> str | None:
+    """Why bf16 is slow on an x86 CPU without bf16 instructions; None on any other device."""
+    import torch
+
+    extensions = set(vector_extensions)
+    x86 = bool({"AVX2", "AVX-512"} & extensions)
+    if (torch.device(device).type != "cpu" or precision != "bf16" or not x86
+            or {"AMX", "AVX-512 BF16"} & extensions):
+        return None
+    return ("this CPU has no bf16 arithmetic (neither AMX nor AVX-512 BF16 among its flags): "
+            "each bf16 value is converted to fp32 to be multiplied, a step fp32 does not pay")

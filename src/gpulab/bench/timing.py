@@ -9,7 +9,8 @@ thread-pool start-up). So a measurement here:
    CUDA events, which time the work on the GPU itself);
 3. times many calls in blocks, so a call shorter than the clock's resolution is still timed;
 4. reports the median and the interquartile range over blocks, with the thread count and the
-   device, rather than one number.
+   device, rather than one number, and says when the blocks disagree by more than the course's
+   tolerance (``SPREAD_TOLERANCE``): the machine was busy while it ran.
 
 The thread count is the process's own (``torch.get_num_threads()``), unlike
 ``torch.utils.benchmark.Timer``, which times on one thread unless told otherwise.
@@ -26,13 +27,25 @@ from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import format_seconds
-from gpulab.core.validate import NonNegativeFloat, PositiveFloat, PositiveInt, checked
+from gpulab.core.validate import (
+    NonNegativeFloat,
+    NonNegativeInt,
+    PositiveFloat,
+    PositiveInt,
+    checked,
+)
 
 # A block of calls should last long enough that the clock's resolution and the cost of
 # reading it are negligible (perf_counter: well under a microsecond; CUDA events: ~0.5 us).
 TARGET_BLOCK_S = 2e-3
 MIN_BLOCKS = 5
 MAX_BLOCKS = 10_000
+# The course's tolerance on a timing's spread: the slowest timed block may take up to this many
+# times the median block. The blocks of one operation repeat the same work, so a block much
+# slower than the median was slowed by something else: another process on the cores, the OS
+# moving threads, the clock dropping. The median is then still reported, with a note saying
+# the machine was busy (busy_note), because the whole run may have been slowed too.
+SPREAD_TOLERANCE = 1.5
 
 
 @dataclass(frozen=True)
@@ -63,6 +76,16 @@ class Measurement:
         """Fastest block's seconds per call."""
         return min(self.times)
 
+    @property
+    def spread(self) -> float:
+        """The slowest block's time over the median block's (1.0: every block took as long)."""
+        return max(self.times) / self.median if self.median > 0 else 1.0
+
+    @property
+    def busy_note(self) -> str | None:
+        """What a spread above SPREAD_TOLERANCE says about this machine; None within it."""
+        return busy_note(self.spread, len(self.times), self.label)
+
     def rate(self, work: float) -> float:
         """Work per second (FLOP/s, bytes/s, tokens/s...) at the median time."""
         return work / self.median
@@ -71,6 +94,20 @@ class Measurement:
         return (f"<Measurement {self.label}: {format_seconds(self.median)} per call "
                 f"(IQR {format_seconds(self.iqr)}), {self.runs} runs in {len(self.times)} blocks, "
                 f"{self.threads} threads, {self.device}>")
+
+
+@checked
+def busy_note(spread: PositiveFloat | None, blocks: NonNegativeInt, what: str) -> str | None:
+    """A line for a timing whose slowest block took more than SPREAD_TOLERANCE x the median.
+
+    `spread` is Measurement.spread, `blocks` how many blocks were timed, `what` names the
+    timing on the page ("fp32 512x512x512"). None when the spread is within the tolerance.
+    """
+    if spread is None or not spread > SPREAD_TOLERANCE:
+        return None
+    return (f"{what}: the slowest of {blocks} timed blocks took {spread:.3g}x the median "
+            f"(more than the {SPREAD_TOLERANCE:g}x this course tolerates): the machine was busy "
+            f"with other work while it ran, so this time may be too long")
 
 
 # ---------------------------------------------------------------- devices

@@ -25,7 +25,7 @@ import json
 import math
 import sys
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpulab.core.validate import NonNegativeFloat, checked
@@ -75,10 +75,29 @@ class CheckResult:
     name: str
     cases: int
     max_abs_error: float
+    # True once the line is on the page: check() shows it at once in Jupyter, so that a cell
+    # with several checks shows each (IPython shows only a cell's last value by itself).
+    shown: bool = field(default=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
         return (f"✓ {self.name}: all {self.cases} cases agree with the spec "
                 f"(largest absolute error {self.max_abs_error:.2e})")
+
+    def _ipython_display_(self) -> None:
+        """IPython's hook: the cell's last value shows nothing more once check() has shown it."""
+        if not self.shown:
+            _show(self)
+
+
+def _show(result: CheckResult) -> None:
+    """Show a passed check's line in Jupyter, as plain text; do nothing outside IPython."""
+    ipython = sys.modules.get("IPython")  # never imported here: a script has no page to show on
+    if ipython is None or ipython.get_ipython() is None:
+        return
+    from IPython.display import display
+
+    display({"text/plain": repr(result)}, raw=True)
+    result.shown = True
 
 
 @dataclass
@@ -227,7 +246,9 @@ def check(
             f"`{name}` disagrees with the spec on {len(mismatches)} of {n} cases. "
             f"Worst: case {worst.case} {worst.args}: {worst.detail}"
         )
-    return CheckResult(name, n, max_err)
+    result = CheckResult(name, n, max_err)
+    _show(result)
+    return result
 
 
 def _split_case(case) -> tuple[tuple, dict]:

@@ -149,11 +149,39 @@ def triad_bytes(numel: PositiveInt, dtype: Any) -> int:
     return elementwise_bytes(numel, dtype, inputs=2, outputs=1)
 
 
-def percent_of_peak(achieved: float, peak: float | None) -> float | None:
-    """Achieved rate as a percentage of a peak; None when the peak is unknown."""
+class Share(float):
+    """A percentage of a peak; above 100 % it carries a note on why it can be (else ``note`` is None).
+
+    A table shows the note under itself (``gpulab.tables``); a printed line adds it.
+    """
+
+    note: str | None
+
+    def __new__(cls, percent: float, note: str | None = None) -> Share:
+        share = super().__new__(cls, percent)
+        share.note = note
+        return share
+
+    def __getnewargs__(self) -> tuple[float, str | None]:
+        return float(self), self.note
+
+
+def percent_of_peak(achieved: float, peak: float | None) -> Share | None:
+    """Achieved rate as a percentage of a peak; None when the peak is unknown.
+
+    A measured rate cannot exceed a true peak, so a share above 100 % says the peak figure is
+    wrong for this run: a peak that knows its source (``gpulab.peaks.Peak``, whose ``above``
+    says what such a rate means) gives the share a note saying so.
+    """
     if peak is None or peak <= 0 or not math.isfinite(peak):
         return None
-    return 100.0 * achieved / peak
+    percent = 100.0 * achieved / peak
+    above = getattr(peak, "above", None)
+    note = None
+    if percent > 100.0 and above:
+        # no percentage in the text: every share above the same peak shares one note
+        note = f"above 100% of the peak, which no measurement can truly beat: {above}."
+    return Share(percent, note)
 
 
 # ---------------------------------------------------------------- GPUs of the spec table

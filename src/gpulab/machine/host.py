@@ -1,7 +1,8 @@
 """The host CPU and RAM: model, cores, clocks, vector extensions, caches (chapters 0 and 1).
 
 Read from Linux's /proc and /sys files, macOS's sysctl and psutil, whichever this machine
-has; anything unreadable is None (or empty), never a guess.
+has; anything unreadable is None (or empty), never a guess. The clocks come from three sources
+(psutil's maximum, each core's "cpu MHz", sysfs's cpuinfo_max_freq), each kept in its own field.
 """
 
 from __future__ import annotations
@@ -13,10 +14,14 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
-from gpulab.machine.report import VECTOR_EXTENSIONS, CPUInfo, plausible_clock_mhz
+from gpulab.machine.report import CLOCK_FIELDS, VECTOR_EXTENSIONS, CPUInfo, plausible_clock_mhz
 
-__all__ = ["cpu_cache_sizes", "cpu_info", "extensions_from_flags", "extensions_from_sysctl",
-           "ram", "read_cpu_flags", "read_cpuinfo", "read_meminfo"]
+__all__ = ["SYSFS_CPU", "cpu_cache_sizes", "cpu_info", "extensions_from_flags",
+           "extensions_from_sysctl", "ram", "read_cpu_flags", "read_cpuinfo", "read_meminfo",
+           "sysfs_max_clock_mhz"]
+
+# Where Linux exposes each core's cpufreq limits (a module constant, so tests point it elsewhere).
+SYSFS_CPU = "/sys/devices/system/cpu"
 
 
 def read_meminfo(path: str = "/proc/meminfo") -> tuple[int, int | None] | None:
@@ -58,10 +63,11 @@ def read_cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str | None, set[str] | No
 
 
 def read_cpuinfo_fields(path: str) -> tuple[str | None, set[str] | None, float | None]:
-    """Model name, feature flags and the first 'cpu MHz' value of a Linux cpuinfo file."""
+    """Model name, feature flags and the highest sane 'cpu MHz' among the cores of a cpuinfo file."""
     model: str | None = None
     flags: set[str] | None = None
     mhz: float | None = None
+    odd: list[str] = []
     try:
         with open(path, encoding="utf-8", errors="replace") as f:
             for line in f:
@@ -71,13 +77,21 @@ def read_cpuinfo_fields(path: str) -> tuple[str | None, set[str] | None, float |
                     model = value.strip()
                 elif key in ("flags", "Features") and flags is None:
                     flags = set(value.split())  # x86 says "flags", ARM says "Features"
-                elif key == "cpu MHz" and mhz is None:
-                    try:
-                        mhz = float(value)
-                    except ValueError:
-                        pass
+                elif key == "cpu MHz":
+                    # one line per core, each its clock when the file was read: keep the highest
+                    # sane one (a VM may write 0.000 on some cores)
+                    core = plausible_clock_mhz(value.strip())
+                    if core is not None:
+                        mhz = core if mhz is None else max(mhz, core)
+                    elif mhz is None:
+                        odd.append(value.strip())
     except OSError:
         return None, None, None
+    if mhz is None and odd:
+        try:
+            mhz = float(odd[0])  # what cpu_info's note quotes: "0 MHz", "nan MHz"
+        except ValueError:
+            pass
     return model, flags, mhz
 
 
@@ -125,6 +139,23 @@ def extensions_from_sysctl(values: Mapping[str, str], machine: str) -> list[str]
     return [name for name in VECTOR_EXTENSIONS if found[name]]
 
 
+def sysfs_max_clock_mhz(root: str | None = None) -> float | None:
+    """The highest cpuinfo_max_freq of any core under Linux sysfs, in MHz; None where not exposed.
+
+    The file holds kHz. It is the hardware's maximum as the cpufreq driver reports it (the
+    single-core turbo on Intel and AMD), which most VMs and containers do not expose.
+    """
+    best: float | None = None
+    for path in Path(root or SYSFS_CPU).glob("cpu[0-9]*/cpufreq/cpuinfo_max_freq"):
+        try:
+            mhz = plausible_clock_mhz(float(path.read_text().strip()) / 1000)
+        except (OSError, ValueError):
+            continue
+        if mhz is not None and (best is None or mhz > best):
+            best = mhz
+    return best
+
+
 def core_counts() -> tuple[int | None, int | None, float | None]:
     """Physical and logical cores and the max frequency, through psutil where it works."""
     physical = logical = None
@@ -141,10 +172,13 @@ def core_counts() -> tuple[int | None, int | None, float | None]:
     return physical, logical or os.cpu_count(), freq
 
 
-def cpu_info(cpuinfo_path: str, notes: list[str] | None = None) -> CPUInfo:
-    """Describe the CPU from /proc/cpuinfo (Linux), sysctl (macOS) and psutil.
+def cpu_info(cpuinfo_path: str, notes: list[str] | None = None,
+             sysfs_root: str | None = None) -> CPUInfo:
+    """Describe the CPU from /proc/cpuinfo and sysfs (Linux), sysctl (macOS) and psutil.
 
-    A clock that reads 0 MHz or NaN (VMs that hide it) is unknown, with a note in ``notes``.
+    Every clock the machine reports is kept, each from its source (``gpulab.peaks`` uses the
+    highest). A clock that reads 0 MHz or NaN (VMs that hide it) is unknown, with a note in
+    ``notes`` when no source has a sane one.
     """
     model, flags, reported_mhz = read_cpuinfo_fields(cpuinfo_path)
     extensions = extensions_from_flags(flags) if flags is not None else []
@@ -161,11 +195,11 @@ def cpu_info(cpuinfo_path: str, notes: list[str] | None = None) -> CPUInfo:
         vector_extensions=extensions,
         max_frequency_mhz=freq,
         reported_frequency_mhz=reported_mhz,
+        sysfs_max_frequency_mhz=sysfs_max_clock_mhz(sysfs_root),
     )
     odd = [f"{value:g} MHz" for value in (freq, reported_mhz) if value is not None
            and plausible_clock_mhz(value) is None]
-    if odd and notes is not None and info.max_frequency_mhz is None \
-            and info.reported_frequency_mhz is None:
+    if odd and notes is not None and all(getattr(info, name) is None for name in CLOCK_FIELDS):
         notes.append(f"CPU clock unreadable: this machine reports {' and '.join(odd)} (a VM that "
                      "hides its clock?); CPU peak unknown, since it is cores x clock x FLOP/cycle")
     return info

@@ -3,7 +3,8 @@
 A GPU's peak comes from its spec-sheet row (``gpulab.specs``), found through the name the
 driver reports; a CPU's is estimated from this machine's cores, clock and vector units, with
 the arithmetic and its assumptions spelled out. Nothing is made up: an unknown device gets
-"peak unknown" and the reason.
+"peak unknown" and the reason. A known peak is a ``Peak``: a float that also names its source
+and says what a measured rate above it would mean (the page prints that beside such a share).
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from gpulab.core.validate import checked
 from gpulab.machine.report import HardwareReport, plausible_clock_mhz
 from gpulab.reference.specs import PeakDtype, check_dtype, find_gpu
 
-__all__ = ["CPUPeakEstimate", "cpu_peak", "device_peak"]
+__all__ = ["CPUPeakEstimate", "Peak", "cpu_peak", "device_peak"]
 
 # fp32 FLOPs per cycle per core = SIMD lanes x FMA units x 2 FLOPs per FMA.
 _CPU_VECTOR = (
@@ -44,6 +45,39 @@ _CPU_VECTOR = (
 _AMX_BF16_PER_CYCLE = 1024
 
 
+CPUINFO_CLOCK = "/proc/cpuinfo's cpu MHz"
+# Where a CPU clock comes from, by CPUInfo field, in the order that wins a tie: its name as a
+# page shows it, and what that clock is.
+_CLOCK_SOURCES = (
+    ("sysfs_max_frequency_mhz", "sysfs cpuinfo_max_freq",
+     "the hardware's maximum as the kernel's cpufreq driver reports it (the single-core turbo)"),
+    ("max_frequency_mhz", "psutil.cpu_freq().max", "the operating system's upper clock limit"),
+    ("reported_frequency_mhz", CPUINFO_CLOCK,
+     "the highest clock a core showed when it was read; in a VM, the host's nominal clock"),
+)
+_NO_MAXIMUM = " (no maximum is exposed here)"
+
+
+class Peak(float):
+    """A peak in FLOP/s that says where it comes from; a plain float to every calculation.
+
+    ``source`` names the figure ("RTX 4090 spec sheet", "CPU estimate: ..."); ``above`` says
+    what a measured rate above it means, so ``roofline.percent_of_peak`` can put that on the
+    page beside a share over 100 %.
+    """
+
+    source: str
+    above: str
+
+    def __new__(cls, value: float, source: str, above: str) -> Peak:
+        peak = super().__new__(cls, value)
+        peak.source, peak.above = source, above
+        return peak
+
+    def __getnewargs__(self) -> tuple[float, str, str]:
+        return float(self), self.source, self.above
+
+
 @dataclass(frozen=True)
 class CPUPeakEstimate:
     """The CPU's peak from cores x clock x FLOPs per cycle: an estimate, with its arithmetic."""
@@ -53,8 +87,40 @@ class CPUPeakEstimate:
     cores: int | None
     clock_ghz: float | None
     fp32_flops_per_cycle_per_core: int | None
-    assumptions: str  # the arithmetic and what it assumes, or "peak unknown: <why>"
+    assumptions: str  # the arithmetic, what it assumes and the clock's source, or "peak unknown: <why>"
     is_estimate: bool = True
+    clock_source: str | None = None  # where the clock was read: "/proc/cpuinfo's cpu MHz", ...
+    above_peak: str = ""  # what a measured rate above this estimate means, given that source
+
+
+def _highest_clock(cpu: Any) -> tuple[float | None, str | None, str]:
+    """(MHz, source name, what it is) of the highest sane clock a CPUInfo holds; None when none."""
+    best: tuple[float | None, str | None, str] = (None, None, "")
+    found = 0
+    for field, name, meaning in _CLOCK_SOURCES:
+        # Checked again here, not only in CPUInfo: a clock of 0 MHz or NaN set after
+        # construction must give "peak unknown", not a division by zero or a NaN peak.
+        mhz = plausible_clock_mhz(getattr(cpu, field, None))
+        found += mhz is not None
+        if mhz is not None and (best[0] is None or mhz > best[0]):
+            best = (mhz, name, meaning)
+    if best[1] == CPUINFO_CLOCK and found == 1:
+        best = (best[0], best[1], best[2] + _NO_MAXIMUM)
+    return best
+
+
+def _above_cpu_peak(source: str, meaning: str, ghz: float, per_cycle: float,
+                    dtype: str = "fp32") -> str:
+    """What a rate above the CPU estimate means, given where its clock came from."""
+    if source == CPUINFO_CLOCK:
+        nominal = "in a VM the nominal clock" + ("; no maximum is exposed here"
+                                                 if meaning.endswith(_NO_MAXIMUM) else "")
+        return (f"the estimate uses {ghz:.2f} GHz, the clock /proc/cpuinfo shows ({nominal}), "
+                f"and this CPU ran faster than that (it boosts higher), so its real peak is "
+                f"above the estimate")
+    return (f"the estimate already uses the highest clock this machine reports ({ghz:.2f} GHz, "
+            f"{source}), so the cores did more than the {per_cycle:.0f} {dtype} FLOP/cycle it "
+            f"assumes")
 
 
 @checked
@@ -65,14 +131,9 @@ def cpu_peak(report: HardwareReport) -> CPUPeakEstimate:
     if isinstance(cores, bool) or not isinstance(cores, int) or cores < 1:
         cores = None
     extensions = set(cpu.vector_extensions)
-    # Checked again here, not only in CPUInfo: a clock of 0 MHz or NaN set after construction
-    # must give "peak unknown", not a division by zero or a NaN peak.
-    clock_mhz = plausible_clock_mhz(cpu.max_frequency_mhz)
-    clock_note = "that every core holds this clock"
-    if clock_mhz is None:
-        # In a VM no maximum is exposed; /proc/cpuinfo's figure is the host's nominal clock.
-        clock_mhz = plausible_clock_mhz(getattr(cpu, "reported_frequency_mhz", None))
-        clock_note = "that every core holds the clock /proc/cpuinfo reports (turbo may be higher)"
+    # The highest clock any source reports: a peak is a ceiling, and a VM's nominal clock
+    # under-states it (a rate measured above the estimate then says so, see above_peak).
+    clock_mhz, source, meaning = _highest_clock(cpu)
     clock_ghz = None if clock_mhz is None else clock_mhz / 1000
 
     vector = next(
@@ -94,6 +155,7 @@ def cpu_peak(report: HardwareReport) -> CPUPeakEstimate:
             clock_ghz=clock_ghz,
             fp32_flops_per_cycle_per_core=None if vector is None else vector[1],
             assumptions=f"peak unknown: {' and '.join(missing)} could not be read.",
+            clock_source=source,
         )
 
     _, per_cycle, why = vector
@@ -112,7 +174,8 @@ def cpu_peak(report: HardwareReport) -> CPUPeakEstimate:
     elif "AVX-512 BF16" in extensions:
         bf16 = 2 * fp32
         text += f"; bf16 with AVX-512 BF16 (2 bf16 products per fp32 lane): {format_rate(bf16)}"
-    text += f". An estimate: it assumes the FMA unit count above and {clock_note}."
+    text += (f". Clock: {source}, {meaning}. An estimate: it assumes the FMA unit count above "
+             f"and that every core holds that clock.")
     return CPUPeakEstimate(
         fp32_flops=fp32,
         bf16_flops=bf16,
@@ -120,6 +183,8 @@ def cpu_peak(report: HardwareReport) -> CPUPeakEstimate:
         clock_ghz=clock_ghz,
         fp32_flops_per_cycle_per_core=per_cycle,
         assumptions=text,
+        clock_source=source,
+        above_peak=_above_cpu_peak(source, meaning, clock_ghz, per_cycle),
     )
 
 
@@ -149,7 +214,16 @@ def _gpu_peak(
     label = f"{spec.name} spec sheet"
     if peak is None:
         label += f" (no {dtype} peak published)"
-    return peak, spec.bandwidth_bytes_per_s, label
+        return None, spec.bandwidth_bytes_per_s, label
+    return Peak(peak, label, _above_sheet(spec, dtype)), spec.bandwidth_bytes_per_s, label
+
+
+def _above_sheet(spec: Any, dtype: str) -> str:
+    """What a rate above a spec sheet's peak means."""
+    clock = f" at its {spec.boost_clock_ghz:g} GHz boost clock" if spec.boost_clock_ghz else ""
+    faster = " (TF32 on Tensor Cores, for an fp32 product)" if dtype == "fp32" else ""
+    return (f"the {spec.name} spec sheet gives its {dtype} peak{clock}, so the device ran above "
+            f"that clock or in a faster mode than plain {dtype}{faster}")
 
 
 def _mps_peak(report: HardwareReport, dtype: str) -> tuple[float | None, float | None, str]:
@@ -170,7 +244,8 @@ def _mps_peak(report: HardwareReport, dtype: str) -> tuple[float | None, float |
     label = f"{spec.name} spec sheet"
     if peak is None:
         label += " (Apple publishes bandwidth, not FLOP/s)"
-    return peak, spec.bandwidth_bytes_per_s, label
+        return None, spec.bandwidth_bytes_per_s, label
+    return Peak(peak, label, _above_sheet(spec, dtype)), spec.bandwidth_bytes_per_s, label
 
 
 @checked
@@ -195,7 +270,9 @@ def device_peak(
         # RAM bandwidth is not in the report (channels and DIMM speed are not read).
         label = (
             f"CPU estimate: {estimate.cores} cores x {estimate.clock_ghz:.2f} GHz x "
-            f"{per_cycle:.0f} {dtype} FLOP/cycle"
+            f"{per_cycle:.0f} {dtype} FLOP/cycle; clock from {estimate.clock_source}"
         )
-        return peak, None, label
+        above = _above_cpu_peak(estimate.clock_source, _highest_clock(report.cpu)[2],
+                                estimate.clock_ghz, per_cycle, dtype)
+        return Peak(peak, label, above), None, label
     return None, None, f"peak unknown: gpulab has no spec table for device {str(device)!r}"

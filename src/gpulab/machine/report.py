@@ -17,7 +17,7 @@ from typing import Any
 
 from gpulab.core.units import GIB
 
-__all__ = ["SEVERITIES", "THROTTLE_REASONS", "VECTOR_EXTENSIONS", "CPUInfo", "Finding", "GPUInfo",
+__all__ = ["CLOCK_FIELDS", "SEVERITIES", "THROTTLE_REASONS", "VECTOR_EXTENSIONS", "CPUInfo", "Finding", "GPUInfo",
            "HardwareReport", "TorchInfo", "findings_html", "json_safe", "plausible",
            "plausible_clock_mhz"]
 
@@ -157,6 +157,10 @@ class TorchInfo:
     did_not_answer: str | None = None
 
 
+# The CPUInfo fields that hold a clock, each read from its own source.
+CLOCK_FIELDS = ("max_frequency_mhz", "reported_frequency_mhz", "sysfs_max_frequency_mhz")
+
+
 @dataclass
 class CPUInfo:
     """The host CPU: model, core counts and the SIMD extensions that matter for CPU inference."""
@@ -165,14 +169,18 @@ class CPUInfo:
     physical_cores: int | None
     logical_cores: int | None
     vector_extensions: list[str]  # subset of VECTOR_EXTENSIONS; empty when unknown
+    # psutil.cpu_freq().max: on Linux the governor's upper limit (scaling_max_freq)
     max_frequency_mhz: float | None = None
-    # The clock Linux reports in /proc/cpuinfo ("cpu MHz"): in a VM, where no maximum is
-    # exposed, it is the host's nominal clock; turbo clocks can be higher.
+    # The highest "cpu MHz" among the cores of /proc/cpuinfo: what each core ran at when it was
+    # read; in a VM, where no maximum is exposed, the host's nominal clock (turbo can be higher).
     reported_frequency_mhz: float | None = None
+    # The highest cpuinfo_max_freq under /sys/devices/system/cpu/cpu*/cpufreq: the hardware's
+    # maximum (single-core turbo) that the kernel's cpufreq driver reports; absent in most VMs.
+    sysfs_max_frequency_mhz: float | None = None
 
     def __post_init__(self) -> None:
         """Keep only sane clocks: 0 MHz (a VM that hides it), NaN or a negative one is None."""
-        for name in ("max_frequency_mhz", "reported_frequency_mhz"):
+        for name in CLOCK_FIELDS:
             setattr(self, name, plausible_clock_mhz(getattr(self, name)))
 
 
@@ -311,7 +319,8 @@ def _cpu_summary(c: CPUInfo) -> str:
     """One line on the CPU."""
     cores = f"{c.physical_cores or '?'} physical / {c.logical_cores or '?'} logical cores"
     ext = ", ".join(c.vector_extensions) if c.vector_extensions else "no vector extensions known"
-    freq = f", max {c.max_frequency_mhz:.0f} MHz" if c.max_frequency_mhz else ""
+    highest = max((v for v in (c.max_frequency_mhz, c.sysfs_max_frequency_mhz) if v), default=None)
+    freq = f", max {highest:.0f} MHz" if highest else ""
     return f"{c.model or 'unknown model'} ({cores}{freq}; {ext})"
 
 

@@ -13,6 +13,11 @@ A column's format is a string, so that a notebook reads ``formats={"share": ".0%
   an empty cell; "-" otherwise.
 - a name: ``"seconds"`` (a readable duration, units.format_seconds), ``"size"`` (binary bytes,
   units.size_label), ``"yes/no"`` (a truth value).
+
+A figure that needs a word gets a numbered note under the table: a value that carries a
+``note`` (a share above 100 % of a peak, from ``roofline.percent_of_peak``) is marked in its
+cell, and ``notes=`` gives each row its own (a timing taken while the machine was busy), marked
+in the row's first cell. The same text is one note, however many cells it marks.
 """
 
 from __future__ import annotations
@@ -59,6 +64,9 @@ class Table:
     # The leading columns that name a row (a GPU, a setting): they come first, and on the site
     # the first stays in view while a table wider than the page scrolls in its own box.
     key_columns: int = 1
+    # One entry per row (or fewer): a note, a list of notes or None, marked in the row's first
+    # cell and written under the table; a note a cell of the row already carries is not repeated.
+    notes: Sequence[str | Sequence[str] | None] = ()
 
     def __post_init__(self) -> None:
         if not self.columns and self.rows:
@@ -68,16 +76,38 @@ class Table:
                             for c, f in self.formats.items()}
 
     def _cells(self) -> tuple[list[str], list[list[str]]]:
+        heads, body, _, _ = self._layout()
+        return heads, body
+
+    def _layout(self) -> tuple[list[str], list[list[str]], list[list[list[int]]], list[str]]:
+        """Titles, cell texts, each cell's note numbers, and the notes in the order they are marked."""
         # a field name the table has no title for is shown in words: "needed_gb" as "needed gb"
         # (a column named in words, "Q4_K_M (4.84 bit)", stays as written)
         heads = [self.headers.get(c, c.replace("_", " ") if _FIELD_NAME.match(str(c)) else str(c))
                  for c in self.columns]
         body = [[self._formatters.get(c, _default_format)(row.get(c)) for c in self.columns]
                 for row in self.rows]
-        return heads, body
+        notes: list[str] = []
+        marks: list[list[list[int]]] = []
+        for i, row in enumerate(self.rows):
+            per_cell = [_note_texts(getattr(row.get(c), "note", None)) for c in self.columns]
+            carried = {text for texts in per_cell for text in texts}
+            own = _note_texts(self.notes[i] if i < len(self.notes) else None)
+            if per_cell:
+                per_cell[0] = per_cell[0] + [t for t in own if t not in carried]
+            numbers = []
+            for texts in per_cell:  # numbered in reading order, one number per distinct text
+                for text in texts:
+                    if text not in notes:
+                        notes.append(text)
+                numbers.append([notes.index(text) + 1 for text in texts])
+            marks.append(numbers)
+        return heads, body, marks, notes
 
     def __str__(self) -> str:
-        heads, body = self._cells()
+        heads, body, marks, notes = self._layout()
+        body = [[c + _superscript(m) for c, m in zip(r, ms, strict=True)]
+                for r, ms in zip(body, marks, strict=True)]
         widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(heads)]
         lines = [self.title] if self.title else []
         lines.append("  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True)).rstrip())
@@ -86,27 +116,53 @@ class Table:
             # numbers read best right-aligned, words left-aligned
             cells = [c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(r, widths, strict=True)]
             lines.append("  ".join(cells).rstrip())
+        lines += [f"{_superscript([n])} {text}" for n, text in enumerate(notes, start=1)]
         return "\n".join(lines)
 
     def __repr__(self) -> str:
         return str(self)
 
     def _repr_html_(self) -> str:
-        heads, body = self._cells()
+        heads, body, marks, notes = self._layout()
         caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
         pad = "padding:0.15em 0.8em"
         head = "".join(f'<th style="{pad}">{html.escape(h)}</th>' for h in heads)
         rows = "".join("<tr>" + "".join(
-            f'<td style="{pad};text-align:{"right" if _numeric(c) else "left"}">{html.escape(c)}</td>'
-            for c in r) + "</tr>" for r in body)
+            f'<td style="{pad};text-align:{"right" if _numeric(c) else "left"}">{html.escape(c)}'
+            f'{_sup_html(m)}</td>'
+            for c, m in zip(r, ms, strict=True)) + "</tr>" for r, ms in zip(body, marks, strict=True))
         # its own scroll container, so a table wider than the page scrolls instead of spilling
         table = (f'<table class="gpulab-table" data-key-columns="{self.key_columns}">{caption}'
                  f'<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
         # a region a keyboard can focus and scroll, named by the table's title (WCAG: a scrollable
         # region must be reachable without a mouse)
         name = html.escape(self.title or "table", quote=True)
+        # the notes sit outside the scroll box, so they wrap to the page's width
+        below = "".join(f'<p class="gpulab-table-note" style="margin:0.2em 0;font-size:0.9em">'
+                        f'<sup>{n}</sup> {html.escape(text)}</p>'
+                        for n, text in enumerate(notes, start=1))
         return (f'<div class="gpulab-table-wrap" role="region" aria-label="{name}" tabindex="0" '
-                f'style="max-width:100%;overflow-x:auto">{table}</div>')
+                f'style="max-width:100%;overflow-x:auto">{table}</div>{below}')
+
+
+def _note_texts(note: Any) -> list[str]:
+    """A row's or a cell's notes as a list of non-empty strings."""
+    if not note:
+        return []
+    return [note] if isinstance(note, str) else [n for n in note if n]
+
+
+_SUPERSCRIPT = str.maketrans("0123456789", "⁰¹²³⁴⁵⁶⁷⁸⁹")
+
+
+def _superscript(numbers: list[int]) -> str:
+    """Note markers for plain text: [1, 3] -> '¹˒³'."""
+    return "˒".join(str(n).translate(_SUPERSCRIPT) for n in numbers)
+
+
+def _sup_html(numbers: list[int]) -> str:
+    """Note markers for HTML: <sup>1,3</sup>."""
+    return f"<sup>{','.join(map(str, numbers))}</sup>" if numbers else ""
 
 
 def formatter(spec: str, column: str = "") -> Callable[[Any], str]:
@@ -145,5 +201,5 @@ _NUMBER = re.compile(r"^[-+]?[\d,]*\.?\d+(e[-+]?\d+)?(%|x)?( [A-Za-z/%]+)?$")
 
 
 def _numeric(text: str) -> bool:
-    """A number, optionally with % or x, and at most one unit word ('66.9 GFLOP/s')."""
-    return bool(_NUMBER.match(text.strip()))
+    """A number, optionally with % or x, and at most one unit word ('66.9 GFLOP/s'), and markers."""
+    return bool(_NUMBER.match(text.strip().rstrip("⁰¹²³⁴⁵⁶⁷⁸⁹˒")))
