@@ -26,7 +26,12 @@ def missing(what: str, extra_or_tool: str, how: str) -> None:
     """Fail under `make test` (where `extra_or_tool` is installed), skip elsewhere, with `how`."""
     message = f"{what} is missing ({how})"
     if STRICT and (extra_or_tool in INSTALLED_BY_MAKE or extra_or_tool.startswith("tool:")):
-        pytest.fail(f"{message}; `make test` installs it, so this is a broken install")
+        # an extra is installed by `make setup`; a tool (Chromium) is a prerequisite the README
+        # names, which CI's .ci/run installs
+        source = ("`make setup` installs it, so this is a broken install"
+                  if extra_or_tool in INSTALLED_BY_MAKE else
+                  "`make test` needs it (README, prerequisites)")
+        pytest.fail(f"{message}; {source}")
     pytest.skip(message)
 
 
