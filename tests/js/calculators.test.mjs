@@ -25,6 +25,7 @@ const MEMORY = "#gpulab-memory-calculator";
 const COST = "#gpulab-cost-calculator";
 const MEMORY_KEYS = ["total", "weights", "kv", "other", "tps_total", "tps_user"];
 const GB_KEYS = new Set(["total", "weights", "kv", "other"]);
+const NO_SPEED = "does not fit: no speed"; // gpulab.estimate.answers.NO_SPEED
 const COST_KEYS = ["electricity_per_day", "electricity_per_month", "electricity_per_year",
   "local_monthly", "cloud_monthly", "local_per_million", "cloud_per_million"];
 
@@ -145,9 +146,23 @@ test("memory calculator: seeded inputs give what gpulab computes in CPython", ()
     assert.equal(out(page, MEMORY, "error").text, "", where);
     for (const key of MEMORY_KEYS) {
       const { value, text } = out(page, MEMORY, key);
+      if (want[key] === null) { // no speed for a model that does not fit: words, no number
+        assert.equal(value, "", `${key} ${where}`);
+        assert.equal(text, NO_SPEED, `${key} ${where}`);
+        continue;
+      }
       close(Number(value), want[key], 1e-9, 0, `${key} ${where}`);
       const scale = GB_KEYS.has(key) ? 1e9 : 1;
       close(shownNumber(text), want[key] / scale, 0.006, 0.006, `${key} shown as ${text} ${where}`);
+    }
+    const typical = page.querySelector(`${MEMORY} [data-out="tps_typical"]`);
+    if (want.tps_typical === null) {
+      assert.equal(typical.getAttribute("data-value"), "", where);
+    } else {
+      const [low, median, high] = want.tps_typical;
+      close(Number(typical.getAttribute("data-value")), median, 1e-9, 0, `typical ${where}`);
+      close(Number(typical.getAttribute("data-low")), low, 1e-9, 0, `typical low ${where}`);
+      close(Number(typical.getAttribute("data-high")), high, 1e-9, 0, `typical high ${where}`);
     }
     assert.equal(out(page, MEMORY, "fits").value, want.fits ? "yes" : "no", where);
     const fitsOn = out(page, MEMORY, "fits_on").value;

@@ -17,6 +17,7 @@ import pytest
 
 from gpulab import calculator, calculators
 from gpulab.core.errors import GpulabConfigError
+from gpulab.estimate import answers
 from tests.js import samples
 from tests.site.conftest import open_offline
 
@@ -106,8 +107,8 @@ def test_the_calculators_start_from_the_sites_own_files(page, site_url):
 def test_memory_calculator_matches_gpulab(page):
     """For seeded random model/formats/context/users/GPU, the page shows the library's values."""
     options = page.locator(f'{MEMORY} [data-in="model"] option').all_inner_texts()
-    assert len(options) >= 10 and "RTX 4090" in page.locator(
-        f'{MEMORY} [data-in="gpu"] option').all_inner_texts()
+    gpus = page.locator(f'{MEMORY} [data-in="gpu"] option').all_inner_texts()
+    assert len(options) >= 10 and "RTX 4090 (24 GB)" in gpus and "RTX 4060 (8 GB)" in gpus
     for values in samples.memory_samples():
         _set(page, MEMORY, values)
         want = calculators.memory_expected(values["model"], values["weights"], values["context"],
@@ -116,6 +117,9 @@ def test_memory_calculator_matches_gpulab(page):
         assert _out(page, MEMORY, "error")[0] == "", where
         for key in MEMORY_KEYS:
             value, text = _out(page, MEMORY, key)
+            if want[key] is None:  # no speed for a model that does not fit: words, no number
+                assert (value, text) == ("", answers.NO_SPEED), f"{key}: {where}"
+                continue
             assert float(value) == pytest.approx(want[key], rel=1e-9), f"{key}: {where}"
             scale = 1e9 if key in ("total", "weights", "kv", "other") else 1
             assert _shown_number(text) == pytest.approx(want[key] / scale, rel=0.006, abs=0.006), \
@@ -124,6 +128,11 @@ def test_memory_calculator_matches_gpulab(page):
         assert value == ("yes" if want["fits"] else "no"), where
         value, _ = _out(page, MEMORY, "fits_on")
         assert (value.split("; ") if value else []) == want["fits_on"], where
+        value, _ = _out(page, MEMORY, "tps_typical")
+        if want["tps_typical"] is None:
+            assert value == "", where
+        else:
+            assert float(value) == pytest.approx(want["tps_typical"][1], rel=1e-9), where
 
 
 def test_changing_a_memory_input_changes_the_result(page):

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab import calculators, cost, memory, models
+from gpulab import calculators, cost, memory, models, specs
 from gpulab.core.errors import GpulabConfigError
 from gpulab.estimate import calculator
 from tests.js import samples
@@ -56,7 +56,22 @@ def test_memory_outputs_agree_with_memory_perf_and_specs():
         assert out["fits_on"]["value"].split("; ") == want["fits_on"] or (
             out["fits_on"]["value"] == "" and want["fits_on"] == []), values
         for key in ("tps_total", "tps_user"):
-            assert out[key]["value"] == pytest.approx(want[key], rel=1e-12), (values, key)
+            if want[key] is None:  # no speed for a model that does not fit
+                assert out[key] == {"value": None, "text": "does not fit: no speed"}, values
+            else:
+                assert out[key]["value"] == pytest.approx(want[key], rel=1e-12), (values, key)
+        typical = out["tps_typical"]
+        if want["tps_typical"] is None:
+            assert typical["value"] is None, values
+        else:
+            low, median, high = want["tps_typical"]
+            assert typical["value"] == pytest.approx(median, rel=1e-12), values
+            assert float(typical["attrs"]["data-low"]) == pytest.approx(low, rel=1e-12)
+            assert float(typical["attrs"]["data-high"]) == pytest.approx(high, rel=1e-12)
+    # the samples cover both outcomes
+    assert {calculators.memory_expected(v["model"], v["weights"], v["context"], v["users"],
+                                        v["gpu"], v["kv_cache"])["fits"]
+            for v in samples.memory_samples()} == {True, False}
 
 
 def test_memory_outputs_of_the_defaults():
@@ -71,9 +86,14 @@ def test_memory_outputs_of_the_defaults():
     assert out["note"]["text"] == ""
     big = calculator.memory_outputs("Llama-3-70B", "bf16", "bf16", 8192, 1, "RTX 4090")
     assert big["fits"]["value"] == "no" and "RTX 4090" not in big["fits_on"]["value"]
-    # the smallest card that fits comes first in the text; the value is sorted by name
-    shown = out["fits_on"]["text"].split(", ")
-    assert sorted(shown) == out["fits_on"]["value"].split("; ") and shown[0] != "A10"
+    # the five smallest cards that fit by name, smallest first, then a count of the rest; the
+    # value holds them all, sorted by name
+    every = out["fits_on"]["value"].split("; ")
+    shown, rest = out["fits_on"]["text"].split(" and ")
+    shown = shown.split(", ")
+    assert len(shown) == 5 and rest == f"{len(every) - 5} more" and set(shown) <= set(every)
+    capacity = {n: specs.get_gpu(n).model_memory_bytes for n in every}
+    assert max(capacity[n] for n in shown) <= min(capacity[n] for n in set(every) - set(shown))
 
 
 def test_memory_outputs_note_a_context_beyond_the_model():

@@ -654,7 +654,7 @@ def test_python_m_gpulab_without_command(capsys):
 def test_the_bare_command_names_doctor(capsys):
     with pytest.raises(SystemExit) as exit_:
         cli.main([])
-    assert exit_.value.code == 2 and "{doctor}" in capsys.readouterr().err
+    assert exit_.value.code == 2 and "{doctor,fit,speed}" in capsys.readouterr().err
 
 
 def test_an_unknown_doctor_option_shows_doctors_usage(capsys):

@@ -104,7 +104,7 @@ def _suggested(call) -> list[str]:
 @pytest.mark.parametrize("typed, expected", [
     ("H100", ["H100 SXM", "H100 PCIe"]),
     ("A100", ["A100 40GB SXM", "A100 80GB SXM", "A100 80GB PCIe"]),
-    ("RTX 3060", ["RTX 3060 12GB"]),
+    ("RTX 3060", ["RTX 3060 12GB", "RTX 3060 8GB"]),
     ("B200", []),  # no B200 row under any spelling, and H200 is another card
     ("RTX 5080", []),  # nor is the RTX 5090 an RTX 5080
     ("RTX4090x", ["RTX 4090"]),  # a character added

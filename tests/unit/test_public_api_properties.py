@@ -120,7 +120,8 @@ GPU_NAMES = list(specs.load_gpus())
 # What a calculator's form fields may hold (valid text first), by field.
 FORM_TEXT = {"model": ["Llama-3-8B", "Llama-3-70B", "DeepSeek-R1"], "weights": ["int4", "bf16"],
              "kv_cache": ["bf16", "fp8"], "context": ["4096", "131072", "1e9", "0", "-2"],
-             "users": ["1", "30", "2.5"], "gpu": ["RTX 4090", "H200", "Apple M3 Max"],
+             "users": ["1", "30", "2.5"], "gpu": ["RTX 4090", "H200", "Apple M3 Max", "RTX 4060"],
+             "memory_gb": ["", "8", "24", "0", "-1", "1e30"],
              "hardware_price": ["15000", "0"], "power_load_w": ["350", "0"],
              "power_idle_w": ["50", "9999"], "electricity_per_kwh": ["0.6"],
              "hours_per_day": ["10", "25"], "utilisation": ["1", "0.5", "0"], "years": ["3"],

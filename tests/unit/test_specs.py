@@ -70,7 +70,7 @@ def test_table_keeps_every_reference_gpu():
 def test_row_has_source_and_positive_figures(name):
     spec = GPUS[name]
     assert spec.source.strip()
-    assert spec.vendor in {"NVIDIA", "AMD", "Apple"}
+    assert spec.vendor in {"NVIDIA", "AMD", "Intel", "Apple"}
     assert spec.memory_gb > 0 and spec.bandwidth_gbs > 0
     assert set(spec.peak_tflops) <= set(DTYPES) | {"fp16_fp16acc"}
     for dtype, value in spec.peak_tflops.items():
@@ -176,7 +176,7 @@ def test_find_gpu_on_reported_names(reported, row):
     "reported",
     [
         "NVIDIA GeForce GTX 1650",  # not in the table
-        "Intel Arc A770",
+        "Intel Arc A770",  # 8 GB and 16 GB boards report the same name
         "NVIDIA GeForce RTX 4090 D",  # a different (cut-down) GPU
         "NVIDIA GeForce RTX 4090 Laptop GPU",
         "NVIDIA GeForce RTX 3060 Ti",
@@ -195,7 +195,8 @@ def test_find_gpu_returns_none_rather_than_a_guess(reported):
 
 def test_find_gpu_uses_memory_to_pick_a_variant():
     assert find_gpu("NVIDIA GeForce RTX 3060", memory_bytes=12 * GIB).name == "RTX 3060 12GB"
-    assert find_gpu("NVIDIA GeForce RTX 3060", memory_bytes=8 * GIB) is None
+    assert find_gpu("NVIDIA GeForce RTX 3060", memory_bytes=8 * GIB).name == "RTX 3060 8GB"
+    assert find_gpu("NVIDIA GeForce RTX 3060", memory_bytes=6 * GIB) is None
     assert find_gpu("NVIDIA GeForce RTX 4060 Ti", memory_bytes=16 * GIB).name == "RTX 4060 Ti 16GB"
     # NVML reports a little under the GiB figure; a MIG slice reports far less.
     assert find_gpu("NVIDIA H100 80GB HBM3", memory_bytes=81559 * 1024**2).name == "H100 SXM"

@@ -24,22 +24,25 @@ from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import (
     NonNegativeFloat,
     OneOf,
+    PositiveFloat,
     PositiveInt,
     boundary,
     check_value,
     checked,
 )
-from gpulab.estimate import choose, cost, memory
+from gpulab.estimate import choose, cost, memory, published_bounds
+from gpulab.estimate.answers import NO_SPEED
 from gpulab.estimate.memory import Breakdown, Mode, Optimizer
 from gpulab.reference import hf_config, models, specs
 from gpulab.reference.formats import KVFormat, TrainingPrecision, WeightFormatName
 from gpulab.reference.modelspec import ModelSpec
 
-__all__ = ["CHART", "COST_FIELDS", "KINDS", "LABELS", "MEMORY_FIELDS", "PASTE", "cost_outputs",
-           "display_number", "estimate_for", "fit_verdicts", "memory_outputs", "page_outputs",
-           "page_outputs_json"]
+__all__ = ["CHART", "COST_FIELDS", "KINDS", "LABELS", "LISTED", "MEMORY_FIELDS", "OPTIONAL",
+           "PASTE", "cost_outputs", "display_number", "estimate_for", "fit_verdicts", "listed",
+           "memory_outputs", "page_outputs", "page_outputs_json", "typical_text"]
 
 PASTE = "paste a config.json"  # the model choice that reads a pasted config.json instead
+LISTED = 5  # the cards a "fits on one" line names, smallest first; the rest are counted
 ModelChoice = Annotated[str, OneOf(lambda: [*models.names(), PASTE], "model")]
 
 
@@ -75,8 +78,16 @@ def fit_verdicts(breakdown: Breakdown, own_gpus: Sequence[tuple[str, int]] = ())
         verdict = "fits" if breakdown.total <= usable else "does not fit"
         lines.append(f"your {name} ({total / 1e9:.1f} GB, {usable / 1e9:.1f} GB for tensors): {verdict}")
     fitting = [r["gpu"] for r in memory.gpus_that_fit(breakdown.total) if r["fits"]]
-    lines.append("fits on one: " + (", ".join(fitting) if fitting else "no single GPU in the table"))
+    lines.append("fits on one: " + (listed(fitting) if fitting else "no single GPU in the table"))
     return lines
+
+
+@checked
+def listed(names: list[str], shown: PositiveInt = LISTED) -> str:
+    """The first `shown` names, then how many more: 'A, B, C, D, E and 23 more'."""
+    head = ", ".join(names[:shown])
+    rest = len(names) - shown
+    return f"{head} and {rest} more" if rest > 0 else head
 
 
 def _own_gpu(i: int, entry: Any) -> tuple[str, float]:
@@ -103,7 +114,9 @@ def _own_gpu(i: int, entry: Any) -> tuple[str, float]:
 KINDS = ("memory", "cost")  # the static calculators
 # The inputs of each, in the order they are read, and how each one's text is read.
 MEMORY_FIELDS = {"model": str, "weights": str, "kv_cache": str, "context": int, "users": int,
-                 "gpu": str}
+                 "gpu": str, "memory_gb": float | None}
+# Inputs a page may leave empty or leave out: they are None then.
+OPTIONAL = frozenset({"memory_gb"})
 COST_FIELDS = {"hardware_price": float, "power_load_w": float, "power_idle_w": float,
                "electricity_per_kwh": float, "hours_per_day": float, "utilisation": float,
                "years": float, "price_per_hour": float, "monthly_fee": float,
@@ -112,7 +125,8 @@ _FIELDS = {"memory": MEMORY_FIELDS, "cost": COST_FIELDS}
 # What the page calls each input: an error names the label the reader sees, not the field.
 LABELS = {
     "memory": {"model": "model", "weights": "weights", "kv_cache": "KV cache",
-               "context": "context (tokens per user)", "users": "concurrent users", "gpu": "GPU"},
+               "context": "context (tokens per user)", "users": "concurrent users", "gpu": "GPU",
+               "memory_gb": "or your own memory (GB)"},
     "cost": {"hardware_price": "hardware price", "power_load_w": "power at load (W)",
              "power_idle_w": "power when idle (W)", "electricity_per_kwh": "electricity per kWh",
              "hours_per_day": "hours on per day", "utilisation": "share of those hours computing",
@@ -148,9 +162,11 @@ def _figure(value: float, scale: float = 1.0) -> dict:
 
 @checked
 def memory_outputs(model: ModelName, weights: WeightFormatName, kv_cache: KVFormat,
-                   context: PositiveInt, users: PositiveInt, gpu: GPUName) -> dict[str, dict]:
-    """The memory calculator: memory needed (GB = 1e9 bytes), its parts, the fit on `gpu`,
-    the decode bound there and every table GPU it fits on, from gpulab.choose."""
+                   context: PositiveInt, users: PositiveInt, gpu: GPUName,
+                   memory_gb: PositiveFloat | None = None) -> dict[str, dict]:
+    """The memory calculator: memory needed (GB = 1e9 bytes), its parts, the fit on `gpu` and
+    in `memory_gb` of the reader's own, the decode bound there with the typical range below it
+    (none where it does not fit), and the table GPUs it fits on, from gpulab.choose."""
     workload = choose.Workload(model, weights, context, users, kv_cache=kv_cache)
     one = choose.evaluate(workload, gpu)
     b = one.breakdown
@@ -169,12 +185,49 @@ def memory_outputs(model: ModelName, weights: WeightFormatName, kv_cache: KVForm
         # the capacity the decision used: what the card leaves for tensors (GPUSpec.model_memory_bytes)
         "fits": {"value": verdict,
                  "text": f"{verdict} ({display_number(card.model_memory_bytes / 1e9)} GB for tensors)"},
-        "tps_total": _figure(one.decode_tokens_per_s_total),
-        "tps_user": _figure(one.decode_tokens_per_s_per_user),
+        "fits_own": _own_fit(total, memory_gb),
+        **_speeds(one, users),
         "fits_on": {"value": "; ".join(sorted(c.gpu for c in fitting)),
-                    "text": ", ".join(c.gpu for c in smallest_first) or "no single GPU in the table"},
+                    "text": listed([c.gpu for c in smallest_first]) or "no single GPU in the table"},
         "note": {"text": note},
     }
+
+
+def _own_fit(total: int, memory_gb: float | None) -> dict:
+    """The verdict for the reader's own memory size (GB as its driver reports it), or none."""
+    if memory_gb is None:
+        return {"value": "", "text": "enter a size to check it"}
+    usable = specs.tensor_capacity(memory_gb * 1e9)
+    verdict = "yes" if total <= usable else "no"
+    return {"value": verdict, "text": f"{verdict} ({display_number(usable / 1e9)} GB for tensors)"}
+
+
+_NO_RANGE = {"attrs": {"data-low": "", "data-high": ""}}  # clears a range shown before
+
+
+def _speeds(one: choose.Candidate, users: int) -> dict[str, dict]:
+    """The decode bounds and the typical range, or what stands instead of a speed."""
+    if not one.fits:  # a bound for memory that is not there means nothing
+        gone = {"value": None, "text": NO_SPEED}
+        return {"tps_total": gone, "tps_user": dict(gone), "tps_typical": gone | _NO_RANGE}
+    per_user = one.decode_tokens_per_s_per_user
+    return {"tps_total": _figure(one.decode_tokens_per_s_total), "tps_user": _figure(per_user),
+            "tps_typical": typical_text(per_user, users)}
+
+
+@checked
+def typical_text(bound_tokens_per_s: PositiveFloat, users: PositiveInt = 1) -> dict:
+    """The typical range below a one-user decode bound, as the calculator shows it.
+
+    {"value": the median, "text": "55 to 170 (median 105)", "attrs": the low and high ends},
+    from gpulab.published_bounds.typical_decode; for more users, no value and why not.
+    """
+    if users > 1:
+        return {"value": None, "text": "none: the published runs decode one sequence"} | _NO_RANGE
+    low, median, high = published_bounds.typical_decode(bound_tokens_per_s)
+    return {"value": median, "attrs": {"data-low": repr(low), "data-high": repr(high)},
+            "text": f"{display_number(low)} to {display_number(high)} "
+                    f"(median {display_number(median)})"}
 
 
 def _points(ys: list[float], top: float) -> str:
@@ -231,6 +284,8 @@ def _read(field: str, text: str, kind: type) -> Any:
     if kind is str:
         return text
     stripped = text.strip()
+    if not stripped and field in OPTIONAL:
+        return None
     if not stripped:
         raise GpulabConfigError(f"{field}: enter a number", field)
     try:
@@ -256,12 +311,13 @@ def page_outputs(kind: Kind, inputs: Mapping[str, str]) -> dict:
     "error" is worded as the page labels its inputs; "library_error" is the same error naming the
     field, for a caller in Python (a notebook building the calculator with bad defaults).
 
-    `inputs` must hold every field of the calculator (MEMORY_FIELDS or COST_FIELDS) as text;
-    a missing or unknown one is the page's mistake and raises. A value the reader typed wrong
+    `inputs` must hold every field of the calculator (MEMORY_FIELDS or COST_FIELDS) as text,
+    except the OPTIONAL ones (left empty or out: None); a missing or unknown one is the
+    page's mistake and raises. A value the reader typed wrong
     is not: it gives the error message (naming the field) as the "error" output.
     """
     fields = _FIELDS[kind]
-    missing = [f for f in fields if f not in inputs]
+    missing = [f for f in fields if f not in inputs and f not in OPTIONAL]
     unknown = [f for f in inputs if f not in fields]
     if missing or unknown:
         raise GpulabConfigError(f"inputs: the {kind} calculator takes {', '.join(fields)}"
@@ -271,7 +327,7 @@ def page_outputs(kind: Kind, inputs: Mapping[str, str]) -> dict:
             raise GpulabConfigError(f"inputs[{field!r}] must be the input's text, not "
                                     f"{type(text).__name__}", "inputs")
     try:
-        args = {f: _read(f, inputs[f], kind_) for f, kind_ in fields.items()}
+        args = {f: _read(f, inputs[f], kind_) for f, kind_ in fields.items() if f in inputs}
         with boundary():  # the reader's typed values: checked as the reader's
             outputs = _OUTPUTS[kind](**args)
     except GpulabConfigError as err:

@@ -12,23 +12,29 @@ it from the device's spec sheet (``gpulab.specs``) and the model's shapes (``gpu
 A bound is an upper limit, so a ratio above 1 is a bug in the bound (a wrong peak, bytes
 counted that were not read), not a fast device: ``beaten`` lists such rows and a test fails on
 any. Where the right peak is unknown the row is excluded and ``Comparison.excluded`` says why.
+
+The decode rows' ratios also say what to expect below a bound: ``decode_share`` is their
+lowest, median and highest share, and ``typical_decode`` applies it to another bound (the
+typical range ``gpulab speed`` and the site's memory calculator print beside the bound).
 """
 
 from __future__ import annotations
 
+import functools
 import re
+import statistics
 from dataclasses import dataclass
 from typing import Annotated
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import OneOf, checked
+from gpulab.core.validate import OneOf, PositiveFloat, checked
 from gpulab.estimate.perf import decode_bytes_per_step, forward_flops
 from gpulab.reference import models, published
 from gpulab.reference.published import KERNELS, Measurement, load
 from gpulab.reference.specs import GPUSpec, get_gpu, resolve_gpu
 
-__all__ = ["CUBLAS_FP16_SOURCE", "KV_FORMAT", "Comparison", "Kernel", "beaten", "compare",
-           "compare_all", "prefill_peak"]
+__all__ = ["CUBLAS_FP16_SOURCE", "KV_FORMAT", "Comparison", "DecodeShare", "Kernel", "beaten",
+           "compare", "compare_all", "decode_share", "on_gpu", "prefill_peak", "typical_decode"]
 
 # llama.cpp stores its KV cache in f16 unless told otherwise (-ctk/-ctv default f16).
 KV_FORMAT = "fp16"
@@ -157,3 +163,77 @@ def beaten(comparisons: list[Comparison] | None = None) -> list[Comparison]:
     # Each one is a bug in a bound: a peak the kernels do not use, or bytes never read.
     rows = compare_all() if comparisons is None else comparisons
     return [c for c in rows if c.ratio is not None and c.ratio > 1]
+
+
+@dataclass(frozen=True)
+class DecodeShare:
+    """The share of its decode bound that published runs reached: lowest, median, highest."""
+
+    low: float  # the lowest measured / bound among the runs
+    median: float
+    high: float
+    runs: int  # decode runs with a bound
+    devices: int  # distinct spec-table GPUs among them
+    lowest: str  # the device of the lowest share, as its source names it
+    highest: str  # the device of the highest share
+    tool: str  # the runtimes the runs used ("llama.cpp")
+
+    def applied(self, bound: float) -> tuple[float, float, float]:
+        """(low, median, high) of a decode bound in tokens/s: what these shares of it are."""
+        return bound * self.low, bound * self.median, bound * self.high
+
+
+@checked
+def decode_share(comparisons: list[Comparison] | None = None) -> DecodeShare:
+    """The lowest, median and highest measured / bound over the decode comparisons.
+
+    Default: every packaged published decode run that has a bound (batch 1, llama.cpp). The
+    shares are of bounds at a short context; applied to a longer one they assume the same
+    share of the (smaller) bound.
+    """
+    if comparisons is None:
+        return _packaged_share()
+    return _share(comparisons)
+
+
+# The packaged rows never change while gpulab runs, and a calculator asks on every edit.
+@functools.lru_cache(maxsize=1)
+def _packaged() -> tuple[Comparison, ...]:
+    return tuple(compare_all())
+
+
+@functools.lru_cache(maxsize=1)
+def _packaged_share() -> DecodeShare:
+    return _share(list(_packaged()))
+
+
+def _share(rows: list[Comparison]) -> DecodeShare:
+    decode = sorted((c for c in rows if c.kind == "decode" and c.ratio is not None),
+                    key=lambda c: c.ratio)
+    if not decode:
+        raise GpulabConfigError("comparisons holds no decode run with a bound: no share to take",
+                                "comparisons")
+    ratios = [c.ratio for c in decode]
+    return DecodeShare(
+        low=ratios[0], median=statistics.median(ratios), high=ratios[-1], runs=len(decode),
+        devices=len({c.measurement.gpu for c in decode}),
+        lowest=decode[0].measurement.device, highest=decode[-1].measurement.device,
+        # "llama.cpp (main)" and "llama.cpp (llama-bench)" are one runtime
+        tool=", ".join(sorted({c.measurement.tool.split(" (")[0] for c in decode})))
+
+
+@checked
+def typical_decode(bound_tokens_per_s: PositiveFloat) -> tuple[float, float, float]:
+    """What the published runs' lowest, median and highest share of a bound make of this one.
+
+    A decode bound in tokens/s (gpulab.perf.decode_tokens_per_s, one sequence) times the
+    shares of `decode_share()`: (low, median, high) tokens/s a runtime like theirs reaches.
+    """
+    return decode_share().applied(bound_tokens_per_s)
+
+
+@checked
+def on_gpu(gpu: GPUSpec | str) -> list[Comparison]:
+    """The packaged published measurements on this spec-table GPU, each beside its bound."""
+    card = resolve_gpu(gpu)
+    return [c for c in _packaged() if c.measurement.gpu == card.name]

@@ -46,6 +46,7 @@ __all__ = [
     "load_gpus",
     "reported_memory",
     "resolve_gpu",
+    "sorted_gpu_names",
     "tensor_capacity",
 ]
 
@@ -82,7 +83,7 @@ class GPUSpec:
     __validation_hint__ = "get one with gpulab.specs.get_gpu(name)"
 
     name: str  # the table's key: "RTX 4090", "H100 SXM", ...
-    vendor: str  # "NVIDIA", "AMD" or "Apple"
+    vendor: str  # "NVIDIA", "AMD", "Intel" or "Apple"
     architecture: str  # "Ada Lovelace (AD102)"
     compute_capability: str | None  # CUDA's "8.9"; None off NVIDIA
     memory_gb: float  # decimal GB as marketed
@@ -226,10 +227,18 @@ def load_gpus() -> dict[str, GPUSpec]:
     return dict(_table())
 
 
+def sorted_gpu_names() -> list[str]:
+    """The table's GPU names by vendor, then memory (smallest first), then name: a list to read."""
+    return [g.name for g in sorted(_table().values(),
+                                   key=lambda g: (g.vendor, g.memory_gb, g.name))]
+
+
 # --------------------------------------------------------------------------- name matching
 
-# Words that NVML/torch names carry but that do not tell two GPUs apart.
-_NOISE = {"nvidia", "geforce", "tesla", "amd", "radeon", "instinct", "apple", "graphics", "gpu"}
+# Words that NVML/torch names carry but that do not tell two GPUs apart ("r" and "tm" are the
+# marks in Intel's "Intel(R) Arc(TM) A770 Graphics").
+_NOISE = {"nvidia", "geforce", "tesla", "amd", "radeon", "instinct", "apple", "graphics", "gpu",
+          "r", "tm"}
 # Words that name a board variant rather than the chip: they decide between rows.
 _SXM = {"sxm", "sxm2", "sxm4", "sxm5"}
 _OTHER_FORMS = {"pcie", "nvl"}
@@ -323,7 +332,8 @@ def get_gpu(name: str) -> GPUSpec:
     if spec is None:
         hint = did_you_mean_text(name, table)
         raise GpulabConfigError(f"name={show(name)} is not a GPU in the spec table; "
-                                f"{hint + ' ' if hint else ''}known: {', '.join(table)}.", "name")
+                                f"{hint + ' ' if hint else ''}known: "
+                                f"{', '.join(sorted_gpu_names())}.", "name")
     return spec
 
 

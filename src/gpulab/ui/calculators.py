@@ -31,8 +31,8 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import PositiveInt, checked
-from gpulab.estimate import calculator, cost, memory, perf
+from gpulab.core.validate import PositiveFloat, PositiveInt, checked
+from gpulab.estimate import calculator, cost, memory, perf, published_bounds
 from gpulab.reference import formats, models, specs
 
 __all__ = [
@@ -98,20 +98,32 @@ def script() -> str:
 
 @checked  # checked here, so that an error names `users`, not gpulab.memory's `batch`
 def memory_expected(model: str, weights: formats.WeightFormatName, context: PositiveInt,
-                    users: PositiveInt, gpu: str, kv_cache: formats.KVFormat = "bf16") -> dict:
-    """What the memory calculator must show, from gpulab.memory, gpulab.perf and gpulab.specs
-    (the page goes through gpulab.choose): bytes, the fit, tokens/s, the GPUs it fits on."""
+                    users: PositiveInt, gpu: str, kv_cache: formats.KVFormat = "bf16",
+                    memory_gb: PositiveFloat | None = None) -> dict:
+    """What the memory calculator must show, from gpulab.memory, gpulab.perf, gpulab.specs and
+    the published runs (the page goes through gpulab.choose and gpulab.published_bounds):
+    bytes, the fits, tokens/s and the typical range (None where it does not fit), the GPUs."""
     spec = models.get(model)
     b = memory.estimate_inference(spec, weights, kv_cache, users, context)
     gpus = specs.load_gpus()
+    card = specs.get_gpu(gpu)
+    fits = b.total <= card.model_memory_bytes
     tps = perf.decode_tokens_per_s(spec, weights, kv_cache, batch=users, seq_len=context,
-                                   bandwidth_gbs=specs.get_gpu(gpu).bandwidth_gbs)
+                                   bandwidth_gbs=card.bandwidth_gbs)
+    # the published decode runs' measured / bound, sorted: lowest, median, highest
+    shares = sorted(c.measurement.figure / c.bound for c in published_bounds.compare_all()
+                    if c.kind == "decode" and c.bound is not None)
+    middle = len(shares) // 2
+    median = shares[middle] if len(shares) % 2 else (shares[middle - 1] + shares[middle]) / 2
+    typical = (tps * shares[0], tps * median, tps * shares[-1]) if fits and users == 1 else None
+    own = None if memory_gb is None else b.total <= (memory_gb * 1e9 - 2**29) / 1.05
     return {
         "total": b.total, "weights": b.weights, "kv": b.kv_cache,
         "other": b.total - b.weights - b.kv_cache,
-        "fits": b.total <= specs.get_gpu(gpu).model_memory_bytes,
+        "fits": fits, "fits_own": own,
         "fits_on": sorted(g.name for g in gpus.values() if b.total <= g.model_memory_bytes),
-        "tps_total": tps, "tps_user": tps / users,
+        "tps_total": tps if fits else None, "tps_user": tps / users if fits else None,
+        "tps_typical": typical,
     }
 
 
@@ -222,10 +234,25 @@ def _select(key: str, options: list[str], default: str, label: str) -> str:
             "</label>")
 
 
-def _number(key: str, text: str, label: str, integer: bool = False) -> str:
+def _number(key: str, text: str, label: str, integer: bool = False, extra: str = "") -> str:
     step = 'min="1" step="1"' if integer else 'step="any"'
     return (f'<label>{html.escape(label)} <input type="number" {step} data-in="{key}" '
-            f'value="{html.escape(text)}" disabled></label>')
+            f'value="{html.escape(text)}"{extra} disabled></label>')
+
+
+def _gpu_select(default: str, label: str) -> str:
+    """The GPU choice: grouped by vendor, smallest memory first, each with its memory."""
+    table = specs.load_gpus()
+    groups: dict[str, list[str]] = {}
+    for name in specs.sorted_gpu_names():
+        groups.setdefault(table[name].vendor, []).append(name)
+    body = "".join(
+        f'<optgroup label="{html.escape(vendor)}">' + "".join(
+            f'<option value="{html.escape(n)}"{" selected" if n == default else ""}>'
+            f"{html.escape(n)} ({table[n].memory_gb:g} GB)</option>" for n in names)
+        + "</optgroup>" for vendor, names in groups.items())
+    return (f'<label>{html.escape(label)} <select data-in="gpu" disabled>{body}</select>'
+            "</label>")
 
 
 _NOTE = 'class="note"'
@@ -243,14 +270,17 @@ def _calculator(kind: str, uid: str, body: str, status: str) -> str:
 
 def memory_calculator_html(uid: str = "gpulab-memory-calculator", model: str = "Llama-3-8B",
                            weights: str = "int4", kv_cache: str = "bf16", context: int = 8192,
-                           users: int = 1, gpu: str = "RTX 4090") -> str:
-    """The static memory calculator: model, formats, context, users, GPU -> memory, fit, tokens/s.
+                           users: int = 1, gpu: str = "RTX 4090",
+                           memory_gb: float | None = None) -> str:
+    """The static memory calculator: model, formats, context, users, GPU or your own memory ->
+    memory, fit, tokens/s with the typical range.
 
-    The arguments are the inputs it starts with; one gpulab refuses raises GpulabConfigError
-    naming it.
+    The arguments are the inputs it starts with (`memory_gb`: None leaves that field empty);
+    one gpulab refuses raises GpulabConfigError naming it.
     """
     values = {"model": model, "weights": weights.lower() if isinstance(weights, str) else weights,
-              "kv_cache": kv_cache, "context": context, "users": users, "gpu": gpu}
+              "kv_cache": kv_cache, "context": context, "users": users, "gpu": gpu,
+              "memory_gb": "" if memory_gb is None else memory_gb}
     texts = {key: _as_text(value) for key, value in values.items()}
     outputs = _page("memory", texts)
     controls = "".join([
@@ -259,7 +289,9 @@ def memory_calculator_html(uid: str = "gpulab-memory-calculator", model: str = "
         _select("kv_cache", list(formats.KV_FORMATS), texts["kv_cache"], _MEMORY_LABEL["kv_cache"]),
         _number("context", texts["context"], _MEMORY_LABEL["context"], integer=True),
         _number("users", texts["users"], _MEMORY_LABEL["users"], integer=True),
-        _select("gpu", list(specs.load_gpus()), texts["gpu"], _MEMORY_LABEL["gpu"]),
+        _gpu_select(texts["gpu"], _MEMORY_LABEL["gpu"]),
+        _number("memory_gb", texts["memory_gb"], _MEMORY_LABEL["memory_gb"],
+                extra=' min="0" placeholder="e.g. 8"'),
     ])
     rows = "".join([
         _row("total", "memory needed", "GB", outputs),
@@ -267,17 +299,25 @@ def memory_calculator_html(uid: str = "gpulab-memory-calculator", model: str = "
         _row("kv", "of which KV cache (all users)", "GB", outputs),
         _row("other", "of which activations and runtime", "GB", outputs),
         _row("fits", "fits on one of the chosen GPU", "", outputs),
-        _row("tps_total", "decode bound on that GPU, all users (if it fits)", "tokens/s", outputs),
-        _row("tps_user", "decode bound per user (if it fits)", "tokens/s", outputs),
-        _row("fits_on", "fits on one", "", outputs),
+        _row("fits_own", "fits in your own memory", "", outputs),
+        # the unit in the label: where the model does not fit, the value is words, not a speed
+        _row("tps_total", "decode bound on the chosen GPU, all users (tokens/s)", "", outputs),
+        _row("tps_user", "decode bound per user (tokens/s)", "", outputs),
+        _row("tps_typical", "typical per user, from published runs (tokens/s)", "", outputs),
+        _row("fits_on", f"fits on one (the {calculator.LISTED} smallest)", "", outputs),
     ])
+    share = published_bounds.decode_share()
     body = (f"<div>{controls}</div>{_out('div', 'error', outputs)}<table>{rows}</table>"
             f"{_out('div', 'note', outputs, _NOTE)}"
             '<div class="note">Computed by gpulab.choose (gpulab.memory.estimate_inference and '
             "gpulab.perf.decode_tokens_per_s), which your browser runs (GB = 10<sup>9</sup> "
-            "bytes, as cards are marketed; a Mac's GPU gets the share of unified memory "
-            "gpulab.choose allows). The decode bound is the card's bandwidth over the bytes a "
-            "step reads: an upper bound, reached by no runtime.</div>")
+            "bytes, as cards are marketed; your own memory is its size as the driver reports "
+            "it, and a Mac's GPU gets the share of unified memory gpulab.choose allows). The "
+            "decode bound is the card's bandwidth over the bytes a step reads: an upper bound, "
+            "reached by no runtime. The typical range applies to it the lowest, median and "
+            f"highest share of their own bound that {share.runs} published {html.escape(share.tool)} "
+            f"runs on {share.devices} devices reached ({share.low:.0%}, {share.median:.0%}, "
+            f"{share.high:.0%}). A model that does not fit gets no speed.</div>")
     status = ("The figures are those of the inputs shown. On the course's site the inputs are "
               "live: your browser runs gpulab itself (Pyodide). With a kernel, use the live "
               "widget <code>gpulab.widgets.memory_calculator()</code> or "
