@@ -7,7 +7,8 @@ import pytest
 from gpulab import candidates, choose
 
 PERSONAL = choose.Workload("Qwen2.5-7B", "q4_k_m", context_tokens=8192)
-FINE_TUNE = choose.Workload("Llama-3-8B", "bf16", 2048, concurrent_users=4, task="fine-tuning",
+# a full fine-tune one H100 holds (Llama-3-8B's needs 160 GB: two cards)
+FINE_TUNE = choose.Workload("Llama-3.2-3B", "bf16", 2048, concurrent_users=4, task="fine-tuning",
                             activation_checkpointing=True)
 
 
@@ -34,6 +35,17 @@ def test_fine_tuning_shows_the_training_bound_and_a_missing_price_as_none():
     row = str(table).splitlines()[-1]
     assert row.rstrip().endswith("none")  # a datacenter card has no list price
     assert f"{h100.training_tokens_per_s_bound:,.0f}" in row
+
+
+def test_a_card_that_does_not_hold_the_workload_shows_no_speed():
+    big = choose.Workload("Llama-3-70B", "bf16", context_tokens=8192)
+    small = choose.evaluate(big, "RTX 4090")
+    assert not small.fits and small.decode_tokens_per_s_per_user > 0  # the bound exists...
+    row = str(candidates.candidate_table([small], "t")).splitlines()[-1]
+    # ...but the table does not print it as a speed: the bound's cell says why instead
+    cells = [c for c in row.split("  ") if c.strip()]
+    assert [c.strip() for c in cells][:5] == [
+        "RTX 4090", "no", f"{small.memory_needed_bytes / 1e9:.1f}", "24", "does not fit"]
 
 
 def test_an_unknown_task_is_named():
