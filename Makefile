@@ -1,6 +1,6 @@
 # The README's two commands are `make book` and `make test`; everything else serves them
 # (`make site` and `make serve` rebuild and show the site `make book` built).
-# Every pip call goes through constraints.txt, which pins torch (DESIGN.md).
+# Every pip call goes through constraints.txt, which pins torch (docs/design.md).
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c

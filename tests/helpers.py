@@ -13,6 +13,7 @@ import importlib
 import importlib.util
 import os
 import sys
+from pathlib import Path
 from types import ModuleType
 
 import pytest
@@ -56,3 +57,20 @@ def raw_fact_check() -> dict:
 
     text = (resources.files("gpulab") / "data" / "fact_check.json").read_text(encoding="utf-8")
     return json.loads(text)
+
+
+def seeds_dir() -> Path:
+    """The folder of the two source articles: GPULAB_SEEDS, else the team's folder beside the
+    checkout. The one optional input of the tests (docs/design.md): a clone has no articles,
+    and the tests that read them skip with that reason."""
+    default = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
+    return Path(os.environ.get("GPULAB_SEEDS", default))
+
+
+def need_seeds() -> Path:
+    """The articles' folder, or a skip naming GPULAB_SEEDS when it is absent (never a failure:
+    the articles are not part of the repository)."""
+    seeds = seeds_dir()
+    if not seeds.is_dir():
+        pytest.skip(f"the source articles are not at {seeds}: set GPULAB_SEEDS to their folder")
+    return seeds

@@ -1,4 +1,4 @@
-"""The course's two editions, English and Chinese, built from one source (DESIGN.md).
+"""The course's two editions, English and Chinese, built from one source (docs/design.md).
 
 The Chinese edition is the English pages with their messages translated through Sphinx's
 gettext catalogues (``locales/zh_CN/LC_MESSAGES/<page>.po``, kept by ``tools/i18n.py``). Both

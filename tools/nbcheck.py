@@ -1,4 +1,4 @@
-"""Notebook format check (DESIGN.md, "Notebooks and labs"), with a `--fix` mode.
+"""Notebook format check (docs/design.md, "Notebooks"), with a `--fix` mode.
 
 Every notebook and lab must have: a title, the Colab set-up cell generated from
 `_config.yml`, a papermill `parameters` cell with `device = "auto"` and `quick = False`,

@@ -1,4 +1,4 @@
-"""The one execution pipeline of the course (DESIGN.md, "Execution and tests").
+"""The one execution pipeline of the course (docs/design.md, "One execution, then checks").
 
 1. Every notebook under ``notebooks/`` and every lab solution under ``labs/`` is found
    automatically and executed once with papermill into ``_build/<run>/executed/``.
@@ -560,7 +560,7 @@ def _copy_site_assets(static: Path) -> None:
     MathJax, the CJK font and Pyodide into the site's static folder, and write the archive of gpulab that the static calculators run in Pyodide.
 
     The site carries its own JavaScript so that it renders offline and sends no request to a
-    third-party CDN (DESIGN.md); the npm packages are pinned in package-lock.json.
+    third-party CDN (docs/design.md); the npm packages are pinned in package-lock.json.
     """
     from gpulab.ui import calculators  # the archive is of the gpulab this interpreter imports
 

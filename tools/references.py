@@ -1,6 +1,6 @@
 """nbval's output comparison, applied to the copies the pipeline already executed.
 
-DESIGN.md: papermill executes each notebook once; nbval then checks the cells tagged for
+docs/design.md: papermill executes each notebook once; nbval then checks the cells tagged for
 output checking. nbval's own runner would execute every notebook a second time, so this
 module calls nbval's comparison (``IPyNbCell.compare_outputs``: its sanitizers, its skipped
 keys, its stream coalescing) directly on the committed reference and the executed output.

@@ -3,7 +3,7 @@
 Jupyter Book 1 always loads sphinx-thebe, whose configuration script lands twice on every
 page ("Identifier 'THEBE_JS_URL' has already been declared") and points at unpkg.com. The
 course launches notebooks in Colab or Jupyter, never in Thebe, and sends no request to a
-third-party CDN (DESIGN.md), so its scripts and stylesheet are dropped from every page.
+third-party CDN (docs/design.md), so its scripts and stylesheet are dropped from every page.
 Registered as a local extension in ``_config.yml``.
 """
 

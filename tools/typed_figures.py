@@ -15,7 +15,7 @@ What does not count: code (fenced blocks and inline code), MyST roles (a glued v
 reference, a cross-reference), link targets and HTML attributes, product names that carry a
 number ("A100 80GB", "RTX 3060 12GB", "70B"), a quotation of a third-party source followed
 by its link, and the course's own timings, which are its design, not a property of a model or
-a GPU: the minutes on a notebook's "**Time:**" line (DESIGN.md asks every title cell for it)
+a GPU: the minutes on a notebook's "**Time:**" line (every title cell states it: docs/design.md)
 and the agenda durations of the workshop pages (minutes and hours under ``book/workshop/``).
 
 The work of replacing them lands in parts behind a ratchet: ``tests/typed_figures.json`` holds

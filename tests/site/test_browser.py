@@ -1,4 +1,4 @@
-"""Pages of the built site in headless Chromium, served from localhost (DESIGN.md).
+"""Pages of the built site in headless Chromium, served from localhost (docs/design.md).
 
 Every page opened here must load without a console error or a failed request, send no request
 off the machine, pass axe-core's accessibility rules at the "serious" and "critical" levels,

@@ -9,15 +9,13 @@ from __future__ import annotations
 
 import copy
 import re
-from pathlib import Path
 
 import pytest
 
 from gpulab import factcheck
 from gpulab.core.errors import GpulabConfigError
-from tests.helpers import raw_fact_check
+from tests.helpers import need_seeds, raw_fact_check
 
-SEEDS = Path(__file__).resolve().parents[3] / "shared" / "seeds"
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # Chinese text: Hanzi, or at least Chinese typography (a citation or "A10：24 GB" may have no Hanzi)
 CHINESE = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef“”]")
@@ -181,10 +179,11 @@ def test_the_rubric_verdicts_sections_and_articles_in_chinese():
         factcheck.verdict_name("half true", "zh_CN")
 
 
-@pytest.mark.skipif(not SEEDS.is_dir(), reason="the articles (../shared/seeds) are not beside the checkout")
 def test_each_chinese_section_title_is_the_articles_own_heading():
+    """Each section title in Chinese is a heading of its article, verbatim (GPULAB_SEEDS)."""
+    seeds = need_seeds()
     for seed_file, sections in factcheck.SECTIONS.items():
-        article = (SEEDS / seed_file).read_text(encoding="utf-8").splitlines()
+        article = (seeds / seed_file).read_text(encoding="utf-8").splitlines()
         for section in sections:
             title = factcheck.section_title(section, "zh_CN")
             assert title in (line.strip() for line in article), (section, title)

@@ -34,7 +34,7 @@ def test_the_cache_processes_fewer_positions_at_a_long_prompt():
     """With the cache a step sees one position per sequence; without it, all of them.
 
     No time is compared: on this tiny model both loops are launch-bound, and a CPU CI machine
-    under load reorders them (DESIGN.md: no pass/fail on a timing in CPU CI). The speed-up is
+    under load reorders them (docs/design.md: no pass/fail on a wall-clock time). The speed-up is
     measured, not asserted, in chapter 3's notebook and lab.
     """
     model = torch_models.build_model(TINY)

@@ -53,7 +53,7 @@ def test_constraints_pin_torch_and_pyproject_allows_it():
 
 
 def test_kernels_extra_leaves_triton_unpinned():
-    """Triton follows whatever the installed torch needs (DESIGN.md)."""
+    """Triton follows whatever the installed torch needs (docs/design.md)."""
     assert PYPROJECT["project"]["optional-dependencies"]["kernels"] == ["triton"]
 
 

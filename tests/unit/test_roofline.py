@@ -8,7 +8,7 @@ import torch
 from gpulab import roofline
 from gpulab.core.errors import GpulabConfigError
 
-RTX_4090 = (165.2e12, 1008e9)  # dense bf16 FLOP/s and bytes/s (shared/reference/gpu_specs.json)
+RTX_4090 = (165.2e12, 1008e9)  # dense bf16 FLOP/s and bytes/s (gpu_specs.json's RTX 4090)
 
 
 def test_ridge_point_of_an_rtx_4090():

@@ -1,7 +1,7 @@
 """The fact-check of the two source articles: every claim, its verdict and its correct value (appendix).
 
 The claims live in ``data/fact_check.json``, one entry per claim id of the course's claim list
-(``seed_claims.csv``: ids 1-119) plus the claims that list missed (ids 120 and up). Each entry
+(ids 1-119, listed when the course began) plus the claims that list missed (ids 120 and up). Each entry
 says what the article states (``quote``, in Chinese, and ``claim_en``), a ``verdict`` (one of
 VERDICTS) and the rubric clause that decided it, the ``correct_value`` with units, how that
 value is derived, and the course ``chapter`` that discusses it (0 is the set-up page), so that

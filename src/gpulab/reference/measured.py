@@ -1,4 +1,4 @@
-"""Figures measured on GPUs, stored with their provenance in data/measured/ (DESIGN.md).
+"""Figures measured on GPUs, stored with their provenance in data/measured/ (docs/design.md).
 
 A figure measured on a GPU the build machine does not have is data, not prose: a benchmark
 script writes it with the GPU, driver, torch version, date and command (``gpulab.record``),

@@ -1,4 +1,4 @@
-"""Matplotlib figures over the library's results; no logic of their own (DESIGN.md)."""
+"""Matplotlib figures over the library's results; no logic of their own (docs/design.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""ipywidgets front ends over the library; no logic of their own (DESIGN.md).
+"""ipywidgets front ends over the library; no logic of their own (docs/design.md).
 
 What a widget shows is computed by the layers below (the memory calculator's estimate and
 verdicts by ``gpulab.calculator``); a widget only lays it out and redraws it.
