@@ -9,7 +9,9 @@ The pipeline's gettext build (``tools/pipeline.py site``) writes one template pe
 - no figure typed in translation: a msgstr holds no number its msgid lacks;
 - nothing the build resolves is lost: the glue roles, claim references, links, substitutions
   and inline code of a msgid are all in its msgstr, and none is added; every equation is there
-  with the same structure (its \\text{} labels may be translated, a gloss may be added).
+  with the same structure (its \\text{} labels may be translated, a gloss may be added);
+- style (tools/catalogue_style.py): as many bold and italic spans as rendered, no English left
+  untranslated, and the accepted term of the glossary in STYLE.md.
 
     python tools/i18n.py update            # after a site build: new messages, fuzzy changes
     python tools/i18n.py check             # coverage and markup, as make test checks them
@@ -29,6 +31,9 @@ from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))  # `tools.catalogue_style` when this file runs as a script
+from tools import catalogue_style  # noqa: E402
+
 LOCALES = ROOT / "locales"
 LANG = "zh_CN"
 MIN_TRANSLATED = 0.98
@@ -145,6 +150,14 @@ def problems(msgid: str, msgstr: str) -> list[str]:
     return found
 
 
+def translation_problems(msgid: str, msgstr: str, locales: Path = LOCALES) -> list[str]:
+    """The markup problems of a translation, then its style problems against the glossary of
+    its language's STYLE.md (none where a scratch set of catalogues has no STYLE.md)."""
+    style = locales / LANG / "STYLE.md"
+    terms = catalogue_style.glossary(style) if style.exists() else ()
+    return problems(msgid, msgstr) + catalogue_style.problems(msgid, msgstr, terms)
+
+
 @dataclass
 class PageStats:
     """The state of one page's catalogue against its template."""
@@ -226,7 +239,8 @@ def page_stats(pot: Path, pot_dir: Path, locales: Path = LOCALES) -> PageStats:
             stats.fuzzy += 1
         elif msgstr and msgstr != message.id:
             stats.translated += 1
-            stats.problems += [f"{page}: {p} in {message.id[:70]!r}" for p in problems(message.id, msgstr)]
+            stats.problems += [f"{page}: {p} in {message.id[:70]!r}"
+                               for p in translation_problems(message.id, msgstr, locales)]
             continue
         stats.untranslated.append(message.id)
     return stats
@@ -266,7 +280,7 @@ def check_files(paths: list[Path]) -> list[str]:
         for message in _read(path):
             if message.id and message.string and message.string != message.id:
                 found += [f"{path.name}: {p} in {message.id[:70]!r}"
-                          for p in problems(message.id, message.string)]
+                          for p in translation_problems(message.id, message.string)]
     return found
 
 
