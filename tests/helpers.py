@@ -59,12 +59,16 @@ def raw_fact_check() -> dict:
     return json.loads(text)
 
 
+# The team's folder of the articles beside the checkout: the one path outside the repository
+# that a file of it may name (tests/unit/test_stands_alone.py).
+SEEDS_DEFAULT = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
+
+
 def seeds_dir() -> Path:
     """The folder of the two source articles: GPULAB_SEEDS, else the team's folder beside the
     checkout. The one optional input of the tests (docs/design.md): a clone has no articles,
     and the tests that read them skip with that reason."""
-    default = Path(__file__).resolve().parents[1].parent / "shared" / "seeds"
-    return Path(os.environ.get("GPULAB_SEEDS", default))
+    return Path(os.environ.get("GPULAB_SEEDS", SEEDS_DEFAULT))
 
 
 def need_seeds() -> Path:

@@ -22,11 +22,13 @@ from pathlib import Path
 
 from markdown_it import MarkdownIt
 
-# what the build resolves or keeps as written: stripped before the prose is checked
-ROLE = re.compile(r"\{[a-z][\w:.-]*\}`[^`]*`")
-CODE = re.compile(r"``.+?``|`[^`\n]+`")
-MATH = re.compile(r"\$\$.+?\$\$|(?<![\\$\w])\$(?=\S)[^$\n]+?(?<=\S)\$(?![\d$])", re.S)
+# What the build resolves or keeps as written (tools/i18n.py checks that a translation keeps
+# them, with these patterns): stripped before the prose is checked.
+ROLE = re.compile(r"\{([a-z][\w:.-]*)\}`([^`]*)`")
 SUBSTITUTION = re.compile(r"\{\{\s*[\w.]+\s*\}\}")
+DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
+INLINE_MATH = re.compile(r"(?<![\\$\w])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![\d$])")
+CODE = re.compile(r"``(.+?)``|`([^`\n]+)`")
 LINK_TARGET = re.compile(r"\]\([^)\s]*\)|<https?://[^>\s]+>|https?://\S+")
 # a link whose target is outside the site: its text is the source's own title
 OUTSIDE_LINK = re.compile(r"\[([^\]]*)\]\(https?://[^)\s]*\)")
@@ -65,7 +67,7 @@ def emphasis_problems(msgid: str, msgstr: str) -> list[str]:
 
 def prose(text: str) -> str:
     """A message's prose: code, math, roles, substitutions and link targets taken out."""
-    for pattern in (ROLE, CODE, MATH, SUBSTITUTION):
+    for pattern in (ROLE, CODE, DISPLAY_MATH, INLINE_MATH, SUBSTITUTION):
         text = pattern.sub(" ", text)
     return LINK_TARGET.sub("]", OUTSIDE_LINK.sub(" ", text))
 

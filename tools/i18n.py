@@ -38,14 +38,11 @@ LOCALES = ROOT / "locales"
 LANG = "zh_CN"
 MIN_TRANSLATED = 0.98
 
-# What a translation must keep exactly. A role's shown title may be translated
-# ({doc}`Title <target>`), so only its name and target count.
-ROLE = re.compile(r"\{([a-z][\w:.-]*)\}`([^`]*)`")
-SUBSTITUTION = re.compile(r"\{\{\s*[\w.]+\s*\}\}")
+# What a translation must keep exactly, in the patterns the style checks share. A role's shown
+# title may be translated ({doc}`Title <target>`), so only its name and target count.
+ROLE, SUBSTITUTION, CODE = catalogue_style.ROLE, catalogue_style.SUBSTITUTION, catalogue_style.CODE
+DISPLAY_MATH, INLINE_MATH = catalogue_style.DISPLAY_MATH, catalogue_style.INLINE_MATH
 LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>")
-DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
-INLINE_MATH = re.compile(r"(?<![\\$\w])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![\d$])")
-CODE = re.compile(r"``(.+?)``|`([^`\n]+)`")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 WORD = re.compile(r"[A-Za-z]{2,}")
 # units stay as written in Chinese (STYLE.md): "16 GB" or "300 W" alone has nothing to translate

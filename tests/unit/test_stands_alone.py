@@ -85,4 +85,5 @@ def test_the_articles_are_read_only_through_gpulab_seeds(monkeypatch, tmp_path):
     monkeypatch.setenv("GPULAB_SEEDS", str(tmp_path))
     assert helpers.seeds_dir() == tmp_path
     monkeypatch.delenv("GPULAB_SEEDS")
-    assert helpers.seeds_dir() == ROOT.parent / "shared" / "seeds"
+    assert helpers.seeds_dir() == helpers.SEEDS_DEFAULT
+    assert not helpers.SEEDS_DEFAULT.is_relative_to(ROOT)  # beside the checkout, not in it
