@@ -49,8 +49,9 @@ MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
 # Pyodide runs chapter 6's static calculators (gpulab.calculators); these are the files its
 # loader fetches (the .map files are for debuggers only).
 PYODIDE = ROOT / "node_modules" / "pyodide"
-PYODIDE_FILES = ("pyodide.mjs", "pyodide.asm.js", "pyodide.asm.wasm", "python_stdlib.zip",
-                 "pyodide-lock.json")
+# pyodide.js, the classic build, serves pages opened from file:// (gpulab.ui.calculators)
+PYODIDE_FILES = ("pyodide.mjs", "pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm",
+                 "python_stdlib.zip", "pyodide-lock.json")
 # The Chinese text of both editions renders in Noto Sans SC, which the site carries (OFL-1.1):
 # its 100 slices by Unicode range, of which a page loads only those its characters need.
 CJK_FONT = ROOT / "node_modules" / "@fontsource-variable" / "noto-sans-sc"
@@ -557,7 +558,8 @@ def _passed_notebooks(run: RunConfig) -> set[str]:
 
 def _copy_site_assets(static: Path) -> None:
     """Copy the course's stylesheet and scripts, require.js, the widget manager with its fonts,
-    MathJax, the CJK font and Pyodide into the site's static folder, and write the archive of gpulab that the static calculators run in Pyodide.
+    MathJax, the CJK font and Pyodide into the site's static folder, and write the archive of
+    gpulab that the static calculators run in Pyodide, with the carriers file:// pages load.
 
     The site carries its own JavaScript so that it renders offline and sends no request to a
     third-party CDN (docs/design.md); the npm packages are pinned in package-lock.json.
@@ -596,6 +598,12 @@ def _copy_site_assets(static: Path) -> None:
     archive = static / calculators.ARCHIVE
     archive.parent.mkdir(parents=True, exist_ok=True)
     archive.write_bytes(calculators.python_archive())
+    # the same files again as classic scripts, for pages opened from file://
+    for name in calculators.CARRIED_FILES:
+        carried = static / name
+        carrier = carried.with_name(carried.name + calculators.PAYLOAD_SUFFIX)
+        carrier.write_text(calculators.payload_script(carried.name, carried.read_bytes()),
+                           encoding="ascii")
 
 
 def html_dir(run: RunConfig) -> Path:

@@ -15,7 +15,9 @@ import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { JSDOM } from "jsdom";
 import { loadPyodide } from "pyodide";
-import { start, staticBase } from "../../src/gpulab/ui/js/calculators.mjs";
+import {
+  OVER_HTTP, carriedResponse, decodeBase64, installCarriedFetch, start, staticBase,
+} from "../../src/gpulab/ui/js/calculators.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const VENV_PYTHON = join(ROOT, ".venv", "bin", "python");
@@ -259,4 +261,41 @@ test("when gpulab cannot be loaded, the calculators say so and keep their output
   } finally {
     globalThis.gpulabCalculatorEngine = engine;
   }
+});
+
+// A page opened from file:// gets its files from classic scripts that carry them
+// (gpulab.ui.calculators.payload_script); here the archive's carrier, written by Python, runs
+// in a scope of its own, and fetch() must then give back the archive's bytes as Python wrote them.
+test("from file://, fetch() answers a carried file with its bytes, once, and passes the rest on", async () => {
+  const carrierURL = "file:///site/_static/gpulab/gpulab-py.zip.js";
+  const passed = [];
+  const scope = {
+    Request,
+    fetch: async (url) => {
+      passed.push(String(url));
+      throw new TypeError("Failed to fetch");
+    },
+  };
+  const run = new Function("globalThis", "document", fixture("gpulab-py.zip.js").toString("ascii"));
+  run(scope, { currentScript: { src: carrierURL } });
+  const url = carrierURL.slice(0, -".js".length);
+  assert.deepEqual(Object.keys(scope.gpulabFiles), [url]);
+  installCarriedFetch(scope, "file:///site/notebooks/06_choosing_hardware.html");
+  const response = await scope.fetch("../_static/gpulab/gpulab-py.zip");
+  assert.deepEqual(new Uint8Array(await response.arrayBuffer()), archive);
+  await assert.rejects(scope.fetch(new URL(url)), /Failed to fetch/); // given once, then dropped
+  await assert.rejects(scope.fetch("file:///site/_static/other.zip"), /Failed to fetch/);
+  assert.deepEqual(passed, [url, "file:///site/_static/other.zip"]);
+});
+
+test("a carried wasm file is typed application/wasm, which instantiateStreaming requires", async () => {
+  // "AGFzbQEAAAA=" is the 8-byte header of an empty wasm module; gzip it as Python does
+  const gz = execFileSync(PYTHON, ["-c", "import base64,gzip,sys;" +
+    "sys.stdout.write(base64.b64encode(gzip.compress(base64.b64decode('AGFzbQEAAAA='),mtime=0)).decode())"]);
+  const response = carriedResponse("file:///s/pyodide.asm.wasm", gz.toString());
+  assert.equal(response.headers.get("Content-Type"), "application/wasm");
+  const module = await WebAssembly.compileStreaming(response);
+  assert.ok(module instanceof WebAssembly.Module);
+  assert.deepEqual([...decodeBase64("AGFzbQEAAAA=")], [0, 97, 115, 109, 1, 0, 0, 0]);
+  assert.match(OVER_HTTP, /make serve/);
 });

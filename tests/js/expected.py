@@ -3,7 +3,7 @@
     python tests/js/expected.py OUT_DIR
 
 OUT_DIR gets gpulab-py.zip (``gpulab.calculators.python_archive()``, the archive the site
-carries), memory.html and cost.html (the snippets notebook 06 displays) and expected.json:
+carries) and gpulab-py.zip.js (its carrier for file:// pages, ``payload_script``), memory.html and cost.html (the snippets notebook 06 displays) and expected.json:
 the seeded inputs of tests/js/samples.py as the page's inputs hold them (text), with what
 gpulab computes for them here in CPython through ``memory_expected`` and ``cost_expected``,
 which do not go through the page's function, and the inputs the page must refuse.
@@ -75,7 +75,11 @@ def bad_cases() -> list[dict]:
 
 def main(out: Path) -> None:
     out.mkdir(parents=True, exist_ok=True)
-    (out / "gpulab-py.zip").write_bytes(calculators.python_archive())
+    archive = calculators.python_archive()
+    (out / "gpulab-py.zip").write_bytes(archive)
+    # the archive's carrier, as a page opened from file:// loads it
+    (out / "gpulab-py.zip.js").write_text(calculators.payload_script("gpulab-py.zip", archive),
+                                          encoding="ascii")
     (out / "memory.html").write_text(calculators.memory_calculator_html(), encoding="utf-8")
     (out / "cost.html").write_text(calculators.cost_calculator_html(), encoding="utf-8")
     data = {"memory": {"defaults": MEMORY_DEFAULTS, "samples": memory_cases()},

@@ -81,7 +81,7 @@ def browser():
 
 
 def open_offline(browser, viewport: dict | None = None):
-    """A new tab in which every request outside 127.0.0.1 is refused and recorded.
+    """A new tab in which every request that leaves the machine is refused and recorded.
 
     Returns (tab, outside): the test asserts `outside` is empty once the page has loaded.
     """
@@ -90,7 +90,8 @@ def open_offline(browser, viewport: dict | None = None):
 
     def guard(route):
         host = urlsplit(route.request.url).hostname
-        if route.request.url.startswith("data:") or host == "127.0.0.1":
+        # data: and file: stay on the machine (file: when a test opens a page as `make book` names it)
+        if route.request.url.startswith(("data:", "file:")) or host == "127.0.0.1":
             route.continue_()
         else:
             outside.append(route.request.url)

@@ -226,3 +226,54 @@ def test_outside_the_site_the_snippet_shows_its_defaults_and_loads_nothing(brows
         want = calculators.memory_expected("Llama-3-8B", "int4", 8192, 1, "RTX 4090")
         assert float(_out(tab, MEMORY, "total")[0]) == want["total"]
     tab.close()
+
+
+# `make book` names the site by its path, and Jupyter Book's banner says to paste file:///…;
+# there Chromium refuses module imports and fetch(), and the page falls back on the classic
+# scripts that carry Pyodide's files (gpulab.ui.calculators.CARRIED_FILES).
+@pytest.mark.parametrize("edition", ["", "zh_CN/"])
+def test_both_calculators_start_from_the_path_make_book_prints(browser, site, edition):
+    """Opened as file://, both calculators load gpulab, show what it computes and recompute."""
+    tab, outside = open_offline(browser, viewport={"width": 1280, "height": 900})
+    with _guarded(tab, outside):
+        tab.goto((site / edition / PAGE).as_uri(), wait_until="load")
+        for root in (MEMORY, COST):
+            try:
+                tab.wait_for_selector(f'{root}[data-state="ready"]', timeout=READY_TIMEOUT_MS)
+            except Exception:
+                pytest.fail(f"{root} from file:// is not ready: "
+                            f"{tab.inner_text(f'{root} [data-status]')!r}")
+        want = calculators.memory_expected("Llama-3-8B", "int4", 8192, 1, "RTX 4090")
+        assert float(_out(tab, MEMORY, "total")[0]) == pytest.approx(want["total"], rel=1e-9)
+        values = MEMORY_DEFAULTS | {"model": "Llama-3-70B", "users": 4}
+        _set(tab, MEMORY, values)
+        want = calculators.memory_expected("Llama-3-70B", "int4", 8192, 4, "RTX 4090")
+        assert float(_out(tab, MEMORY, "total")[0]) == pytest.approx(want["total"], rel=1e-9)
+        assert _out(tab, MEMORY, "tps_total") == ("", answers.NO_SPEED)  # 70B: not on a 4090
+        dearer = calculators.COST_DEFAULTS | {"price_per_hour": 12}
+        tab.fill(f'{COST} [data-in="price_per_hour"]', "12")
+        assert float(_out(tab, COST, "break_even_months")[0]) == pytest.approx(
+            calculators.cost_expected(dearer)["break_even_months"], rel=1e-9)
+        if not edition:
+            tab.locator(MEMORY).screenshot(path=str(site.parent / "calculators_from_file.png"))
+    tab.close()
+
+
+def test_from_a_file_a_calculator_that_cannot_start_says_to_serve_the_site(browser, tmp_path):
+    """A page opened from file:// whose _static/ lacks the carried files: the status line says
+    why and names `make serve`; the rendered outputs stay."""
+    page = tmp_path / "notebooks" / "page.html"
+    page.parent.mkdir()
+    (tmp_path / "_static").mkdir()
+    page.write_text(f'<!DOCTYPE html><html data-content_root="../"><head></head><body>'
+                    f"{calculators.memory_calculator_html()}</body></html>", encoding="utf-8")
+    tab, outside = open_offline(browser)
+    tab.goto(page.as_uri(), wait_until="load")
+    tab.wait_for_selector(f'{MEMORY}[data-state="failed"]', timeout=READY_TIMEOUT_MS)
+    status = tab.inner_text(f"{MEMORY} [data-status]")
+    assert "could not start" in status and "pyodide.js did not load" in status, status
+    assert "make serve" in status, status
+    want = calculators.memory_expected("Llama-3-8B", "int4", 8192, 1, "RTX 4090")
+    assert float(_out(tab, MEMORY, "total")[0]) == want["total"]
+    assert not outside
+    tab.close()

@@ -292,3 +292,26 @@ def test_archive_runs_alone(tmp_path):
     run = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(tmp_path),
                           json.dumps(MEMORY_DEFAULTS)], capture_output=True, text=True, check=True)
     assert json.loads(run.stdout) == calculator.page_outputs("memory", MEMORY_DEFAULTS)
+
+
+def test_a_carrier_script_holds_its_file_gzipped_in_base64_under_its_own_url():
+    """What a file:// page decodes is the file, byte for byte; the same bytes give the same
+    script (the site's build is reproducible); the script stores it under its own URL less .js."""
+    import base64
+    import gzip
+
+    data = calculators.python_archive()
+    script = calculators.payload_script("gpulab-py.zip", data)
+    assert script == calculators.payload_script("gpulab-py.zip", data)
+    key, packed = re.search(r'\[document\.currentScript\.src\.slice\(0, -(\d+)\)\] = "([^"]+)";',
+                            script).groups()
+    assert int(key) == len(".js") == len(calculators.PAYLOAD_SUFFIX)
+    assert gzip.decompress(base64.b64decode(packed, validate=True)) == data
+
+
+def test_the_snippet_names_the_classic_scripts_and_the_carried_files():
+    html = calculators.memory_calculator_html()
+    classic = re.search(r'data-classic="([^"]+)"', html).group(1).split()
+    carried = re.search(r'data-carried="([^"]+)"', html).group(1).split()
+    assert classic == ["pyodide/pyodide.js", "pyodide/pyodide.asm.js"]
+    assert calculators.ARCHIVE in carried and "pyodide/pyodide.asm.wasm" in carried

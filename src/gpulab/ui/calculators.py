@@ -23,7 +23,9 @@ unrounded value in ``data-value``; the calculator's root carries ``data-state`` 
 
 from __future__ import annotations
 
+import base64
 import fnmatch
+import gzip
 import html
 import io
 import zipfile
@@ -38,13 +40,17 @@ from gpulab.reference import formats, models, specs
 __all__ = [
     "ARCHIVE",
     "ARCHIVE_FILES",
+    "CARRIED_FILES",
+    "CLASSIC_SCRIPTS",
     "COST_DEFAULTS",
     "COST_INPUTS",
+    "PAYLOAD_SUFFIX",
     "PYODIDE_DIR",
     "cost_calculator_html",
     "cost_expected",
     "memory_calculator_html",
     "memory_expected",
+    "payload_script",
     "python_archive",
     "script",
 ]
@@ -59,6 +65,15 @@ ARCHIVE_FILES = ("__init__.py", "core/*.py", "reference/*.py", "estimate/*.py",
                  "data/*.json", "data/model_configs/*.json", "data/measured/*.json")
 _ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # a fixed date: the same sources give the same bytes
 SCRIPT = "calculators.mjs"  # in gpulab/ui/js/, package data
+# A page opened from file:// (the path `make book` prints) may not import a module or fetch() a
+# file: Chromium refuses both for the origin "null". It may still run classic scripts. So the
+# site also carries Pyodide's classic loader, and each file that Pyodide or the script fetches
+# as a classic script holding it (`payload_script`); on file:// the script loads those and
+# answers Pyodide's fetch() calls from them. Both lists are relative to _static/.
+CLASSIC_SCRIPTS = (f"{PYODIDE_DIR}pyodide.js", f"{PYODIDE_DIR}pyodide.asm.js")
+CARRIED_FILES = (f"{PYODIDE_DIR}pyodide.asm.wasm", f"{PYODIDE_DIR}python_stdlib.zip",
+                 f"{PYODIDE_DIR}pyodide-lock.json", ARCHIVE)
+PAYLOAD_SUFFIX = ".js"  # the carrier of `name` is `name.js`, beside it
 
 
 def _matching(root: Traversable, pattern: str) -> list[tuple[str, Traversable]]:
@@ -83,6 +98,16 @@ def python_archive() -> bytes:
                 info.external_attr = 0o644 << 16
                 archive.writestr(info, item.read_bytes())
     return buffer.getvalue()
+
+
+def payload_script(name: str, data: bytes) -> str:
+    """The classic script that carries one file for pages opened from file://: the file
+    gzipped, then base64, stored under the URL of the file (the script's own URL less `.js`)."""
+    packed = base64.b64encode(gzip.compress(data, compresslevel=9, mtime=0)).decode("ascii")
+    return (f"// {name} for pages opened from file:// (gpulab.ui.calculators.payload_script): "
+            "gzip, then base64\n"
+            f'(globalThis.gpulabFiles ??= {{}})[document.currentScript.src.slice(0, '
+            f'-{len(PAYLOAD_SUFFIX)})] = "{packed}";\n')
 
 
 def script() -> str:
@@ -261,7 +286,8 @@ _NOTE = 'class="note"'
 def _calculator(kind: str, uid: str, body: str, status: str) -> str:
     """The root element, with what the script needs to find the site's files."""
     return (f'{_STYLE}<div class="gpulab-calc" id="{html.escape(uid)}" data-calculator="{kind}" '
-            f'data-state="static" data-pyodide="{PYODIDE_DIR}" data-archive="{ARCHIVE}">'
+            f'data-state="static" data-pyodide="{PYODIDE_DIR}" data-archive="{ARCHIVE}" '
+            f'data-classic="{" ".join(CLASSIC_SCRIPTS)}" data-carried="{" ".join(CARRIED_FILES)}">'
             f'{body}<div class="note" data-status>{status}</div></div>'
             f'<script type="module">{script()}</script>')
 
