@@ -7,7 +7,7 @@ The pipeline's gettext build (``tools/pipeline.py site``) writes one template pe
 - coverage: at least MIN_TRANSLATED of the messages are translated, none is fuzzy; a msgstr
   equal to its msgid counts as untranslated;
 - no figure typed in translation: a msgstr holds no number its msgid lacks;
-- nothing the build resolves is lost: the glue roles, claim references, links, substitutions
+- nothing the build resolves is lost: the figure roles, claim references, links, substitutions
   and inline code of a msgid are all in its msgstr, and none is added; every equation is there
   with the same structure (its \\text{} labels may be translated, a gloss may be added);
 - style (tools/catalogue_style.py): as many bold and italic spans as rendered, no English left

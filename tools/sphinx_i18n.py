@@ -7,7 +7,7 @@
   in the other language (the Chinese site lies in ``zh_CN/`` under the English one).
 - In the Chinese edition, display equations take their translated labels from the catalogue,
   the table of contents' captions are translated too,
-  and the words notebooks glue into pages ("fits", "yes") are rendered in Chinese.
+  and the figures that are words ("fits", "yes") are rendered in Chinese.
 - In the Chinese edition the launch buttons say that they open the English notebooks: the
   code cells are shared, and only the site is translated.
 
@@ -111,10 +111,10 @@ def page_catalogue(transform: SphinxTransform):
 
 
 class TranslateGluedWords(SphinxPostTransform):
-    """Render the words that notebooks glue into the pages ("fits", "yes") in the edition's
+    """Render the figures that are words ("fits", "yes"), pasted by {fig}, in the edition's
     language (editions.GLUED_WORDS); numbers and names pass through as they are."""
 
-    default_priority = 6  # after myst-nb pastes the cross-page glue (5)
+    default_priority = 6
 
     def apply(self, **kwargs) -> None:
         from tools import editions

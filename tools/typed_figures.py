@@ -2,7 +2,7 @@
 
 The course's promise is that every figure a page states (bytes, bandwidth, FLOP/s, tokens/s,
 bits per weight, watts, prices, ratios, percentages) is computed by gpulab and placed into the
-text by the book's toolchain (myst-nb's glue, a claim reference), not typed. This tool finds
+text by the book's toolchain (a {fig} role, a claim reference), not typed. This tool finds
 the numbers with a unit that are typed instead, in:
 
 - the chapter pages, ``book/**/*.md``;
@@ -11,7 +11,7 @@ the numbers with a unit that are typed instead, in:
   and a derivation's ``note`` (``quote`` and ``claim_en`` are the articles' own words, cited
   once, and are not counted).
 
-What does not count: code (fenced blocks and inline code), MyST roles (a glued value, a claim
+What does not count: code (fenced blocks and inline code), MyST roles (a pasted figure, a claim
 reference, a cross-reference), link targets and HTML attributes, product names that carry a
 number ("A100 80GB", "RTX 3060 12GB", "70B"), a quotation of a third-party source followed
 by its link, and the course's own timings, which are its design, not a property of a model or
@@ -20,7 +20,7 @@ and the agenda durations of the workshop pages (minutes and hours under ``book/w
 
 The work of replacing them lands in parts behind a ratchet: ``tests/typed_figures.json`` holds
 each file's count, a test fails when a file has more than its baseline (or a new file has
-any), and ``--update`` lowers the baseline after figures are glued (it never raises one).
+any), and ``--update`` lowers the baseline after figures are pasted (it never raises one).
 
     python tools/typed_figures.py             # the count per file, and the total
     python tools/typed_figures.py --show FILE # each typed figure of one file, with its line

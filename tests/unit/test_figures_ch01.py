@@ -19,8 +19,7 @@ import pytest
 from gpulab import specs
 from gpulab.core.errors import GpulabConfigError
 from gpulab.course import derivations, factcheck, figures_ch01
-from gpulab.ui import glue
-from tools import glued_pages, typed_figures
+from tools import page_figures, typed_figures
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = "book/01_why_gpus_are_fast.md"
@@ -130,21 +129,20 @@ def test_bandwidth_ratios(fig):
     assert (fig["server_over_desktop_lo"], fig["server_over_desktop_hi"]) == (4.0, 6.0)
 
 
-def test_every_value_can_be_glued(fig):
+def test_every_value_is_a_figure_a_page_can_paste(fig):
     for key, value in fig.items():
-        assert key.isidentifier() and key == key.lower()
-        assert glue.plain_value(key, value) == value
+        assert page_figures.NAME.fullmatch(key), key
+        assert type(value) in (int, float, str), (key, value)
 
 
 # ---- the page
 
 
-def test_every_glue_reference_of_the_page_resolves_and_every_figure_is_used(fig):
-    refs = glued_pages.parse((ROOT / PAGE).read_text(encoding="utf-8"), PAGE)
-    assert {r.notebook for r in refs} == {NOTEBOOK}
+def test_every_figure_reference_of_the_page_resolves_and_every_figure_is_used(fig):
+    refs = page_figures.parse((ROOT / PAGE).read_text(encoding="utf-8"), PAGE)
     for ref in refs:
-        glued_pages.resolve(ref)  # raises GlueError with the reference and why
-    assert {r.key for r in refs} == set(fig), "figures() computes a figure the page does not paste"
+        page_figures.resolve_ref(ref)  # raises FigureError with the reference and why
+    assert {r.name for r in refs} == set(fig), "figures() computes a figure the page does not paste"
 
 
 def test_the_page_types_no_figure():
@@ -162,7 +160,7 @@ def test_the_page_cites_chapter_one_claims_that_exist():
 
 
 def test_the_page_leads_with_the_all_core_turbo_ratio():
-    rendered = glued_pages.render(ROOT / PAGE)
+    rendered = page_figures.render(ROOT / PAGE)
     assert "about 33 for FP32 compute" in rendered
     assert "32–62" not in rendered and "32 to 62 (FP32" not in rendered
 
@@ -201,9 +199,3 @@ def test_the_ddr5_verdict_shows_the_ratios_the_cell_above_prints(cells):
     for ratio in desktop:
         assert f"{ratio}x" in markdown
     assert "remove-input" in cells["c11b"]["metadata"]["tags"]
-
-
-def test_the_notebook_glues_the_chapter_figures(cells):
-    from gpulab.course import figures
-
-    assert "".join(cells["glue-chapter-figures"]["source"]) == figures.glue_cell_source(NOTEBOOK)

@@ -93,7 +93,7 @@ def test_kv_cache_by_hand(figs):
 def test_decode_bound_and_offload_by_hand(figs):
     # one token reads every weight but the input embedding (one row of it) plus the KV cache
     read = (LLAMA70_PARAMS - VOCAB * H) * Q4_K_M_BPW / 8 + 327_680 * 4096
-    assert figs["llama70_q4km_rtx4090_bound_tok_s"] == pytest.approx(RTX4090_GBS * 1e9 / read, rel=0.005)
+    assert figs["llama70_q4km_4k_rtx4090_bound_tok_s"] == pytest.approx(RTX4090_GBS * 1e9 / read, rel=0.005)
     w_g, w_c = figs["offload_wg_gb"], figs["offload_wc_gb"]
     assert w_g <= _usable_gb(SMI_MIB["rtx4090"])
     slowdown = (w_g / RTX4090_GBS + w_c / DDR5_5600_DUAL_GBS) / ((w_g + w_c) / RTX4090_GBS)

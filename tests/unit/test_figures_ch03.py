@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from gpulab.course import figures_ch03
-from tools import glued_pages
+from tools import page_figures
 
-PAGE = Path(glued_pages.ROOT) / "book" / "03_inference_vs_training.md"
+PAGE = Path(page_figures.ROOT) / "book" / "03_inference_vs_training.md"
 NOTEBOOK = "notebooks/03_inference_vs_training.ipynb"
 RTX4090_GBS, H100_GBS, H200_GBS = 1008, 3350, 4800  # spec sheets (bus x data rate)
 RTX4090_BF16, H100_BF16 = 165.2e12, 989.4e12  # dense BF16 with FP32 accumulation

@@ -12,7 +12,7 @@ import pytest
 
 from gpulab.course import figures_ch07
 from gpulab.reference import formats
-from tools import glued_pages
+from tools import page_figures
 
 PAGES = ("book/07_beyond_one_gpu.md", "book/workshop/instructor_guide.md")
 NOTEBOOK = "notebooks/07_beyond_one_gpu.ipynb"
@@ -50,30 +50,30 @@ def fig() -> dict:
 
 @pytest.fixture
 def cache():
-    """glued_pages computes a notebook's figures once per process; each test starts afresh."""
-    glued_pages._figures.cache_clear()
-    yield glued_pages._figures
-    glued_pages._figures.cache_clear()
+    """page_figures computes the figures once per process; each test starts afresh."""
+    page_figures.figures.cache_clear()
+    yield page_figures.figures
+    page_figures.figures.cache_clear()
 
 
 @pytest.mark.parametrize("page", PAGES)
 def test_every_reference_of_the_pages_resolves(page, cache):
-    path = glued_pages.ROOT / page
-    refs = glued_pages.parse(path.read_text(encoding="utf-8"), page)
-    mine = [r for r in refs if r.notebook == NOTEBOOK]
-    assert mine, f"{page} pastes nothing from {NOTEBOOK}"
+    path = page_figures.ROOT / page
+    refs = page_figures.parse(path.read_text(encoding="utf-8"), page)
+    mine = set(figures_ch07.figures())
+    assert {r.name for r in refs} & mine, f"{page} pastes nothing of chapter 7's figures"
     for ref in refs:
-        glued_pages.resolve(ref)  # raises GlueError on a missing key or a spec that does not apply
+        page_figures.resolve_ref(ref)  # raises FigureError on a missing key or a spec that does not apply
 
 
 def test_the_chapter_page_pastes_only_what_reads_as_a_figure(cache):
-    text = glued_pages.render(glued_pages.ROOT / PAGES[0])
+    text = page_figures.render(page_figures.ROOT / PAGES[0])
     for bad in ("None", "nan", "inf"):
         assert not re.search(rf"\b{bad}\b", text), f"the rendered page says {bad!r}"
 
 
 def test_the_guide_says_the_doctors_thresholds(cache):
-    text = glued_pages.render(glued_pages.ROOT / PAGES[1])
+    text = page_figures.render(page_figures.ROOT / PAGES[1])
     assert "less than 1 GiB free on a GPU" in text
     assert "less than 2 GiB of RAM available" in text
     assert "more than 50% of a GPU's memory" in text
@@ -156,11 +156,11 @@ def test_the_moe_model_reads_less_per_token_than_the_dense_one(fig):
 
 def test_a_constant_of_gpulab_moves_the_page(monkeypatch, cache):
     """int4 with a wider scale: the page's bytes per token change with it, untyped."""
-    before = glued_pages.render(glued_pages.ROOT / PAGES[0])
+    before = page_figures.render(page_figures.ROOT / PAGES[0])
     cache.cache_clear()
     int4 = formats.WEIGHT_FORMATS["int4"]
     monkeypatch.setitem(formats.WEIGHT_FORMATS, "int4", dataclasses.replace(int4, scale_bits=32))
-    after = glued_pages.render(glued_pages.ROOT / PAGES[0])
+    after = page_figures.render(page_figures.ROOT / PAGES[0])
     assert before != after
     fig = figures_ch07.figures()
     assert fig["int4_bits_per_weight"] == pytest.approx(4 + 32 / 128)

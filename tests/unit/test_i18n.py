@@ -182,21 +182,21 @@ def test_only_the_fact_check_runs_once_more_and_in_chinese():
     assert editions.outputs_language(runs[0][0], "zh_CN") == "zh_CN"
 
 
-def test_every_word_a_chapter_glues_reads_in_chinese():
-    """Each glued value of the book's pages that is words, as tools/glued_pages.py resolves it
-    from the chapters' figures, has a Chinese rendering; numbers and GPU names pass through."""
+def test_every_word_a_chapter_pastes_reads_in_chinese():
+    """Each pasted figure of the book's pages that is words, as tools/page_figures.py resolves
+    it from the chapters' figures, has a Chinese rendering; numbers and GPU names pass through."""
     import re
 
     from gpulab.reference import specs
-    from tools import glued_pages
+    from tools import page_figures
 
     names = set(specs.load_gpus())
     english = set()
-    for page in glued_pages.pages():
-        rel = page.relative_to(glued_pages.ROOT).as_posix()
-        for ref in glued_pages.parse(page.read_text(encoding="utf-8"), rel):
-            value = glued_pages.resolve(ref)
-            if ref.spec == "s" and re.search(r"[a-z]{2,}", value) and not value.startswith("<"):
+    for page in page_figures.pages():
+        rel = page.relative_to(page_figures.ROOT).as_posix()
+        for ref in page_figures.parse(page.read_text(encoding="utf-8"), rel):
+            value = page_figures.resolve_ref(ref)
+            if ref.spec in ("s", "") and re.search(r"[a-z]{2,}", value):
                 english.add(value)
     assert {"fits", "does not fit", "yes", "no"} <= english
     untranslated = [v for v in english

@@ -1,11 +1,10 @@
-"""Which notebook computes the figures of which chapter page, and what they are.
+"""The figures the chapter pages paste, by name, in one namespace across the chapters.
 
-Each chapter page ``book/0N_*.md`` pastes its figures from its chapter notebook with
-myst-nb's glue (``{glue:text}`../notebooks/0N_*.ipynb::key:.1f```). The values are computed in
-one place, the chapter's ``figures_ch0N.figures()``, and glued by the notebook's last cell, so a
-constant changed in gpulab changes every page that shows a figure derived from it.
-``tools/glued_pages.py`` resolves the pages' references against these same functions, which
-lets a test check every reference without building the site.
+A page says ``{fig}`llama70_q4km_gb:.1f``` and the site build pastes the value of that name,
+formatted by the spec after the last ":" (tools/sphinx_figures.py). The values are computed in
+one place, each chapter's ``figures_ch0N.figures()``, so a constant changed in gpulab changes
+every page that shows a figure derived from it; ``tools/page_figures.py`` resolves the same
+references without building the site, for the tests.
 """
 
 from __future__ import annotations
@@ -15,9 +14,9 @@ from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
 
-__all__ = ["CHAPTER_NOTEBOOKS", "chapter_figures", "glue_cell_source"]
+__all__ = ["CHAPTER_NOTEBOOKS", "all_figures", "chapter_figures", "format_figure"]
 
-# The chapter notebook (relative to the repository) -> the module whose figures() it glues.
+# The chapter notebook (relative to the repository) -> the module that computes its page's figures.
 CHAPTER_NOTEBOOKS: dict[str, str] = {
     "notebooks/01_why_gpus_are_fast.ipynb": "gpulab.course.figures_ch01",
     "notebooks/02_will_it_fit.ipynb": "gpulab.course.figures_ch02",
@@ -30,18 +29,43 @@ CHAPTER_NOTEBOOKS: dict[str, str] = {
 
 
 def chapter_figures(notebook: str) -> dict[str, Any]:
-    """The figures that ``notebook`` (a key of CHAPTER_NOTEBOOKS) glues, by key."""
+    """The figures of ``notebook``'s chapter (a key of CHAPTER_NOTEBOOKS), by name."""
     module = CHAPTER_NOTEBOOKS.get(notebook)
     if module is None:
-        raise GpulabConfigError(f"notebook={notebook!r} glues no chapter figures; allowed: "
+        raise GpulabConfigError(f"notebook={notebook!r} is not a chapter notebook; allowed: "
                                 + ", ".join(CHAPTER_NOTEBOOKS))
     return importlib.import_module(module).figures()
 
 
-def glue_cell_source(notebook: str) -> str:
-    """The code of the notebook's last cell, which glues its chapter's figures."""
-    module = CHAPTER_NOTEBOOKS[notebook].rsplit(".", 1)[1]
-    return ("# The figures the chapter page quotes, computed by gpulab and pasted there by\n"
-            "# myst-nb's glue; they stay hidden here, where the cells above print their own.\n"
-            f"from gpulab import glue, {module}\n\n"
-            f"glue.glue_figures({module}.figures())")
+def all_figures() -> dict[str, Any]:
+    """Every chapter's figures by name; a name that two chapters give different values is an
+    error, as a page could not say which it means."""
+    merged: dict[str, Any] = {}
+    owner: dict[str, str] = {}
+    for notebook in CHAPTER_NOTEBOOKS:
+        for name, value in chapter_figures(notebook).items():
+            if name in merged and merged[name] != value:
+                raise GpulabConfigError(f"figure {name!r} is {merged[name]!r} in "
+                                        f"{CHAPTER_NOTEBOOKS[owner[name]]} and {value!r} in "
+                                        f"{CHAPTER_NOTEBOOKS[notebook]}: give one of them "
+                                        "another name")
+            merged.setdefault(name, value)
+            owner.setdefault(name, notebook)
+    return merged
+
+
+def format_figure(value: int | float | str, spec: str = "") -> str:
+    """A figure as a page shows it: ``format(value, spec)``, the value first made the kind the
+    spec formats (int for d, float for f and %), as myst-nb's glue did; no spec: ``str``."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        raise GpulabConfigError(f"value={value!r}: a figure is an int, a float or a str")
+    if spec == "":
+        return str(value)
+    kind = spec[-1]
+    if kind == "s":
+        value = str(value)
+    elif kind in "bcdoxX":
+        value = int(value)
+    elif kind in "eEfFgGn%":
+        value = float(value)
+    return format(value, spec)

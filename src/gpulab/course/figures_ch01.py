@@ -1,7 +1,7 @@
 """Chapter 01's figures: every number `book/01_why_gpus_are_fast.md` quotes, computed by gpulab.
 
-The page pastes each one by its key with myst-nb's glue; the chapter notebook's last cell glues
-them (gpulab.course.figures). Keys are snake_case and say what the value is and its unit.
+The page pastes each one by its name with the {fig} role (gpulab.course.figures).
+Keys are snake_case and say what the value is and its unit.
 
 Most inputs come from gpulab's tables (``gpulab.specs``: the GPU and CPU spec sheets with their
 sources) and from the fact-check's constants (the article's own figures). The few inputs those
@@ -306,7 +306,7 @@ def _benchmark(v: dict[str, Any]) -> None:
 
 
 def figures() -> dict[str, Any]:
-    """Every figure the chapter page pastes, by glue key."""
+    """Every figure the chapter page pastes, by name."""
     v: dict[str, Any] = {}
     # in this order: each part reads what the ones before it added
     for part in (_cpu, _gpu_cores, _tensor_cores, _fp4, _bandwidth, _ratios, _roofline, _vs_3060,

@@ -1,7 +1,7 @@
 """Chapter 02's figures: every number that `book/02_vram.md` quotes, computed from gpulab.
 
-The page pastes each one by its key with myst-nb's glue; the chapter notebook's last cell glues
-them (gpulab.course.figures). Keys are snake_case and say what the value is and its unit:
+The page pastes each one by its name with the {fig} role (gpulab.course.figures).
+Keys are snake_case and say what the value is and its unit:
 ``_gb`` is decimal GB (1e9 bytes), ``_gib`` binary GiB, ``_mib`` MiB, ``_bits`` bits per weight.
 Sizes are computed here in bytes and divided once, at the end of each helper.
 
@@ -141,7 +141,7 @@ def _verdicts(f: dict[str, Any]) -> dict[str, Any]:
         "article_7b_int4_gb": ARTICLE_7B_INT4_GB,
         "tier7_int4_left_gb": ARTICLE_7B_INT4_GB - f["tier7_q4km_gb"],
         "llama70_decode_read_gb": decode / GB, "rtx4090_bandwidth_gbs": bw,
-        "llama70_q4km_rtx4090_bound_tok_s": perf.decode_tokens_per_s(
+        "llama70_q4km_4k_rtx4090_bound_tok_s": perf.decode_tokens_per_s(
             llama, "q4_k_m", "bf16", 1, OFFLOAD_CONTEXT, bw),
         "ratio_fp16_int4": formats.bits_per_weight("fp16") / f["int4_bits"],
         "ratio_fp16_q4km": formats.bits_per_weight("fp16") / f["q4km_bits"],
@@ -193,7 +193,7 @@ def _moe() -> dict[str, Any]:
 def _runtime() -> dict[str, Any]:
     """Logits of a long prompt, and each card's capacity as the driver reports it."""
     s = models.get("Llama-3-70B")
-    out: dict[str, Any] = {"prompt_tokens": PROMPT_TOKENS, "fp32_bytes": formats.DTYPE_BYTES["fp32"],
+    out: dict[str, Any] = {"logits_prompt_tokens": PROMPT_TOKENS, "fp32_bytes": formats.DTYPE_BYTES["fp32"],
                            "llama70_all_logits_gb": s.vocab_size * PROMPT_TOKENS * 4 / GB,
                            "cuda_context_gib": specs.CUDA_CONTEXT_BYTES / GIB,
                            "allocator_slack": specs.ALLOCATOR_SLACK}
@@ -333,7 +333,7 @@ def _training() -> dict[str, Any]:
 
 
 def figures() -> dict[str, Any]:
-    """Every figure the chapter page pastes, by glue key."""
+    """Every figure the chapter page pastes, by name."""
     out = _formula()
     out |= _llama70()
     out |= _verdicts(out)

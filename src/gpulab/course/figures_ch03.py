@@ -1,7 +1,7 @@
 """Chapter 03's figures: every number that `book/03_inference_vs_training.md` quotes, computed from gpulab.
 
-The page pastes each one by its key with myst-nb's glue; the chapter notebook's last cell glues
-them (gpulab.course.figures). Keys are snake_case and say what the value is and its unit.
+The page pastes each one by its name with the {fig} role (gpulab.course.figures).
+Keys are snake_case and say what the value is and its unit.
 Bandwidths, peaks, capacities and parameter counts come from gpulab's reference data; what the
 page chooses (models, cards, contexts, assumed utilisations) and the articles' own figures
 (by claim id) are named constants below.
@@ -152,7 +152,7 @@ def _prefill_decode() -> dict[str, Any]:
     read = perf.decode_bytes_per_step(s, "bf16", "bf16", 1, 1)
     step_s = read / g.bandwidth_bytes_per_s
     return {"llama3_8b_bf16_weights_gb": _gb(memory.weight_bytes(s, "bf16")),
-            "prompt_tokens": PROMPT_TOKENS, "prefill_matmul_tflop": matmul / 1e12,
+            "prefill_prompt_tokens": PROMPT_TOKENS, "prefill_matmul_tflop": matmul / 1e12,
             "prefill_attention_share": perf.attention_flops_per_token(s, PROMPT_TOKENS)
             / (2 * perf.matmul_params(s)),
             "prefill_rtx4090_s": prefill_s, "prefill_rtx4090_ms_per_token": prefill_s / PROMPT_TOKENS * 1e3,
@@ -396,6 +396,6 @@ def _embeddings() -> dict[str, Any]:
 
 
 def figures() -> dict[str, Any]:
-    """Every figure the chapter page pastes, by glue key."""
+    """Every figure the chapter page pastes, by name."""
     return (_flops() | _training() | _prefill_decode() | _decode_claims() | _batching()
             | _images() | _embeddings())

@@ -1,7 +1,7 @@
 """Chapter 04's figures: every number that `book/04_backends.md` quotes, computed from gpulab.
 
-The page pastes each one by its key with myst-nb's glue; the chapter notebook's last cell glues
-them (gpulab.course.figures). Keys are snake_case and say what the value is and its unit.
+The page pastes each one by its name with the {fig} role (gpulab.course.figures).
+Keys are snake_case and say what the value is and its unit.
 """
 
 from __future__ import annotations
@@ -206,7 +206,7 @@ def _layers() -> dict[str, Any]:
         "llama3_70b_q4km_layer_read_mb": per_layer_read / 1e6,
         "llama3_70b_q4km_head_mb": head / 1e6,
         "offload_gpu_read_gb": gpu_read / GB, "offload_cpu_read_gb": cpu_read / GB,
-        "offload_gpu_ms": t_gpu * 1e3, "offload_cpu_ms": t_cpu * 1e3,
+        "offload_gpu_read_ms": t_gpu * 1e3, "offload_cpu_read_ms": t_cpu * 1e3,
         "offload_step_ms": (t_gpu + t_cpu) * 1e3, "offload_tok_s": offloaded,
         "offload_ram_share": cpu_read / (gpu_read + cpu_read),
         "llama3_70b_q4km_step_gb": step / GB, "llama3_70b_q4km_fitted_tok_s": fitted,
@@ -225,5 +225,5 @@ def _deepseek() -> dict[str, Any]:
 
 
 def figures() -> dict[str, Any]:
-    """Every figure the chapter page pastes, by glue key."""
+    """Every figure the chapter page pastes, by name."""
     return {**_backend_table(), **_attention(), **_fusion(), **_precision(), **_layers(), **_deepseek()}

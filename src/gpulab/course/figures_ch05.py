@@ -1,7 +1,7 @@
 """Chapter 05's figures: every number that `book/05_pitfalls.md` quotes, computed from gpulab.
 
-The page pastes each one by its key with myst-nb's glue; the chapter notebook's last cell glues
-them (gpulab.course.figures). Keys are snake_case and say what the value is and its unit.
+The page pastes each one by its name with the {fig} role (gpulab.course.figures).
+Keys are snake_case and say what the value is and its unit.
 """
 
 from __future__ import annotations
@@ -201,6 +201,6 @@ def _doctor() -> dict[str, Any]:
 
 
 def figures() -> dict[str, Any]:
-    """Every figure the chapter page pastes, by glue key."""
+    """Every figure the chapter page pastes, by name."""
     return {**_out_of_memory(), **_loader(), **_launch(), **_versions(), **_attention(),
             **_power_and_timing(), **_loading(), **_doctor()}

@@ -1,7 +1,7 @@
 """Chapter 06's figures: every number that `book/06_choosing_hardware.md` quotes, computed from gpulab.
 
-The page pastes each one by its key with myst-nb's glue; the chapter notebook's last cell glues
-them (gpulab.course.figures). Keys are snake_case and say what the value is and its unit.
+The page pastes each one by its name with the {fig} role (gpulab.course.figures).
+Keys are snake_case and say what the value is and its unit.
 
 The workloads are those of the chapter notebook (the articles' four scenarios, the two 3090s
 against one 4090, the power supply, the cost example); the articles' own inputs (0.6 CNY/kWh,
@@ -220,7 +220,7 @@ def _misconceptions() -> dict[str, Any]:
         "llama3b_cpu_tok_s": cpu_tps, "llama3b_rtx4060ti_tok_s": gpu_tps,
         "llama3b_rtx4090_tok_s": big_tps,
         "llama3b_rtx4060ti_vs_cpu_x": gpu_tps / cpu_tps, "llama3b_rtx4090_vs_cpu_x": big_tps / cpu_tps,
-        "prompt_tokens": PROMPT_TOKENS,
+        "cpu_check_prompt_tokens": PROMPT_TOKENS,
         "llama3b_prompt_cpu_s": prompt_cpu, "llama3b_prompt_rtx4060ti_ms": prompt_gpu * 1000,
         "llama3b_prompt_rtx4060ti_vs_cpu_x": prompt_cpu / prompt_gpu,
         "team_needed_gb": _gb(team.memory_needed_bytes), "team_fits": _fits(team),
@@ -347,6 +347,6 @@ def _break_even() -> dict[str, Any]:
 
 
 def figures() -> dict[str, Any]:
-    """Every figure the chapter page pastes, by glue key."""
+    """Every figure the chapter page pastes, by name."""
     return (_cost_claims() | _capacity() | _scenarios() | _misconceptions() | _pair_vs_one() | _links()
             | _datacenter() | _power() | _break_even())

@@ -1,7 +1,7 @@
 """Chapter 07's figures: every number that `book/07_beyond_one_gpu.md` quotes, computed from gpulab.
 
-The page pastes each one by its key with myst-nb's glue; the chapter notebook's last cell glues
-them (gpulab.course.figures). Keys are snake_case and say what the value is and its unit. The
+The page pastes each one by its name with the {fig} role (gpulab.course.figures).
+Keys are snake_case and say what the value is and its unit. The
 instructor guide (`book/workshop/instructor_guide.md`) pastes its few figures from here too,
 under keys that start with ``guide_``.
 
@@ -308,7 +308,7 @@ def guide_figures() -> dict[str, Any]:
 
 
 def figures() -> dict[str, Any]:
-    """Every figure the chapter page pastes, by glue key."""
+    """Every figure the chapter page pastes, by name."""
     out: dict[str, Any] = {}
     for part in (zero_figures, model_parallel_figures, allreduce_figures, link_figures,
                  two_card_figures, moe_figures, guide_figures):
