@@ -16,7 +16,7 @@ LLAMA70_INT4_8K = Workload("Llama-3-70B", weight_format="int4", context_tokens=8
 # --------------------------------------------------------------------------- fit
 
 
-# An RTX 4090 reports 24,564 MiB (nvidia-smi, gpu_memory_reported.json); the tensors get what
+# An RTX 4090 reports 24,564 MiB (nvidia-smi, as gpu_specs.json cites it); the tensors get what
 # is left after a 0.5 GiB CUDA context, less a 5% allocator slack on those tensors.
 RTX_4090_TENSORS = (24564 * 2**20 - 2**29) / 1.05
 

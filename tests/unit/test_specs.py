@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import re
+from pathlib import Path
 
 import pytest
 
@@ -473,3 +474,13 @@ def test_cpu_peak_at_the_all_core_clocks_by_hand():
     assert cpu.peak_fp32_flops("base") < cpu.peak_fp32_flops("all-core") < cpu.peak_fp32_flops("turbo")
     with pytest.raises(GpulabConfigError, match="clock='boost'"):
         cpu.peak_fp32_flops("boost")
+
+
+def test_a_row_without_its_reported_memory_is_refused_by_name():
+    """One GPU is one row: its driver-reported capacity is a field of the row, not optional."""
+    row = json.loads((Path(specs.__file__).parents[1] / "data" / "gpu_specs.json").read_text(
+        encoding="utf-8"))["gpus"]["RTX 4090"]
+    assert row["memory_reported"]["mib"] == 24564  # RLinf issue 255's nvidia-smi output
+    del row["memory_reported"]
+    with pytest.raises(KeyError, match="row 'RTX 4090' lacks the key 'memory_reported'"):
+        specs._row("RTX 4090", row)

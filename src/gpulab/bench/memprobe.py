@@ -12,35 +12,20 @@ and the modules, optimizers and tensors given to ``track_external``; a tensor ma
 starts (the input ids) is not counted unless given. Its categories follow the phase, not the
 tensor: everything made in the forward pass is "Activation" (the KV cache and the logits
 too), in the backward "Temp", in the optimizer step "Optstate" (AdamW's temporaries too).
-``get_tracker_snapshot("peak")`` is the global peak, every category at that one moment (what
-``peak`` here reports); per-module peaks (``display_modulewise_snapshots``) are each module's
-own. Kernels' internal buffers are invisible to it: ``allocator_peak_bytes`` is a second
-instrument that sees them (on the CPU, torch.profiler's allocator count).
+``get_tracker_snapshot("peak")`` is the global peak, every category at that one moment (what a
+measured ``Breakdown.peak`` reports); per-module peaks (``display_modulewise_snapshots``) are
+each module's own. Kernels' internal buffers are invisible to it: ``allocator_peak_bytes``
+is a second instrument that sees them (on the CPU, torch.profiler's allocator count).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from gpulab.core.validate import PositiveInt, checked
 from gpulab.estimate.memory import Breakdown
-
-
-@dataclass(frozen=True)
-class Measured:
-    """Bytes measured for each part of one inference pass or training step."""
-
-    weights: int = 0
-    kv_cache: int = 0
-    activations: int = 0
-    gradients: int = 0
-    optimizer: int = 0
-    peak: int = 0  # the largest total of live tensors seen at any moment
-    device: str = "cpu"
-    allocator_peak: int | None = None  # torch.cuda.max_memory_reserved on a CUDA GPU
-    notes: tuple[str, ...] = field(default=(), compare=False)
 
 
 def tensor_bytes(tensors) -> int:
@@ -80,7 +65,7 @@ def _device_of(model):
     return next(model.parameters()).device
 
 
-def measure_inference(model, batch: int, seq_len: int, logits: str = "last") -> Measured:
+def measure_inference(model, batch: int, seq_len: int, logits: str = "last") -> Breakdown:
     """One prefill of batch x seq_len tokens with a KV cache: weights, cache, transient activations."""
     import torch
 
@@ -104,12 +89,12 @@ def measure_inference(model, batch: int, seq_len: int, logits: str = "last") -> 
     # The cache is written during the pass and is counted as activations by the tracker.
     acts = max(0, tracker.category_peaks.get("ACT", 0) + tracker.category_peaks.get("TEMP", 0) - kv)
     allocator = torch.cuda.max_memory_reserved(device) if device.type == "cuda" else None
-    return Measured(weights=weights, kv_cache=kv, activations=acts, peak=total_peak,
-                    device=str(device), allocator_peak=allocator)
+    return Breakdown(weights=weights, kv_cache=kv, activations=acts, peak_tensors=total_peak,
+                     device=str(device), allocator_peak=allocator)
 
 
 def measure_training(model, batch: int, seq_len: int, optimizer: str = "adamw",
-                     activation_checkpointing: bool = False) -> Measured:
+                     activation_checkpointing: bool = False) -> Breakdown:
     """The second of two training steps (the first creates the optimizer's states)."""
     import torch
 
@@ -148,10 +133,10 @@ def measure_training(model, batch: int, seq_len: int, optimizer: str = "adamw",
     # Weights, gradients and optimizer states are the exact sizes of those tensors; the
     # activations are the most the tracker saw kept for the backward pass at any moment.
     weights = tensor_bytes([*model.parameters(), *model.buffers()])
-    return Measured(weights=weights, activations=peaks.get("ACT", 0), gradients=sizes["gradients"],
-                    optimizer=sizes["optimizer"], peak=total_peak, device=str(device),
-                    allocator_peak=allocator,
-                    notes=(f"temporaries at most {peaks.get('TEMP', 0) / 2**20:.1f} MiB",))
+    return Breakdown(weights=weights, activations=peaks.get("ACT", 0), gradients=sizes["gradients"],
+                     optimizer=sizes["optimizer"], peak_tensors=total_peak, device=str(device),
+                     allocator_peak=allocator,
+                     notes=(f"temporaries at most {peaks.get('TEMP', 0) / 2**20:.1f} MiB",))
 
 
 def input_grad_hooks(model) -> bool:
@@ -192,7 +177,7 @@ def _optimizer(model, name: str):
     raise ValueError(f"optimizer={name!r} cannot be measured here; use 'adamw', 'sgd-momentum' or 'sgd'")
 
 
-def compare(predicted: Breakdown, measured: Measured, parts=("weights", "kv_cache", "activations",
+def compare(predicted: Breakdown, measured: Breakdown, parts=("weights", "kv_cache", "activations",
                                                               "gradients", "optimizer")) -> list[dict]:
     """Rows of predicted vs measured bytes per part, with the error in % of the measurement."""
     rows = []

@@ -112,7 +112,8 @@ def weight_bytes(spec: ModelSpec, fmt: WeightFormatName = "bf16") -> int:
 @checked
 @dataclass(frozen=True)
 class Breakdown:
-    """Bytes of each part of a workload's memory, and their total."""
+    """Bytes of each part of a workload's memory, and their total: estimated here, or measured
+    by ``gpulab.memprobe`` (which fills `device`, and `allocator_peak` on a CUDA GPU)."""
 
     weights: int = 0
     kv_cache: int = 0
@@ -124,6 +125,8 @@ class Breakdown:
     # Tensors live at the worst moment, when parts do not all peak together (training:
     # activations shrink as gradients grow during the backward pass); None: all together.
     peak_tensors: int | None = None
+    device: str | None = None  # where it was measured; None for an estimate
+    allocator_peak: int | None = None  # measured on a CUDA GPU: torch.cuda.max_memory_reserved
 
     PARTS = ("weights", "kv_cache", "activations", "gradients", "optimizer", "overhead")
 

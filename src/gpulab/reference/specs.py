@@ -105,8 +105,10 @@ class GPUSpec:
     source: str  # where every figure comes from
     note: str | None = None
     cpu_cores: int | None = None  # Apple SoCs only: the chip bin this row describes
-    # Capacity as the driver reports it (data/gpu_memory_reported.json): MiB, and its source.
+    # Capacity as the driver reports it (the row's "memory_reported"): MiB, whether a published
+    # driver output ("reported") or the marketed GB read as GiB ("nominal-gib"), and its source.
     memory_mib: int | None = None
+    memory_kind: str | None = None
     memory_source: str | None = None
 
     def peak_flops(self, dtype: str) -> float | None:
@@ -118,7 +120,7 @@ class GPUSpec:
     @property
     def memory_bytes(self) -> int:
         """Capacity in bytes as the driver reports it (nvidia-smi's total), not as marketed."""
-        if self.memory_mib is None:  # a row added without its driver figure: read GB as GiB
+        if self.memory_mib is None:  # a GPUSpec built by hand, without a driver figure: GB as GiB
             return int(self.memory_gb * 2**30)
         return self.memory_mib * MIB
 
@@ -184,41 +186,38 @@ def check_dtype(dtype: str) -> None:
 
 
 _OPTIONAL = ("note", "cpu_cores")
-_REPORTED = ("memory_mib", "memory_source")  # from gpu_memory_reported.json, not gpu_specs.json
+_REPORTED = ("memory_mib", "memory_kind", "memory_source")  # from the row's "memory_reported"
 _MAPPINGS = ("peak_tflops", "interconnect")
 
 
 def _row(name: str, row: dict[str, Any]) -> GPUSpec:
     """Build a GPUSpec from one JSON row; a missing required key raises KeyError naming the row."""
     required = [f.name for f in fields(GPUSpec) if f.name not in ("name", *_OPTIONAL, *_REPORTED)]
-    missing = [key for key in required if key not in row]
+    missing = [key for key in (*required, "memory_reported") if key not in row]
     if missing:
         raise KeyError(f"gpu_specs.json row {name!r} lacks the key {missing[0]!r}")
     values = {key: row[key] for key in required}
     values.update({key: MappingProxyType(dict(row[key])) for key in _MAPPINGS})  # read-only
-    return GPUSpec(name=name, **values, **{key: row.get(key) for key in (*_OPTIONAL, *_REPORTED)})
+    reported = row["memory_reported"]
+    return GPUSpec(name=name, **values, **{key: row.get(key) for key in _OPTIONAL},
+                   memory_mib=reported["mib"], memory_kind=reported["kind"],
+                   memory_source=reported["source"])
 
 
 def _data(name: str) -> dict[str, Any]:
     return json.loads((resources.files("gpulab") / "data" / name).read_text(encoding="utf-8"))
 
 
-@lru_cache(maxsize=1)
 def reported_memory() -> dict[str, dict[str, Any]]:
     """Each row's driver-reported capacity: {"mib", "kind", "source"}, by GPU name."""
-    return _data("gpu_memory_reported.json")["gpus"]
+    return {name: {"mib": g.memory_mib, "kind": g.memory_kind, "source": g.memory_source}
+            for name, g in _table().items()}
 
 
 @lru_cache(maxsize=1)
 def _table() -> dict[str, GPUSpec]:
-    """Parse the packaged JSON once, each row with its driver-reported capacity."""
-    reported = reported_memory()
-    table = {}
-    for name, row in _data("gpu_specs.json")["gpus"].items():
-        memory = reported.get(name, {})
-        table[name] = _row(name, {**row, "memory_mib": memory.get("mib"),
-                                  "memory_source": memory.get("source")})
-    return table
+    """Parse the packaged JSON once."""
+    return {name: _row(name, row) for name, row in _data("gpu_specs.json")["gpus"].items()}
 
 
 def load_gpus() -> dict[str, GPUSpec]:
