@@ -18,13 +18,10 @@ by its link, and the course's own timings, which are its design, not a property 
 a GPU: the minutes on a notebook's "**Time:**" line (every title cell states it: docs/design.md)
 and the agenda durations of the workshop pages (minutes and hours under ``book/workshop/``).
 
-The work of replacing them lands in parts behind a ratchet: ``tests/typed_figures.json`` holds
-each file's count, a test fails when a file has more than its baseline (or a new file has
-any), and ``--update`` lowers the baseline after figures are pasted (it never raises one).
+None is left: ``make test`` fails on any (tests/unit/test_typed_figures.py).
 
     python tools/typed_figures.py             # the count per file, and the total
     python tools/typed_figures.py --show FILE # each typed figure of one file, with its line
-    python tools/typed_figures.py --update    # lower the committed baseline to today's counts
 """
 
 from __future__ import annotations
@@ -40,7 +37,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 from tools.pipeline import discover  # noqa: E402
 
-BASELINE = ROOT / "tests" / "typed_figures.json"
 FACT_CHECK = ROOT / "src" / "gpulab" / "data" / "fact_check.json"
 FACT_CHECK_FIELDS = ("correct_value", "reason")  # quote and claim_en: the article's own words
 
@@ -176,44 +172,22 @@ def count(root: Path = ROOT) -> dict[str, list[Figure]]:
     return {path: figures_in_text(text, path) for path, text in sources(root).items()}
 
 
-def load_baseline(path: Path = BASELINE) -> dict[str, int]:
-    """The committed per-file counts that may only fall."""
-    return json.loads(path.read_text(encoding="utf-8"))["files"]
-
-
-def over_baseline(found: dict[str, list[Figure]], baseline: dict[str, int]) -> dict[str, tuple[int, int]]:
-    """Files with more typed figures than their baseline: path -> (count, allowed)."""
-    return {path: (len(figs), baseline.get(path, 0)) for path, figs in found.items()
-            if len(figs) > baseline.get(path, 0)}
-
-
 def main(argv: list[str] | None = None) -> int:
-    """Print the counts; --show a file's figures; --update lowers the baseline."""
+    """Print the counts, or --show a file's figures; 1 when any figure is typed."""
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--show", metavar="FILE", help="list each typed figure of one file")
-    parser.add_argument("--update", action="store_true", help="lower the baseline to today's counts")
     args = parser.parse_args(argv)
     found = count()
     if args.show:
         for fig in found.get(args.show, []):
             print(f"{fig.path}:{fig.line}: {fig.text:>14}   {fig.context}")
         return 0
-    baseline = load_baseline() if BASELINE.exists() else {}
     for path, figs in sorted(found.items(), key=lambda kv: -len(kv[1])):
-        allowed = baseline.get(path)
-        print(f"{len(figs):5d}  {path}" + (f"  (baseline {allowed})" if allowed is not None else ""))
+        if figs:
+            print(f"{len(figs):5d}  {path}")
     total = sum(len(f) for f in found.values())
-    print(f"{total:5d}  typed figures in all" +
-          (f" (baseline {sum(baseline.values())})" if baseline else ""))
-    if args.update:
-        raised = {p: n for p, n in over_baseline(found, baseline).items()} if baseline else {}
-        if raised:
-            print(f"not updated: these files have more than their baseline: {raised}")
-            return 1
-        counts = {path: len(figs) for path, figs in sorted(found.items())}
-        BASELINE.write_text(json.dumps({"total": total, "files": counts}, indent=1) + "\n")
-        print(f"baseline written: {BASELINE.relative_to(ROOT)}")
-    return 0
+    print(f"{total:5d}  typed figures in {len(found)} files")
+    return 1 if total else 0
 
 
 if __name__ == "__main__":

@@ -70,8 +70,8 @@ def _compute_vs_cpu() -> dict[str, float]:
 
 # ---- chapter 1: compute, bandwidth, Tensor Cores
 
-@register("speedup_4090_vs_13900k_fp32")
-def _speedup_fp32() -> Computed:
+@register
+def speedup_4090_vs_13900k_fp32() -> Computed:
     v = _compute_vs_cpu()
     return Computed(v["fp32"], "x", f"about {v['fp32']:.0f}x",
                     f"FP32 peaks: RTX 4090 {v['gpu_fp32_tflops']:g} TFLOP/s / i9-13900K "
@@ -81,8 +81,8 @@ def _speedup_fp32() -> Computed:
                     f"{v['gpu_bw']:g} / {v['cpu_bw']:g} = {v['bw_ratio']:.1f}x (gpulab.specs)", v)
 
 
-@register("speedup_4090_bf16_vs_13900k_fp32")
-def _speedup_bf16() -> Computed:
+@register
+def speedup_4090_bf16_vs_13900k_fp32() -> Computed:
     v = _compute_vs_cpu()
     v["h100_vs_cpu_base"] = gpu("H100 SXM").peak_tflops["bf16"] / v["cpu_base_tflops"]
     v["h100_vs_cpu_all_core"] = gpu("H100 SXM").peak_tflops["bf16"] / v["cpu_all_core_tflops"]
@@ -93,8 +93,8 @@ def _speedup_bf16() -> Computed:
                     f"{v['h100_vs_cpu_all_core']:.0f}x the same CPU peak", v)
 
 
-@register("linear_benchmark_implied_rate")
-def _linear_bench() -> Computed:
+@register
+def linear_benchmark_implied_rate() -> Computed:
     v = _compute_vs_cpu()
     gpu_rate, cpu_rate = LINEAR_BENCH_FLOP / ARTICLE_GPU_S, LINEAR_BENCH_FLOP / ARTICLE_CPU_S
     v.update(gpu_tflops=gpu_rate / 1e12, gpu_share=gpu_rate / (v["gpu_fp32_tflops"] * 1e12),
@@ -108,8 +108,8 @@ def _linear_bench() -> Computed:
                     f"exceeds the peak ratio of about {v['fp32']:.0f}x", v)
 
 
-@register("core_counts_4090_13900k")
-def _cores() -> Computed:
+@register
+def core_counts_4090_13900k() -> Computed:
     g, c = gpu("RTX 4090"), cpu_13900k()
     v = {**_compute_vs_cpu(), "cuda_cores": g.cuda_cores, "cpu_cores": c.cores,
          "core_ratio": g.cuda_cores / c.cores}
@@ -118,8 +118,8 @@ def _cores() -> Computed:
                     f"lane: compare peak FLOP/s instead (about {v['fp32']:.0f}x)", v)
 
 
-@register("fp4_vs_fp16_rtx5090")
-def _fp4() -> Computed:
+@register
+def fp4_vs_fp16_rtx5090() -> Computed:
     t = gpu("RTX 5090").peak_tflops
     v = {"fp4_tflops": t["fp4"], "fp16_tflops": t["fp16_fp16acc"], "ratio": t["fp4"] / t["fp16_fp16acc"],
          "vs_bf16": t["fp4"] / t["bf16"]}
@@ -128,8 +128,8 @@ def _fp4() -> Computed:
                     f"TFLOP/s; {v['vs_bf16']:.0f}x a BF16 PyTorch matmul", v)
 
 
-@register("rtx4090_bandwidth")
-def _bw4090() -> Computed:
+@register
+def rtx4090_bandwidth() -> Computed:
     g = gpu("RTX 4090")
     v = {"bw": g.bandwidth_gbs, "bus_bits": g.memory_bus_bits, "rate_gbps": g.memory_data_rate_gbps}
     return Computed(g.bandwidth_gbs, "GB/s", f"{g.bandwidth_gbs:g} GB/s",
@@ -137,8 +137,8 @@ def _bw4090() -> Computed:
                     f"{g.derived_bandwidth_gbs():g} GB/s", v)
 
 
-@register("ddr5_dual_channel_bandwidth")
-def _ddr5() -> Computed:
+@register
+def ddr5_dual_channel_bandwidth() -> Computed:
     c, g = cpu_13900k(), gpu("RTX 4090")
     v = {"lo": DDR5_4800_DUAL_GBS, "hi": c.memory_bandwidth_gbs, "claimed_gbs": ARTICLE_DDR5_GBS,
          "vs_claimed": g.bandwidth_gbs / ARTICLE_DDR5_GBS, "vs_hi": g.bandwidth_gbs / c.memory_bandwidth_gbs}
@@ -148,8 +148,8 @@ def _ddr5() -> Computed:
                     f"{v['vs_hi']:.1f}x", v)
 
 
-@register("rtx4090_vs_rtx3060")
-def _vs3060() -> Computed:
+@register
+def rtx4090_vs_rtx3060() -> Computed:
     a, b = gpu("RTX 4090"), gpu("RTX 3060 12GB")
     bw, fl = a.bandwidth_gbs / b.bandwidth_gbs, a.peak_tflops["bf16"] / b.peak_tflops["bf16"]
     return Computed(bw, "x", f"{bw:.1f}x (bandwidth) to {fl:.1f}x (BF16 compute)",
@@ -158,8 +158,8 @@ def _vs3060() -> Computed:
                     {"bw_ratio": bw, "bf16_ratio": fl})
 
 
-@register("tensor_vs_fp32_speedup")
-def _tc() -> Computed:
+@register
+def tensor_vs_fp32_speedup() -> Computed:
     a, h = gpu("RTX 4090"), gpu("H100 SXM")
     ra, rh = a.peak_tflops["bf16"] / a.peak_tflops["fp32"], h.peak_tflops["bf16"] / h.peak_tflops["fp32"]
     return Computed(ra, "x", f"{ra:.1f}x (RTX 4090) to {rh:.1f}x (H100 SXM)",
@@ -168,8 +168,8 @@ def _tc() -> Computed:
                     {"geforce": ra, "datacenter": rh})
 
 
-@register("hbm_vs_gddr_bandwidth")
-def _hbm() -> Computed:
+@register
+def hbm_vs_gddr_bandwidth() -> Computed:
     ref = gpu("RTX 4090").bandwidth_gbs
     hbm = {n: gpu(n).bandwidth_gbs for n in ("A100 40GB SXM", "A100 80GB SXM", "H100 SXM", "H200")}
     lo, hi = min(hbm.values()) / ref, max(hbm.values()) / ref
@@ -180,16 +180,16 @@ def _hbm() -> Computed:
                     f"the RTX 5090 ({r5090:g} GB/s) exceeds the A100 40GB ({hbm['A100 40GB SXM']:g})", v)
 
 
-@register("hbm_memory_types")
-def _hbm_types() -> Computed:
+@register
+def hbm_memory_types() -> Computed:
     names = ("A100 40GB SXM", "A100 80GB SXM", "H100 SXM")
     kinds = [gpu(n).memory_type for n in names]
     return Computed(len(kinds), "cards", ", ".join(kinds),
                     "; ".join(f"{n}: {k}" for n, k in zip(names, kinds, strict=True)) + " (gpulab.specs)")
 
 
-@register("vram_vs_ddr5_ratio")
-def _vram_ratio() -> Computed:
+@register
+def vram_vs_ddr5_ratio() -> Computed:
     c = cpu_13900k().memory_bandwidth_gbs
     low, high = gpu("RTX 4060 Ti 16GB").bandwidth_gbs, gpu("RTX 4090").bandwidth_gbs
     lo, hi = low / c, high / c
@@ -198,16 +198,16 @@ def _vram_ratio() -> Computed:
                     f"({c:g} GB/s)", {"lo": lo, "hi": hi})
 
 
-@register("nvlink_a100_h100")
-def _nvlink() -> Computed:
+@register
+def nvlink_a100_h100() -> Computed:
     a, h = (gpu(n).interconnect["nvlink_gbs"] for n in ("A100 80GB SXM", "H100 SXM"))
     return Computed(h, "GB/s", f"A100 {a:g} GB/s, H100 {h:g} GB/s",
                     "NVLink bandwidth per GPU, gpulab.specs (A100 80GB SXM, H100 SXM)",
                     {"a100_nvlink": a, "h100_nvlink": h})
 
 
-@register("fa3_claim_vs_h100_peak")
-def _fa3() -> Computed:
+@register
+def fa3_claim_vs_h100_peak() -> Computed:
     peak = gpu("H100 SXM").peak_tflops["fp16"]
     claimed = 120  # the article's "在H100上实现120 TFLOPs"
     share = claimed / peak
@@ -218,8 +218,8 @@ def _fa3() -> Computed:
 
 # ---- chapters 4-6: versions, power, prices
 
-@register("cuda_12_6_min_driver")
-def _driver() -> Computed:
+@register
+def cuda_12_6_min_driver() -> Computed:
     compat, linux = drivers.required_drivers("12.6", "linux")
     _, windows = drivers.required_drivers("12.6", "windows")
     return Computed(float(linux.split(".")[0]), "driver", f"{linux} (Linux) / {windows} (Windows)",
@@ -228,8 +228,8 @@ def _driver() -> Computed:
                     {"linux": linux, "windows": windows, "compat": compat})
 
 
-@register("rtx5090_memory_and_launch")
-def _r5090() -> Computed:
+@register
+def rtx5090_memory_and_launch() -> Computed:
     g = gpu("RTX 5090")
     return Computed(g.memory_gb, "GB", f"{g.memory_gb:g} GB, launched {g.launch_date}",
                     f"gpulab.specs: {g.memory_gb:g} GB {g.memory_type}, launch {g.launch_date}, "
@@ -237,22 +237,22 @@ def _r5090() -> Computed:
                     {"memory_gb": g.memory_gb, "launch": g.launch_date})
 
 
-@register("a10_memory")
-def _a10() -> Computed:
+@register
+def a10_memory() -> Computed:
     g = gpu("A10")
     return Computed(g.memory_gb, "GB", f"{g.memory_gb:g} GB", f"gpulab.specs: A10, {g.memory_gb:g} GB {g.memory_type}",
                     {"memory_gb": g.memory_gb})
 
 
-@register("rtx5070ti_memory")
-def _r5070ti() -> Computed:
+@register
+def rtx5070ti_memory() -> Computed:
     g = gpu("RTX 5070 Ti")
     return Computed(g.memory_gb, "GB", f"{g.memory_gb:g} GB", f"gpulab.specs: RTX 5070 Ti, {g.memory_gb:g} GB "
                     f"{g.memory_type}", {"memory_gb": g.memory_gb, "memory_type": g.memory_type})
 
 
-@register("m3_ultra_memory")
-def _m3u() -> Computed:
+@register
+def m3_ultra_memory() -> Computed:
     m3, m2 = gpu("Apple M3 Ultra"), gpu("Apple M2 Ultra")
     return Computed(m3.memory_gb, "GB", f"{m3.memory_gb:g} GB",
                     f"gpulab.specs: M3 Ultra up to {m3.memory_gb:g} GB at {m3.bandwidth_gbs:g} GB/s; "
@@ -260,23 +260,23 @@ def _m3u() -> Computed:
                     {"memory_gb": m3.memory_gb, "bw": m3.bandwidth_gbs, "m2_memory_gb": m2.memory_gb})
 
 
-@register("power_limit_fraction_4090")
-def _pl() -> Computed:
+@register
+def power_limit_fraction_4090() -> Computed:
     g = gpu("RTX 4090")
     r = ARTICLE_POWER_W / g.board_power_w
     return Computed(r, "fraction", f"{r:.1%}", f"{ARTICLE_POWER_W} W / {g.board_power_w:g} W board power "
                     "(gpulab.specs)", {"share": r, "board_w": g.board_power_w, "limit_w": ARTICLE_POWER_W})
 
 
-@register("rtx4090_board_power")
-def _pw() -> Computed:
+@register
+def rtx4090_board_power() -> Computed:
     g = gpu("RTX 4090")
     return Computed(g.board_power_w, "W", f"{g.board_power_w:g} W", "RTX 4090 total graphics power (gpulab.specs)",
                     {"board_w": g.board_power_w, "psu_w": RTX4090_MIN_PSU_W})
 
 
-@register("compute_capability_recommended")
-def _cc() -> Computed:
+@register
+def compute_capability_recommended() -> Computed:
     names = ("RTX 3090", "RTX 4090", "RTX 5090", "A10", "A100 80GB SXM")
     ccs = {n: gpu(n).compute_capability for n in names}
     lo = min(ccs.values(), key=lambda v: tuple(map(int, v.split("."))))
@@ -290,8 +290,8 @@ def _seed_box(power_w: float) -> cost.LocalSetup:
                            hours_per_day=ARTICLE_HOURS_PER_DAY)
 
 
-@register("electricity_cost_4090")
-def _power_cost() -> Computed:
+@register
+def electricity_cost_4090() -> Computed:
     box = _seed_box(ARTICLE_POWER_W)
     day, year = cost.electricity_per_day(box), cost.electricity_per_year(box)
     board = gpu("RTX 4090").board_power_w
@@ -308,8 +308,8 @@ def _rent_per_year(price_per_hour: float, hours_per_day: float) -> float:
     return monthly * cost.DAYS_PER_YEAR / cost.DAYS_PER_MONTH
 
 
-@register("cloud_cost_year")
-def _cloud() -> Computed:
+@register
+def cloud_cost_year() -> Computed:
     a100 = _rent_per_year(ARTICLE_A100_CNY_H, ARTICLE_HOURS_PER_DAY)
     r4090 = _rent_per_year(ARTICLE_4090_CNY_H, ARTICLE_HOURS_PER_DAY)
     return Computed(r4090, "CNY", f"{r4090:,.0f} CNY/year",
@@ -319,8 +319,8 @@ def _cloud() -> Computed:
                     {"a100_year": a100, "rtx4090_year": r4090})
 
 
-@register("autodl_week_cost")
-def _week() -> Computed:
+@register
+def autodl_week_cost() -> Computed:
     week = _rent_per_year(ARTICLE_4090_CNY_H, 24) * 7 / cost.DAYS_PER_YEAR
     hours = ARTICLE_WEEK_CNY / ARTICLE_4090_CNY_H
     return Computed(week, "CNY", f"{week:.1f} CNY",
@@ -328,8 +328,8 @@ def _week() -> Computed:
                     f"{hours:.1f} hours", {"week": week, "hours_for_claimed": hours})
 
 
-@register("h100_price_vs_claim")
-def _h100_price() -> Computed:
+@register
+def h100_price_vs_claim() -> Computed:
     lo, hi = (usd * PRICES.usd_cny for usd in PRICES.h100_usd)
     share_lo, share_hi = ARTICLE_H100_CNY / hi, ARTICLE_H100_CNY / lo
     return Computed(share_hi, "fraction", f"{lo:,.0f}–{hi:,.0f} CNY",
@@ -351,18 +351,18 @@ def _per_million(usd_per_token: float, published: tuple[float, float]) -> Comput
                      "published_lo": p_lo, "published_hi": p_hi})
 
 
-@register("deepseek_r1_price_per_million")
-def _r1_price() -> Computed:
+@register
+def deepseek_r1_price_per_million() -> Computed:
     p = PRICES.deepseek_r1_output_usd_per_m
     return _per_million(ARTICLE_USD_PER_TOKEN["deepseek_r1"], (p, p))
 
 
-@register("llama3_70b_price_per_million")
-def _l70_price() -> Computed:
+@register
+def llama3_70b_price_per_million() -> Computed:
     return _per_million(ARTICLE_USD_PER_TOKEN["llama3_70b"], PRICES.llama3_70b_usd_per_m)
 
 
-@register("qwen_72b_price_per_million")
-def _qwen_price() -> Computed:
+@register
+def qwen_72b_price_per_million() -> Computed:
     qwen = PRICES.qwen2_72b_output_cny_per_k * 1e3 / PRICES.usd_cny  # USD per 1M output tokens
     return _per_million(ARTICLE_USD_PER_TOKEN["qwen25_72b"], (PRICES.llama3_70b_usd_per_m[0], qwen))

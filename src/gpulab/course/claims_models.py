@@ -48,8 +48,8 @@ def usable_gb(name: str) -> float:
 
 # ---- chapter 2: memory
 
-@register("llama3_70b_4bit_weights")
-def _w70_4bit() -> Computed:
+@register
+def llama3_70b_4bit_weights() -> Computed:
     lo, hi = weight_gb("Llama-3-70B", "int4"), weight_gb("Llama-3-70B", "q4_k_m")
     n = models.get("Llama-3-70B").n_params
     bits = ARTICLE_70B_4BIT_GB * GB * 8 / n
@@ -61,8 +61,8 @@ def _w70_4bit() -> Computed:
                     {"lo": lo, "hi": hi, "claimed_gb": ARTICLE_70B_4BIT_GB, "bits_needed": bits})
 
 
-@register("llama3_70b_fp16_weights")
-def _w70_fp16() -> Computed:
+@register
+def llama3_70b_fp16_weights() -> Computed:
     v = weight_gb("Llama-3-70B", "fp16")
     n = models.get("Llama-3-70B").n_params
     return Computed(v, "GB", f"{v:.1f} GB", f"{n:,} parameters x 2 bytes (gpulab.memory)",
@@ -70,8 +70,8 @@ def _w70_fp16() -> Computed:
                      "q4km_gb": weight_gb("Llama-3-70B", "q4_k_m")})
 
 
-@register("llama3_70b_q4km_weights")
-def _w70_q4() -> Computed:
+@register
+def llama3_70b_q4km_weights() -> Computed:
     v = weight_gb("Llama-3-70B", "q4_k_m")
     cards = 2 * usable_gb("RTX 3090")  # a layer split: each card holds its share of the layers
     return Computed(v, "GB", f"{v:.1f} GB",
@@ -82,8 +82,8 @@ def _w70_q4() -> Computed:
                      "one_card_gb": usable_gb("RTX 4090")})
 
 
-@register("llama2_7b_weights")
-def _w7() -> Computed:
+@register
+def llama2_7b_weights() -> Computed:
     fp16, int4 = weight_gb("Llama-2-7B", "fp16"), weight_gb("Llama-2-7B", "int4")
     q4 = weight_gb("Llama-2-7B", "q4_k_m")
     return Computed(fp16, "GB", f"{fp16:.1f} GB",
@@ -92,8 +92,8 @@ def _w7() -> Computed:
                     {"fp16_gb": fp16, "int4_gb": int4, "q4km_gb": q4})
 
 
-@register("offload_slowdown_70b_on_4090")
-def _offload() -> Computed:
+@register
+def offload_slowdown_70b_on_4090() -> Computed:
     s, g = models.get("Llama-3-70B"), gpu("RTX 4090")
     ram = cpu_13900k().memory_bandwidth_gbs
     n = memory.gpu_layers_that_fit(s, g.model_memory_bytes, "q4_k_m", seq_len=4096)
@@ -108,8 +108,8 @@ def _offload() -> Computed:
                      "part_tok_s": part, "full_tok_s": full})
 
 
-@register("int4_vs_fp16_ratio")
-def _int4_ratio() -> Computed:
+@register
+def int4_vs_fp16_ratio() -> Computed:
     bk, b4 = memory.bits_per_weight("q4_k_m"), memory.bits_per_weight("int4")
     lo, hi = 16 / bk, 16 / b4
     return Computed(hi, "x", f"{lo:.1f}–{hi:.1f}x",
@@ -117,8 +117,8 @@ def _int4_ratio() -> Computed:
                     {"lo": lo, "hi": hi, "vs_fp32": 32 / 4})
 
 
-@register("deepseek_r1_fp16_vs_fp8")
-def _r1_fp() -> Computed:
+@register
+def deepseek_r1_fp16_vs_fp8() -> Computed:
     fp16, fp8 = weight_gb("DeepSeek-R1", "fp16"), weight_gb("DeepSeek-R1", "fp8")
     n = models.get("DeepSeek-R1").n_params
     return Computed(fp8, "GB", f"{fp16:.0f} GB in 16 bits, {fp8:.0f} GB as released (FP8)",
@@ -126,8 +126,8 @@ def _r1_fp() -> Computed:
                     f"embeddings in 16 bits = {fp8:.1f} GB (gpulab.memory)", {"fp16_gb": fp16, "fp8_gb": fp8})
 
 
-@register("deepseek_r1_int4_weights")
-def _r1_int4() -> Computed:
+@register
+def deepseek_r1_int4_weights() -> Computed:
     v, q = weight_gb("DeepSeek-R1", "int4"), weight_gb("DeepSeek-R1", "q4_k_m")
     fp16 = weight_gb("DeepSeek-R1", "fp16")
     claimed = 168  # the article's "INT4量化后仅需168GB"
@@ -141,8 +141,8 @@ def _r1_int4() -> Computed:
                      "box_gb": box, "vram_gb": ARTICLE_TEST_BOX["vram_gb"], "ram_gb": ARTICLE_TEST_BOX["ram_gb"]})
 
 
-@register("deepseek_r1_on_4_a100")
-def _r1_a100() -> Computed:
+@register
+def deepseek_r1_on_4_a100() -> Computed:
     v = weight_gb("DeepSeek-R1", "int4")
     cap80, cap40 = 4 * usable_gb("A100 80GB SXM"), 4 * usable_gb("A100 40GB SXM")
     return Computed(v, "GB", f"{v:.1f} GB > {cap80:.1f} GB",
@@ -151,16 +151,16 @@ def _r1_a100() -> Computed:
                     {"int4_gb": v, "four_80_gb": cap80, "four_40_gb": cap40})
 
 
-@register("deepseek_r1_active_params")
-def _r1_active() -> Computed:
+@register
+def deepseek_r1_active_params() -> Computed:
     s = models.get("DeepSeek-R1")
     return Computed(s.n_active_params / 1e9, "B", f"{s.n_active_params / 1e9:.1f}B of {s.n_params / 1e9:.1f}B",
                     "active parameters per token (8 of 256 routed experts + shared) counted from the config "
                     "in gpulab.models; DeepSeek publishes 37B of 671B")
 
 
-@register("deepseek_r1_q4km_vs_4090_and_ram")
-def _r1_q4() -> Computed:
+@register
+def deepseek_r1_q4km_vs_4090_and_ram() -> Computed:
     v, s = weight_gb("DeepSeek-R1", "q4_k_m"), models.get("DeepSeek-R1")
     box = ARTICLE_TEST_BOX["vram_gb"] + ARTICLE_TEST_BOX["ram_gb"]
     on_gpu = v * ARTICLE_GPU_LAYERS / s.n_layers
@@ -172,8 +172,8 @@ def _r1_q4() -> Computed:
                      **ARTICLE_TEST_BOX})
 
 
-@register("qwen25_72b_fp16_weights")
-def _qwen() -> Computed:
+@register
+def qwen25_72b_fp16_weights() -> Computed:
     v = weight_gb("Qwen2.5-72B", "fp16")
     two = 2 * usable_gb("A100 80GB SXM")
     n = models.get("Qwen2.5-72B").n_params
@@ -182,8 +182,8 @@ def _qwen() -> Computed:
                                           "box_vram_gb": ARTICLE_TEST_BOX["vram_gb"]})
 
 
-@register("phi3_mini_params")
-def _phi3() -> Computed:
+@register
+def phi3_mini_params() -> Computed:
     s = models.get("Phi-3-mini")
     w = weight_gb("Phi-3-mini", "q4_k_m")
     card = 4  # the article's "4 GB of VRAM"
@@ -208,19 +208,19 @@ def _tier(billions: int) -> Computed:
 
 # the article's VRAM tiers: one registered derivation per model size
 for _billions in (3, 7, 13, 14, 32):
-    register(f"tier_{_billions}b_4bit")(functools.partial(_tier, _billions))
+    register(functools.partial(_tier, _billions), f"tier_{_billions}b_4bit")
 
 
-@register("kv_cache_llama3_70b_128k")
-def _kv() -> Computed:
+@register
+def kv_cache_llama3_70b_128k() -> Computed:
     v = memory.kv_cache_bytes(models.get("Llama-3-70B"), 131072, 1, "bf16") / GB
     return Computed(v, "GB", f"{v:.1f} GB",
                     "2 x 80 layers x 8 KV heads x 128 x 2 bytes x 131,072 tokens (gpulab.memory.kv_cache_bytes)",
                     {"kv_gb": v})
 
 
-@register("full_finetune_7b_states")
-def _ft() -> Computed:
+@register
+def full_finetune_7b_states() -> Computed:
     s = models.get("Llama-2-7B")
     b = memory.estimate_training(s, precision="bf16-mixed", optimizer="adamw", batch=1, seq_len=1)
     states = (b.weights + b.gradients + b.optimizer) / GB
@@ -232,8 +232,8 @@ def _ft() -> Computed:
                     {"states_gb": states, "card_gb": usable_gb("A100 80GB SXM")})
 
 
-@register("layer_split_bytes_per_token")
-def _split() -> Computed:
+@register
+def layer_split_bytes_per_token() -> Computed:
     s = models.get("Llama-3-70B")
     nv = gpu("RTX 3090").interconnect["nvlink_gbs"]
     b = s.hidden_size * 2
@@ -242,8 +242,8 @@ def _split() -> Computed:
                     f"GPUs; the RTX 3090 has NVLink ({nv:g} GB/s, gpulab.specs)", {"nvlink_gbs": nv})
 
 
-@register("cpu_7b_4bit_decode_bound")
-def _cpu7() -> Computed:
+@register
+def cpu_7b_4bit_decode_bound() -> Computed:
     ram = cpu_13900k().memory_bandwidth_gbs
     w = read_gb("Llama-2-7B", "q4_k_m")
     v = ram / w
@@ -271,8 +271,8 @@ def _decode_bound(bandwidth: float, label: str, claimed: float) -> Computed:
                      "bw": bandwidth})
 
 
-@register("decode_bound_llama2_7b_rtx4090")
-def _d4090() -> Computed:
+@register
+def decode_bound_llama2_7b_rtx4090() -> Computed:
     claimed = ARTICLE_DECODE_TOK_S["rtx4090"]
     r = _decode_bound(gpu("RTX 4090").bandwidth_gbs, "RTX 4090", claimed)
     f16, q4 = LLAMACPP_4090_LLAMA2_7B_TOK_S["f16"], LLAMACPP_4090_LLAMA2_7B_TOK_S["q4_0"]
@@ -281,14 +281,14 @@ def _d4090() -> Computed:
                      "measured_f16_share": f16 / r.values["bound_f16"]})
 
 
-@register("decode_bound_llama2_7b_rx7900xtx")
-def _d7900() -> Computed:
+@register
+def decode_bound_llama2_7b_rx7900xtx() -> Computed:
     return _decode_bound(gpu("AMD Radeon RX 7900 XTX").bandwidth_gbs, "RX 7900 XTX",
                          ARTICLE_DECODE_TOK_S["rx7900xtx"])
 
 
-@register("decode_bound_llama2_7b_m3_ultra")
-def _dm3() -> Computed:
+@register
+def decode_bound_llama2_7b_m3_ultra() -> Computed:
     return _decode_bound(gpu("Apple M3 Ultra").bandwidth_gbs, "M3 Ultra", ARTICLE_DECODE_TOK_S["m3_ultra"])
 
 
@@ -298,8 +298,8 @@ def _too_big_bound(model: str, fmt: str) -> tuple[float, float]:
     return bw / w, w
 
 
-@register("decode_bound_llama3_70b_rtx4090")
-def _d70() -> Computed:
+@register
+def decode_bound_llama3_70b_rtx4090() -> Computed:
     v, w = _too_big_bound("Llama-3-70B", "int4")
     bw = gpu("RTX 4090").bandwidth_gbs
     return Computed(v, "tokens/s", f"{v:.1f} tokens/s",
@@ -317,15 +317,15 @@ def _offload_bound() -> float:
     return perf.offloaded_tokens_per_s(s, n, "q4_k_m", g.bandwidth_gbs, cpu_13900k().memory_bandwidth_gbs)
 
 
-@register("decode_bound_qwen72b_fp16_rtx4090")
-def _dq() -> Computed:
+@register
+def decode_bound_qwen72b_fp16_rtx4090() -> Computed:
     v, w = _too_big_bound("Qwen2.5-72B", "fp16")
     return Computed(v, "tokens/s", f"{v:.1f} tokens/s", f"if it fitted: {gpu('RTX 4090').bandwidth_gbs:g} GB/s / "
                     f"{w:.1f} GB", {"bound": v, "fp16_gb": w, "card_gb": usable_gb("RTX 4090")})
 
 
-@register("r1_vs_70b_bytes_per_token")
-def _r1_vs_70() -> Computed:
+@register
+def r1_vs_70b_bytes_per_token() -> Computed:
     r1 = perf.decode_bytes_per_step(models.get("DeepSeek-R1"), "int4", "bf16", 1, 1) / GB
     d70 = perf.decode_bytes_per_step(models.get("Llama-3-70B"), "int4", "bf16", 1, 1) / GB
     hop = models.get("DeepSeek-R1").hidden_size * 2
@@ -334,8 +334,8 @@ def _r1_vs_70() -> Computed:
                     f"{r1:.1f} GB, dense Llama-3-70B {d70:.1f} GB; a layer split sends {hop:,} bytes per token")
 
 
-@register("laptop_cpu_decode_bound")
-def _laptop() -> Computed:
+@register
+def laptop_cpu_decode_bound() -> Computed:
     w, w4 = read_gb("Llama-2-7B", "fp16"), read_gb("Llama-2-7B", "q4_k_m")
     lo, hi = DDR4_3200_DUAL_GBS / w, DDR5_4800_DUAL_GBS / w
     claimed = ARTICLE_DECODE_TOK_S["laptop"]
@@ -347,8 +347,8 @@ def _laptop() -> Computed:
                      "article_minutes": 3000 / claimed / 60})
 
 
-@register("gtx1650_vs_laptop_ratio")
-def _gtx() -> Computed:
+@register
+def gtx1650_vs_laptop_ratio() -> Computed:
     gddr5 = gpu("GTX 1650 GDDR5").bandwidth_gbs
     lo, hi = gddr5 / DDR5_4800_DUAL_GBS, GTX1650_GDDR6_GBS / DDR4_3200_DUAL_GBS
     w = read_gb("Phi-3-mini", "q4_k_m")
@@ -358,15 +358,15 @@ def _gtx() -> Computed:
                     {"lo": lo, "hi": hi, "phi3_bound": gddr5 / w})
 
 
-@register("forward_flops_per_token_7b")
-def _flops7() -> Computed:
+@register
+def forward_flops_per_token_7b() -> Computed:
     v = perf.forward_flops(models.get("Llama-2-7B"), 1)
     return Computed(v, "FLOPs", f"{v:.2e} FLOPs",
                     "2 FLOPs per multiplied parameter per token, Llama-2-7B (gpulab.perf.forward_flops)")
 
 
-@register("sd_steps_fit")
-def _sd() -> Computed:
+@register
+def sd_steps_fit() -> Computed:
     step = (8 - 0.8) / (50 - 4)  # the article's 0.8 s at 4 steps and 8 s at 50 steps
     fixed = 0.8 - 4 * step
     return Computed(step, "s", f"{step:.3f} s per step",
@@ -374,8 +374,8 @@ def _sd() -> Computed:
                     {"step_s": step, "fixed_s": fixed})
 
 
-@register("sd35_flops_vs_claimed_times")
-def _sd35() -> Computed:
+@register
+def sd35_flops_vs_claimed_times() -> Computed:
     matmul, attention = SD35.pass_flops()
     per_pass = matmul + attention
     large = per_pass * 2 * SD35.large_steps  # classifier-free guidance doubles each step
@@ -392,15 +392,15 @@ def _sd35() -> Computed:
                     f"{g / 1e12:g} TFLOP/s (bf16) and the i9-13900K's {c / 1e12:.2f} TFLOP/s", v)
 
 
-@register("comfyui_speedup")
-def _comfy() -> Computed:
+@register
+def comfyui_speedup() -> Computed:
     before, after = 3.2, 1.1  # the article's seconds per image without and with TensorRT
     r = before / after
     return Computed(r, "x", f"{r:.1f}x", f"{before} s / {after} s per image")
 
 
-@register("rag_embedding_time")
-def _rag() -> Computed:
+@register
+def rag_embedding_time() -> Computed:
     flops = 50_000 * 2 * BERT_BASE_PARAMS * 512
     cpu_h, gpu_s = flops / (EMBED_TFLOPS["cpu"] * 1e12) / 3600, flops / (EMBED_TFLOPS["gpu"] * 1e12)
     return Computed(cpu_h, "h", f"{cpu_h:.1f} h",

@@ -1,7 +1,7 @@
 """The fact-check's registry of derivations: functions that recompute a claim's correct value.
 
 A claim in ``data/fact_check.json`` whose derivation is ``{"computed": "<name>"}`` names a
-function registered here with ``@register("<name>")``; it takes no argument and returns a
+function registered here with ``@register`` under its own name; it takes no argument and returns a
 ``Computed`` (the value, its unit, the headline text and the arithmetic). The functions live
 in ``gpulab.claims_hardware`` (chapters 1 and 4-6) and ``gpulab.claims_models`` (chapters 2
 and 3); ``gpulab.factcheck`` loads both, so the registry is full whenever it is used.
@@ -48,14 +48,14 @@ class Computed:
 REGISTRY: dict[str, Callable[[], Computed]] = {}  # name -> function; filled by @register
 
 
-def register(name: str) -> Callable[[Callable[[], Computed]], Callable[[], Computed]]:
-    """Decorator: make a no-argument function returning Computed usable as a derivation."""
-    def add(fn: Callable[[], Computed]) -> Callable[[], Computed]:
-        if name in REGISTRY:
-            raise ValueError(f"factcheck function {name!r} registered twice")
-        REGISTRY[name] = fn
-        return fn
-    return add
+def register(fn: Callable[[], Computed], name: str | None = None) -> Callable[[], Computed]:
+    """Decorator: make a no-argument function returning Computed a derivation, under its own
+    name (the name a claim's `computed` field gives), or `name` for one made in a loop."""
+    name = fn.__name__ if name is None else name
+    if name in REGISTRY:
+        raise ValueError(f"factcheck function {name!r} registered twice")
+    REGISTRY[name] = fn
+    return fn
 
 
 def compute(name: str) -> Computed:
