@@ -663,3 +663,20 @@ def test_an_unknown_doctor_option_shows_doctors_usage(capsys):
     err = capsys.readouterr().err
     assert exit_.value.code == 2
     assert "usage: python -m gpulab doctor" in err and "unrecognized arguments: --bogus" in err
+
+
+def test_a_rule_registered_with_the_decorator_runs_after_the_others(monkeypatch):
+    """@rule appends to RULES, which diagnose runs in order; a rule cannot be added twice."""
+    from gpulab.machine import rule_registry
+
+    monkeypatch.setattr(rule_registry, "RULES", list(rule_registry.RULES))
+    monkeypatch.setattr("gpulab.machine.doctor.RULES", rule_registry.RULES)
+
+    def rule_always(report):
+        return [Finding("info", "always", "A rule added in a test.", "Nothing to fix.")]
+
+    assert rule_registry.rule(rule_always) is rule_always
+    assert rule_registry.RULES[-1] is rule_always
+    assert codes(make_report()) == ["no-gpu", "always"]
+    with pytest.raises(ValueError, match="rule_always is registered twice"):
+        rule_registry.rule(rule_always)

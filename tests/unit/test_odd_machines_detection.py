@@ -338,7 +338,7 @@ def test_the_pynvml_rule_on_a_report_built_by_hand():
     t = TorchInfo(installed=False, build="not installed", import_error="RuntimeError: x",
                   broken_by="pynvml")
     report = cpu_report(CPUInfo(None, None, None, []), torch=t)
-    assert [f.code for f in rules.rule_pynvml_broken(report)] == ["pynvml-broken"]
+    assert [f.code for f in rules.rules_setup.rule_pynvml_broken(report)] == ["pynvml-broken"]
     codes = [f.code for f in diagnose(report)]
     assert "pynvml-broken" in codes and "torch-broken" not in codes and "torch-missing" not in codes
 
