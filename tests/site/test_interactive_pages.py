@@ -125,6 +125,7 @@ def test_every_control_on_every_interactive_page_moves_without_an_error(browser,
 
 
 def _inputs(tab, root: str) -> dict[str, str]:
+    """The text each input of a calculator holds, by its data-in name."""
     return tab.eval_on_selector_all(f"{root} [data-in]", "els => Object.fromEntries("
                                     "els.map(e => [e.getAttribute('data-in'), e.value]))")
 
