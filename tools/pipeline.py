@@ -475,6 +475,7 @@ def stage_site(run: RunConfig, edition: str = "en") -> Path:
         site_copy = exercises.to_sphinx_exercise(json.loads(executed.read_text(encoding="utf-8")))
         show_run_parameters(site_copy)
         add_image_alt_text(site_copy)
+        keep_site_representations(site_copy)
         rel = str(notebook.relative_to(ROOT))
         # the texts the pipeline adds are its own, in each language: none goes into a catalogue
         if rel in times and edition != "gettext":
@@ -546,6 +547,57 @@ def add_image_alt_text(nb: dict) -> None:
         text = alts[0] if len(alts) == 1 else " ".join(
             f"Figure {i} of {len(alts)}: {a}" for i, a in enumerate(alts, 1))
         cell.setdefault("metadata", {}).setdefault("mystnb", {}).setdefault("image", {})["alt"] = text
+
+
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def keep_site_representations(nb: dict) -> None:
+    """Give the site only the representation an output names for it, and drop the widget
+    state that no output shows any more.
+
+    An output whose metadata says ``{"gpulab": {"site": MIME}}`` keeps only that MIME type on
+    the site: chapter 2's calculator (gpulab.ui.widgets) is an ipywidget that needs a kernel,
+    and its text/html runs gpulab in the page. Jupyter and Colab still get the whole bundle.
+    The state of widgets left without a view goes too (all of it when none is left), so a page
+    loads no widget manager for nothing: myst-nb adds its scripts only where state remains.
+    """
+    for cell in nb["cells"]:
+        for out in cell.get("outputs", []):
+            keep = out.get("metadata", {}).get("gpulab", {}).get("site")
+            if keep in out.get("data", {}):
+                out["data"] = {keep: out["data"][keep]}
+    widgets = nb.get("metadata", {}).get("widgets", {})
+    state = widgets.get(WIDGET_STATE, {}).get("state")
+    if state is None:
+        return
+    todo = [out["data"][WIDGET_VIEW]["model_id"] for cell in nb["cells"]
+            for out in cell.get("outputs", []) if WIDGET_VIEW in out.get("data", {})]
+    kept: set[str] = set()
+    while todo:  # the shown widgets and every model they refer to (children, layouts, styles)
+        model = todo.pop()
+        if model in state and model not in kept:
+            kept.add(model)
+            todo += _model_references(state[model])
+    if kept:
+        widgets[WIDGET_STATE]["state"] = {k: v for k, v in state.items() if k in kept}
+    else:
+        nb["metadata"].pop("widgets")
+
+
+def _model_references(value) -> list[str]:
+    """The widget models a model's saved state refers to: "IPY_MODEL_<id>" strings, and the
+    views in the outputs an Output widget holds."""
+    if isinstance(value, str):
+        return [value.removeprefix("IPY_MODEL_")] if value.startswith("IPY_MODEL_") else []
+    if isinstance(value, dict):
+        view = value.get(WIDGET_VIEW)
+        own = [view["model_id"]] if isinstance(view, dict) and "model_id" in view else []
+        return own + [ref for v in value.values() for ref in _model_references(v)]
+    if isinstance(value, list):
+        return [ref for v in value for ref in _model_references(v)]
+    return []
 
 
 def _passed_notebooks(run: RunConfig) -> set[str]:

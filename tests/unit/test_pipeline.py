@@ -226,3 +226,72 @@ def test_a_finished_notebooks_kernel_is_shut_down_without_an_interrupt(monkeypat
 
     while_running, after_shutdown_interrupt = asyncio.run(scenario())
     assert while_running == 1 and after_shutdown_interrupt == 1
+
+
+def _widget_output(model_id: str, **extra) -> dict:
+    """A display_data output showing a widget's view, with any other representation."""
+    return {"output_type": "display_data", "metadata": extra.pop("metadata", {}),
+            "data": {pipeline.WIDGET_VIEW: {"version_major": 2, "version_minor": 0,
+                                            "model_id": model_id},
+                     "text/plain": "VBox(...)", **extra}}
+
+
+def _model(name: str, **state) -> dict:
+    return {"model_name": name, "model_module": "@jupyter-widgets/controls",
+            "model_module_version": "2.0.0", "state": state}
+
+
+def _notebook(*outputs: dict, state: dict) -> dict:
+    return {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [o]} for o in outputs],
+            "metadata": {"widgets": {pipeline.WIDGET_STATE: {"version_major": 2,
+                                                             "version_minor": 0, "state": state}}}}
+
+
+def test_the_site_keeps_the_marked_representation_and_the_state_still_shown():
+    """A marked output keeps only the representation it names; an unmarked widget keeps its
+    view, with the models it refers to (through children, layouts and an Output widget's
+    outputs); the models only the marked widget used are dropped."""
+    site = {"gpulab": {"site": "text/html"}}
+    marked = _widget_output("calc", metadata=site, **{"text/html": "<div>in-page</div>"})
+    tabs = _widget_output("tab")
+    state = {
+        "tab": _model("TabModel", children=["IPY_MODEL_html"], layout="IPY_MODEL_tab-layout"),
+        "html": _model("HTMLModel", value="<b>Machine</b>", layout="IPY_MODEL_html-layout"),
+        "tab-layout": _model("LayoutModel"), "html-layout": _model("LayoutModel"),
+        "calc": _model("VBoxModel", children=["IPY_MODEL_out"], layout="IPY_MODEL_calc-layout"),
+        "calc-layout": _model("LayoutModel"),
+        "out": _model("OutputModel", outputs=[_widget_output("inner")]),
+        "inner": _model("HTMLModel", value="x"),
+        "unshown": _model("HTMLModel", value="never displayed"),
+    }
+    nb = _notebook(marked, tabs, state=state)
+    unmarked = json.loads(json.dumps(nb["cells"][1]))
+    pipeline.keep_site_representations(nb)
+    assert nb["cells"][0]["outputs"][0]["data"] == {"text/html": "<div>in-page</div>"}
+    assert nb["cells"][1] == unmarked
+    kept = nb["metadata"]["widgets"][pipeline.WIDGET_STATE]["state"]
+    assert set(kept) == {"tab", "html", "tab-layout", "html-layout"}
+    # the Output widget's own view keeps what it shows
+    nb = _notebook(_widget_output("out"), state=state)
+    pipeline.keep_site_representations(nb)
+    assert set(nb["metadata"]["widgets"][pipeline.WIDGET_STATE]["state"]) == {"out", "inner"}
+
+
+def test_a_notebook_left_without_a_widget_view_loses_its_widget_state():
+    """No view left: no state, so myst-nb loads no widget manager on the page; an output
+    whose marked representation is missing is left whole, and a notebook without widgets
+    is left alone."""
+    site = {"gpulab": {"site": "text/html"}}
+    nb = _notebook(_widget_output("calc", metadata=site, **{"text/html": "<p>x</p>"}),
+                   state={"calc": _model("VBoxModel")})
+    pipeline.keep_site_representations(nb)
+    assert "widgets" not in nb["metadata"]
+    odd = _widget_output("calc", metadata={"gpulab": {"site": "image/png"}})
+    nb = _notebook(odd, state={"calc": _model("VBoxModel")})
+    pipeline.keep_site_representations(nb)
+    assert pipeline.WIDGET_VIEW in nb["cells"][0]["outputs"][0]["data"]
+    assert set(nb["metadata"]["widgets"][pipeline.WIDGET_STATE]["state"]) == {"calc"}
+    plain = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "x"}], "metadata": {}}
+    pipeline.keep_site_representations(plain)
+    assert plain == {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "x"}],
+                     "metadata": {}}

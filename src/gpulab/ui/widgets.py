@@ -38,11 +38,35 @@ def report_tabs(report: HardwareReport, findings: list[Finding], steps: list[str
     return tab
 
 
+# The id of chapter 2's in-page calculator, apart from chapter 6's (gpulab.ui.calculators).
+SITE_CALCULATOR_UID = "gpulab-memory-calculator-ch02"
+
+
+def with_site_html(widget: ipywidgets.Widget, site_html: str) -> ipywidgets.Widget:
+    """Give a widget's display bundle a text/html version, marked as the one the site shows.
+
+    A saved widget on the static site has no kernel behind it, so it looks live and does
+    nothing; tools/pipeline.py's keep_site_representations keeps only the representation the
+    output's metadata names (``{"gpulab": {"site": "text/html"}}``). Jupyter and Colab show
+    the widget, which their widget renderers prefer to the HTML.
+    """
+    widget_bundle = widget._repr_mimebundle_
+
+    def bundle(**kwargs):
+        data = widget_bundle(**kwargs)
+        return data | {"text/html": site_html}, {"gpulab": {"site": "text/html"}}
+
+    # an instance attribute, as ipywidgets' own close() sets one
+    widget._repr_mimebundle_ = bundle
+    return widget
+
+
 def memory_calculator(report: HardwareReport | None = None, default_model: str = "Llama-3-8B"):
     """A calculator: model (catalogue or pasted config.json), format, context, batch, mode (chapter 2).
 
     Shows a stacked bar of the estimate and the GPUs of `gpulab.specs` it fits on, the
-    reader's own GPU first. Needs a running kernel; the static site has chapter 6's version.
+    reader's own GPU first. Needs a running kernel; on the static site the same output shows
+    the in-page calculator of gpulab.ui.calculators instead, at the widget's defaults.
     """
     import ipywidgets as w
     import matplotlib.pyplot as plt
@@ -51,7 +75,7 @@ def memory_calculator(report: HardwareReport | None = None, default_model: str =
     from gpulab.estimate import memory
     from gpulab.estimate.calculator import PASTE, estimate_for, fit_verdicts
     from gpulab.reference import formats, models, specs
-    from gpulab.ui import plots
+    from gpulab.ui import calculators, plots
 
     model = w.Dropdown(options=[*models.names(), PASTE], value=default_model, description="model")
     config = w.Textarea(placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
@@ -99,4 +123,7 @@ def memory_calculator(report: HardwareReport | None = None, default_model: str =
     update()
     controls = w.VBox([model, config, mode, w.HBox([fmt, kv]), w.HBox([precision, optimizer]),
                        w.HBox([context, batch])])
-    return w.VBox([controls, out])
+    site = calculators.memory_calculator_html(
+        uid=SITE_CALCULATOR_UID, model=model.value, weights=fmt.value, kv_cache=kv.value,
+        context=context.value, users=batch.value)
+    return with_site_html(w.VBox([controls, out]), site)
