@@ -43,6 +43,11 @@ QUICK_BUDGET_S = 60.0  # wall seconds per notebook, quick mode, on the 2-core CI
 # user + system time is the work it did, whatever else the machine is doing; a notebook within
 # its 60 s on an idle 2-core machine uses at most 120 s of it.
 QUICK_CPU_BUDGET_S_PER_CORE = 60.0
+# Seconds one cell may run before nbclient stops it. A cell past this has hung: once, on a busy
+# 2-core machine, a notebook waited 15 minutes on an idle kernel whose reply never came. Such a
+# notebook is run once more in a fresh kernel (execute_all), so that CI ends, and passes when the
+# hang was the machine's. A quick-mode cell takes seconds; a full-size one minutes on a CPU.
+CELL_TIMEOUT_S = {"quick": 600, "full": 3600}
 WIDGET_ASSETS = ROOT / "node_modules" / "@jupyter-widgets" / "html-manager" / "dist"
 REQUIRE_JS = ROOT / "node_modules" / "requirejs" / "require.js"
 MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
@@ -122,6 +127,7 @@ class NotebookResult:
     seconds: float  # wall time
     ok: bool
     error: str = ""  # names the cell and the exception when not ok
+    hung: bool = False  # a cell ran past CELL_TIMEOUT_S, or the kernel died
     budget_s: float | None = None  # wall-time budget: reported only
     cpu_seconds: float | None = None  # the kernel's user + system time (None: not measurable)
     cpu_budget_s: float | None = None  # CPU-time budget: a notebook over it fails the tests
@@ -263,7 +269,16 @@ def kernel_manager_class():
 
 def execute(notebook: Path, run: RunConfig, lang: str = "en") -> NotebookResult:
     """Execute one notebook with papermill into the run's folder and time it; `lang` is the
-    edition whose text the notebook's outputs are written in (editions.PER_LANGUAGE only)."""
+    edition whose text the notebook's outputs are written in (editions.PER_LANGUAGE only).
+    A notebook that hung (CELL_TIMEOUT_S) is run once more, in a fresh kernel."""
+    result = _execute_once(notebook, run, lang)
+    if result.hung:
+        print(f"    {result.notebook} hung ({result.error}); running it once more", flush=True)
+        result = _execute_once(notebook, run, lang)
+    return result
+
+
+def _execute_once(notebook: Path, run: RunConfig, lang: str) -> NotebookResult:
     import papermill  # a dev dependency: imported here so the module loads without it
 
     kernel_environment()
@@ -287,10 +302,14 @@ def execute(notebook: Path, run: RunConfig, lang: str = "en") -> NotebookResult:
             request_save_on_cell_execute=False,
             config=kernel_config(),
             kernel_manager_class=kernel_manager_class(),
+            execution_timeout=CELL_TIMEOUT_S[run.mode],
         )
     except Exception as exc:  # papermill raises PapermillExecutionError for a cell error
+        from nbclient.exceptions import CellTimeoutError, DeadKernelError
+
         seconds = time.perf_counter() - start
         return NotebookResult(rel, seconds, False, _describe_failure(exc),
+                              hung=isinstance(exc, (CellTimeoutError, DeadKernelError)),
                               cpu_seconds=_cpu_since(cpu_before), **budgets)
     seconds = time.perf_counter() - start
     return NotebookResult(rel, seconds, True, "", cpu_seconds=_cpu_since(cpu_before), **budgets)

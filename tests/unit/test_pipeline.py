@@ -99,6 +99,29 @@ def test_a_kernels_cpu_time_is_measured(tmp_path, monkeypatch):
     assert times["sleep"].seconds >= 1.5
 
 
+def test_a_hung_cell_is_stopped_and_its_notebook_run_once_more(tmp_path, monkeypatch, capsys):
+    """A cell past CELL_TIMEOUT_S fails its notebook as hung; execute then runs it once more,
+    and a second run that passes is the notebook's result."""
+    import nbformat
+
+    monkeypatch.setattr(pipeline, "BUILD", tmp_path / "build")
+    monkeypatch.setattr(pipeline, "ROOT", tmp_path)
+    monkeypatch.setattr(pipeline, "CELL_TIMEOUT_S", {"quick": 2, "full": 2})
+    # the first run sleeps past the timeout and leaves a mark; the second finds it and ends
+    code = ("import pathlib, time\nmark = pathlib.Path('ran-once')\n"
+            "if not mark.exists():\n    mark.touch()\n    time.sleep(30)")
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
+    nb.metadata["kernelspec"] = {"name": "gpulab-cpu", "display_name": "x", "language": "python"}
+    path = tmp_path / "hangs_once.ipynb"
+    nbformat.write(nb, path)
+    first = pipeline._execute_once(path, pipeline.RunConfig(), "en")
+    assert (first.ok, first.hung) == (False, True) and first.seconds < 25, first
+    (tmp_path / "ran-once").unlink()
+    result = pipeline.execute(path, pipeline.RunConfig())
+    assert result.ok and not result.hung, result
+    assert "hangs_once.ipynb hung" in capsys.readouterr().out
+
+
 def test_write_report_merges_results(tmp_path, monkeypatch):
     """Reports of one run accumulate per notebook (a rerun replaces that notebook's row)."""
     monkeypatch.setattr(pipeline, "BUILD", tmp_path)
