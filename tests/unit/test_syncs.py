@@ -53,11 +53,12 @@ def _rows(base, item, spread):
 def test_the_words_follow_the_measured_result():
     """Within the spreads: 'the same'; slower or faster beyond them: said so, with the ratio."""
     same = syncs.describe(_rows(1e-3, 1.05e-3, 0.04e-3), "cpu")
-    assert "1.05 times" in same and "cost the same here" in same and "no queue" in same
+    assert "on cpu" in same and "1.05 times" in same and "cost the same here" in same
     slower = syncs.describe(_rows(1e-3, 1.5e-3, 0.05e-3), "cuda")
-    assert "1.50 times" in slower and "waits for the queued kernels" in slower
+    assert "on cuda" in slower and "1.50 times" in slower and "the reads cost time" in slower
     faster = syncs.describe(_rows(1e-3, 0.5e-3, 0.05e-3), "cpu")
-    assert "0.50 times" in faster and "faster" in faster
+    assert "0.50 times" in faster and "faster" in faster and "cost the same" not in faster
+    assert all("\n" not in line and "`" not in line for line in (same, slower, faster))  # a printed line
     # the rule is the spreads added: a 0.09 ms gap is within 2 x 0.05 ms
     assert "cost the same" in syncs.describe(_rows(1e-3, 1.09e-3, 0.05e-3), "cpu")
     assert "cost the same" not in syncs.describe(_rows(1e-3, 1.11e-3, 0.05e-3), "cpu")

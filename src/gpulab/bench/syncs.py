@@ -50,33 +50,23 @@ class SyncResult:
 
 
 def describe(rows: list[SyncResult], device_type: str) -> str:
-    """What the measurement says about `.item()` against the on-device sum, in one paragraph.
+    """The verdict of the measurement on `.item()` against the on-device sum, in one line.
 
     The two differ when their gap is larger than the two spreads added; the words follow the
-    result on this machine, not what a GPU would show.
+    result on this machine, not what a GPU would show (the notebook says why either can happen).
     """
     by_name = {r.variant: r for r in rows}
     base, item = by_name["on-device"], by_name["item"]
     ratio = item.seconds_per_step / base.seconds_per_step
     gap = item.seconds_per_step - base.seconds_per_step
     within = abs(gap) <= base.spread_per_step + item.spread_per_step
-    head = (f"Measured here, on {device_type}: reading the loss with `.item()` every step took "
-            f"{ratio:.2f} times the on-device loop's time per step, ")
+    head = (f"measured on {device_type}: reading the loss with .item() every step took {ratio:.2f} "
+            "times the on-device loop's time per step, ")
     if within:
-        tail = ("within the spread of the timings: the two cost the same here."
-                + (" On a CPU there is no queue, so a read has nothing to wait for." if device_type == "cpu"
-                   else " The steps are long enough that the wait for the queue is hidden."))
-    elif gap > 0:
-        tail = ("more than the spread of the timings: "
-                + ("on a CPU there is no queue, so the extra is the read itself (a copy to a Python "
-                   "float and its bookkeeping), not a wait." if device_type == "cpu"
-                   else "each read waits for the queued kernels to finish before the next step is queued."))
-    else:
-        tail = ("faster, by more than the spread of the timings: the on-device sum adds one small "
-                "operation to every step, and " + ("on a CPU, with no queue to drain, that costs more "
-                                                   "than a read." if device_type == "cpu"
-                                                   else "here that costs more than the waits."))
-    return head + tail
+        return head + "within the spread of the timings: the two cost the same here"
+    if gap > 0:
+        return head + "more than the spread of the timings: the reads cost time here"
+    return head + "faster, by more than the spread of the timings: the on-device sum costs more here"
 
 
 def _setup(config: SyncConfig, device: Any):
