@@ -113,9 +113,9 @@ def test_notebook_tables_use_format_strings(notebook):
 
 
 # Notebooks whose prose is still printed from code, while their conversion is under way (#26):
-# lab 5 (glue.show_markdown) and the published-measurements appendix (Markdown of f-strings).
+# lab 5 (glue.show_markdown).
 # Remove one here once its prose is Markdown: the test fails until then.
-PROSE_FROM_CODE = {"labs/05_fix_slow_training_loop_lab.ipynb", "book/appendix/published_measurements.ipynb"}
+PROSE_FROM_CODE = {"labs/05_fix_slow_training_loop_lab.ipynb"}
 
 
 def prose_from_code(source: str) -> list[str]:
