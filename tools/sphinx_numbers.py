@@ -43,24 +43,27 @@ class KeepNumbersWithUnits(SphinxPostTransform):
     default_priority = 200  # after myst-nb pastes the glued numbers (5) and their words (6)
 
     def run(self, **kwargs) -> None:
-        previous = ""
-        for text in list(self.document.findall(nodes.Text)):
-            if any(isinstance(a, VERBATIM) for a in _ancestors(text)):
-                previous = ""
-                continue
-            # the last character before this node, so that "74.8" + " GB" is seen whole
+        _keep_units(self.document, "")
+
+
+def _keep_units(element: nodes.Element, previous: str) -> str:
+    """Join numbers to units in `element`'s text, in reading order; `previous` is the text read
+    before it (so "74.8" + " GB" is seen whole). Returns the last text read."""
+    for i, child in enumerate(element.children):
+        if isinstance(child, VERBATIM):
+            previous = ""
+        elif isinstance(child, nodes.Text):
             before = previous[-1:]
-            kept = keep_with_unit(before + text)[len(before):]
-            if kept != text:
-                new = nodes.Text(kept)
-                text.parent.replace(text, new)
-            previous = str(text)
-
-
-def _ancestors(node: nodes.Node):
-    while node.parent is not None:
-        node = node.parent
-        yield node
+            kept = keep_with_unit(before + child)[len(before):]
+            if kept != child:
+                # through children, not Text.parent: a transform that sets .children leaves
+                # its Text nodes without a parent
+                element.children[i] = nodes.Text(kept)
+                element.children[i].parent = element
+            previous = kept
+        elif isinstance(child, nodes.Element):
+            previous = _keep_units(child, previous)
+    return previous
 
 
 def setup(app):
