@@ -126,9 +126,9 @@ class Table:
         heads, body, marks, notes = self._layout()
         caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
         pad = "padding:0.15em 0.8em"
-        head = "".join(f'<th style="{pad}">{html.escape(h)}</th>' for h in heads)
-        # a figure stays on one line with its unit: a value on one line, and in words a
-        # no-break space between number and unit ("needs 48 GB")
+        head = "".join(f'<th style="{pad}">{html.escape(keep_with_unit(h))}</th>' for h in heads)
+        # a figure stays on one line with its unit: a value on one line, and in words (a
+        # column's title too) a no-break space between number and unit ("needs 48 GB")
         rows = "".join("<tr>" + "".join(
             f'<td style="{pad};{_align(c)}">{html.escape(keep_with_unit(c))}{_sup_html(m)}</td>'
             for c, m in zip(r, ms, strict=True)) + "</tr>" for r, ms in zip(body, marks, strict=True))
