@@ -60,7 +60,7 @@ def test_your_own_memory_is_judged_as_a_card_of_that_size():
     total = out["total"]["value"]
     assert out["fits_own"] == {"value": "yes" if total <= usable else "no",
                                "text": f"{'yes' if total <= usable else 'no'} "
-                                       f"({calculator.display_number(usable / 1e9)} GB for tensors)"}
+                                       f"({calculator.display_number(usable / 1e9)}\u00a0GB for tensors)"}
     assert outputs(memory_gb="80")["fits_own"]["value"] == "yes"
     assert outputs(model="Llama-3-70B", memory_gb="24")["fits_own"]["value"] == "no"
 

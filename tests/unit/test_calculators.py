@@ -81,7 +81,7 @@ def test_memory_outputs_of_the_defaults():
     assert out["total"]["value"] == b.total
     assert out["total"]["text"] == calculator.display_number(b.total / 1e9)
     # 24,564 MiB reported, less a 0.5 GiB context and 5% slack: 24.0e9 bytes for tensors
-    assert out["fits"]["text"] == "yes (24 GB for tensors)"
+    assert out["fits"]["text"] == "yes (24\u00a0GB for tensors)"  # the unit held to its number
     assert "RTX 4090" in out["fits_on"]["value"].split("; ")
     assert out["note"]["text"] == ""
     big = calculator.memory_outputs("Llama-3-70B", "bf16", "bf16", 8192, 1, "RTX 4090")

@@ -115,7 +115,18 @@ def test_stacked_counts_and_reference_lines():
 def test_a_format_string_shows_the_value_as_written_by_hand(spec, value, shown):
     table = Table([{"v": value}], formats={"v": spec})
     assert str(table).split("\n")[-1].strip() == shown
-    assert f">{shown}</td>" in table._repr_html_()
+    # on the site the unit is held to its number by a no-break space
+    assert f">{shown}</td>" in table._repr_html_().replace("\u00a0", " ")
+
+
+def test_a_figure_keeps_its_unit_on_its_line():
+    """A value cell never wraps; in words, a number and its unit are joined by a no-break space."""
+    html = Table([{"gpu": "RTX 4090", "size": 24e9, "why": "needs 48 GB at FP16, 35 tokens/s"}],
+                 headers={"size": "batch in 5.7 GiB"}, formats={"size": ".1f GB"})._repr_html_()
+    assert ">batch in 5.7\u00a0GiB</th>" in html
+    assert 'text-align:right;white-space:nowrap">24.0\u00a0GB</td>' in html
+    assert ">needs 48\u00a0GB at FP16, 35\u00a0tokens/s</td>" in html
+    assert 'text-align:left">RTX 4090</td>' in html  # a name's space is no unit's
 
 
 def test_a_bad_format_string_names_its_column():
@@ -135,7 +146,7 @@ def test_a_table_scrolls_in_its_own_box_and_names_its_key_columns():
     # a key without a title reads as words, never as a raw field name
     assert "<th" in html and ">needed gb</th>" in html and "needed_gb" not in html
     # a column already named in words keeps its underscores
-    assert ">Q4_K_M (4.84 bit)</th>" in Table([{"Q4_K_M (4.84 bit)": 1.0}])._repr_html_()
+    assert ">Q4_K_M (4.84\u00a0bit)</th>" in Table([{"Q4_K_M (4.84 bit)": 1.0}])._repr_html_()
 
 
 def _overlaps(a, b) -> bool:

@@ -7,7 +7,9 @@ takes its constants and its number formatting from here, so a GiB is the same ev
 
 from __future__ import annotations
 
-__all__ = ["GB", "GIB", "KIB", "MIB", "format_rate", "format_seconds", "size_label"]
+import re
+
+__all__ = ["GB", "GIB", "KIB", "MIB", "format_rate", "format_seconds", "keep_with_unit", "size_label"]
 
 KIB = 1024
 MIB = 1024**2
@@ -39,3 +41,15 @@ def size_label(nbytes: int) -> str:
         if nbytes >= scale:
             return f"{nbytes / scale:g} {unit}"
     return f"{nbytes} B"
+
+
+# A number, a space, and a unit the course prints: the space that a line may not break at.
+_NUMBER_SPACE_UNIT = re.compile(
+    r"(?<=\d) (?=(?:[kKMGTP]i?B|B|[kMGTP]?B/s|[GTP]FLOP/s|tokens/s|tok/s|k?W|[mµun]?s|%|bits?"
+    r"|[GM]Hz|h|min)(?![\w/]))")
+NO_BREAK_SPACE = "\u00a0"
+
+
+def keep_with_unit(text: str) -> str:
+    """`text` with a no-break space between each number and its unit ("24 GB" stays on a line)."""
+    return _NUMBER_SPACE_UNIT.sub(NO_BREAK_SPACE, text)

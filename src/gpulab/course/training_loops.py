@@ -85,29 +85,39 @@ def prepare(task: Task, steps: PositiveInt, device: Any = "cpu", seed: NonNegati
 
 
 def slow_training_loop(run: LoopRun) -> list[float]:
-    """The training script as first written: a starved loader, tiny micro-batches, per-step work."""
+    """The training script as first written: a starved loader, tiny
+    micro-batches, per-step work."""
     task, device, part = run.task, run.device, run.part
-    micro_batch = 4  # written for a small GPU; the optimizer's batch is reached by accumulation
-    loader = DataLoader(run.dataset, batch_size=micro_batch, sampler=run.order)  # augments here
+    # written for a small GPU; the optimizer's batch is reached by
+    # accumulation
+    micro_batch = 4
+    # the dataset augments each sample here, in the training process
+    loader = DataLoader(run.dataset, batch_size=micro_batch,
+                        sampler=run.order)
     batches = iter(loader)
     losses = []
     for _ in range(run.steps):
         step_loss = 0.0
-        for _ in range(task.batch // micro_batch):  # gradient accumulation over micro-batches
+        # gradient accumulation over micro-batches
+        for _ in range(task.batch // micro_batch):
             with part("wait for data"):
-                x, y = next(batches)  # (micro_batch, image_size**2), (micro_batch,)
+                # (micro_batch, image_size**2), (micro_batch,)
+                x, y = next(batches)
             with part("copy to device"):
                 x, y = x.to(device), y.to(device)
-            with part("class weights"):  # the same result at every micro-batch
-                weights = torch.tensor(class_weights(run.dataset.labels, task.classes),
-                                       device=device)
+            with part("class weights"):  # the same at every micro-batch
+                counts = class_weights(run.dataset.labels, task.classes)
+                weights = torch.tensor(counts, device=device)
             with part("forward + backward"):
                 logits = run.model(x)  # (micro_batch, classes)
-                # a sum over samples / the step's batch: the micro-batches add up to the batch
-                loss = F.cross_entropy(logits, y, weight=weights, reduction="sum") / task.batch
+                # a sum over samples / the step's batch: the micro-batches
+                # add up to the batch
+                loss = F.cross_entropy(logits, y, weight=weights,
+                                       reduction="sum") / task.batch
                 loss.backward()
             with part("read the loss (.item)"):
-                step_loss += loss.item()  # the host waits here until the device has finished
+                # the host waits here until the device has finished
+                step_loss += loss.item()
         with part("optimizer step"):
             run.optimizer.step()
             run.optimizer.zero_grad()
@@ -116,27 +126,36 @@ def slow_training_loop(run: LoopRun) -> list[float]:
 
 
 def fixed_training_loop(run: LoopRun) -> list[float]:
-    """The same training with every problem fixed: the same losses, step by step, sooner."""
+    """The same training with every problem fixed: the same losses, step
+    by step, sooner."""
     task, device, part = run.task, run.device, run.part
     with part("class weights"):  # counted once, before the loop
-        weights = torch.tensor(class_weights(run.dataset.labels, task.classes), device=device)
-    # whole batches, augmented by the worker processes the machine can spare while it trains
-    loader = DataLoader(run.dataset, batch_size=task.batch, sampler=run.order,
-                        pin_memory=device.type == "cuda", **loader_options(run.workers))
-    precision = fast_precision(device)  # autocast where the device has fast 16-bit units
-    scaler = grad_scaler(precision)  # fp16 only: scales the loss so small gradients survive
+        counts = class_weights(run.dataset.labels, task.classes)
+        weights = torch.tensor(counts, device=device)
+    # whole batches, augmented by the worker processes the machine can
+    # spare while it trains
+    loader = DataLoader(run.dataset, batch_size=task.batch,
+                        sampler=run.order,
+                        pin_memory=device.type == "cuda",
+                        **loader_options(run.workers))
+    # autocast where the device has fast 16-bit units
+    precision = fast_precision(device)
+    # fp16 only: scales the loss so small gradients survive
+    scaler = grad_scaler(precision)
     batches = iter(loader)
     losses = []  # stay on the device: no wait at every step
     for _ in range(run.steps):
         with part("wait for data"):
             x, y = next(batches)  # (batch, image_size**2), (batch,)
         with part("copy to device"):
-            x = x.to(device, non_blocking=True)  # from page-locked memory on CUDA: no wait
+            # from page-locked memory on CUDA: no wait
+            x = x.to(device, non_blocking=True)
             y = y.to(device, non_blocking=True)
         with part("forward + backward"):
             with autocast(device, precision):
                 logits = run.model(x)  # (batch, classes)
-            loss = F.cross_entropy(logits.float(), y, weight=weights, reduction="sum") / task.batch
+            loss = F.cross_entropy(logits.float(), y, weight=weights,
+                                   reduction="sum") / task.batch
             (scaler.scale(loss) if scaler else loss).backward()
         with part("optimizer step"):
             if scaler:
@@ -147,7 +166,8 @@ def fixed_training_loop(run: LoopRun) -> list[float]:
             run.optimizer.zero_grad(set_to_none=True)
         losses.append(loss.detach())
     with part("read the loss (.item)"):
-        return torch.stack(losses).tolist()  # one copy and one wait, after the last step
+        # one copy and one wait, after the last step
+        return torch.stack(losses).tolist()
 
 
 def warm_up(run: LoopRun) -> None:

@@ -21,6 +21,7 @@ from typing import Annotated, Any
 
 from gpulab.core.constraints import show
 from gpulab.core.errors import GpulabConfigError
+from gpulab.core.units import keep_with_unit
 from gpulab.core.validate import (
     NonNegativeFloat,
     OneOf,
@@ -184,7 +185,7 @@ def memory_outputs(model: ModelName, weights: WeightFormatName, kv_cache: KVForm
         "kv": _figure(b.kv_cache, 1e9), "other": _figure(total - b.weights - b.kv_cache, 1e9),
         # the capacity the decision used: what the card leaves for tensors (GPUSpec.model_memory_bytes)
         "fits": {"value": verdict,
-                 "text": f"{verdict} ({display_number(card.model_memory_bytes / 1e9)} GB for tensors)"},
+                 "text": _for_tensors(verdict, card.model_memory_bytes)},
         "fits_own": _own_fit(total, memory_gb),
         **_speeds(one, users),
         "fits_on": {"value": "; ".join(sorted(c.gpu for c in fitting)),
@@ -199,7 +200,12 @@ def _own_fit(total: int, memory_gb: float | None) -> dict:
         return {"value": "", "text": "enter a size to check it"}
     usable = specs.tensor_capacity(memory_gb * 1e9)
     verdict = "yes" if total <= usable else "no"
-    return {"value": verdict, "text": f"{verdict} ({display_number(usable / 1e9)} GB for tensors)"}
+    return {"value": verdict, "text": _for_tensors(verdict, usable)}
+
+
+def _for_tensors(verdict: str, usable: float) -> str:
+    """'yes (24 GB for tensors)', its unit held to its number on the page (a no-break space)."""
+    return keep_with_unit(f"{verdict} ({display_number(usable / 1e9)} GB for tensors)")
 
 
 _NO_RANGE = {"attrs": {"data-low": "", "data-high": ""}}  # clears a range shown before

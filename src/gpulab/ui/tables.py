@@ -28,7 +28,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from gpulab.core.units import GB, GIB, KIB, MIB, format_seconds, size_label
+from gpulab.core.units import GB, GIB, KIB, MIB, format_seconds, keep_with_unit, size_label
 
 # Units whose values the rows hold in a base unit (bytes, seconds, per second), and the scale.
 SCALED_UNITS: dict[str, float] = {
@@ -126,10 +126,11 @@ class Table:
         heads, body, marks, notes = self._layout()
         caption = f"<caption>{html.escape(self.title)}</caption>" if self.title else ""
         pad = "padding:0.15em 0.8em"
-        head = "".join(f'<th style="{pad}">{html.escape(h)}</th>' for h in heads)
+        head = "".join(f'<th style="{pad}">{html.escape(keep_with_unit(h))}</th>' for h in heads)
+        # a figure stays on one line with its unit: a value on one line, and in words (a
+        # column's title too) a no-break space between number and unit ("needs 48 GB")
         rows = "".join("<tr>" + "".join(
-            f'<td style="{pad};text-align:{"right" if _numeric(c) else "left"}">{html.escape(c)}'
-            f'{_sup_html(m)}</td>'
+            f'<td style="{pad};{_align(c)}">{html.escape(keep_with_unit(c))}{_sup_html(m)}</td>'
             for c, m in zip(r, ms, strict=True)) + "</tr>" for r, ms in zip(body, marks, strict=True))
         # its own scroll container, so a table wider than the page scrolls instead of spilling
         table = (f'<table class="gpulab-table" data-key-columns="{self.key_columns}">{caption}'
@@ -143,6 +144,11 @@ class Table:
                         for n, text in enumerate(notes, start=1))
         return (f'<div class="gpulab-table-wrap" role="region" aria-label="{name}" tabindex="0" '
                 f'style="max-width:100%;overflow-x:auto">{table}</div>{below}')
+
+
+def _align(cell: str) -> str:
+    """A cell's style: a value right-aligned on one line, words left-aligned and wrapping."""
+    return "text-align:right;white-space:nowrap" if _numeric(cell) else "text-align:left"
 
 
 def _note_texts(note: Any) -> list[str]:
