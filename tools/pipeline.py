@@ -47,7 +47,7 @@ QUICK_CPU_BUDGET_S_PER_CORE = 60.0
 # 2-core machine, a notebook waited 15 minutes on an idle kernel whose reply never came. Such a
 # notebook is run once more in a fresh kernel (execute_all), so that CI ends, and passes when the
 # hang was the machine's. A quick-mode cell takes seconds; a full-size one minutes on a CPU.
-CELL_TIMEOUT_S = {"quick": 600, "full": 3600}
+CELL_TIMEOUT_S = {"quick": 300, "full": 3600}
 WIDGET_ASSETS = ROOT / "node_modules" / "@jupyter-widgets" / "html-manager" / "dist"
 REQUIRE_JS = ROOT / "node_modules" / "requirejs" / "require.js"
 MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
