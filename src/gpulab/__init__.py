@@ -37,7 +37,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "bench": ("timing", "measure", "memprobe", "torch_models", "generation", "attention",
               "syncs", "batching", "oom", "quantize", "workloads", "loading", "compiled",
               "triton_support", "launch", "precision", "progress", "quiet", "record"),
-    "ui": ("tables", "plots", "widgets", "calculators", "glue", "listing", "predict", "candidates",
+    "ui": ("tables", "plots", "widgets", "calculators", "listing", "predict", "candidates",
            "alt_text", "cli"),
     "course": ("labs", "slowloop", "training_loops", "slowloop_grading", "slowloop_profile", "textdata",
                "derivations", "exercises", "claims_hardware", "claims_models", "factcheck", "figures",

@@ -112,12 +112,6 @@ def test_notebook_tables_use_format_strings(notebook):
     assert [p for src in _code_cells(notebook) for p in formatter_problems(src)] == []
 
 
-# Notebooks whose prose is still printed from code, while their conversion is under way (#26):
-# lab 5 (glue.show_markdown).
-# Remove one here once its prose is Markdown: the test fails until then.
-PROSE_FROM_CODE = {"labs/05_fix_slow_training_loop_lab.ipynb"}
-
-
 def prose_from_code(source: str) -> list[str]:
     """Calls that print a notebook's prose from code: glue.show_markdown, or Markdown(f"...")."""
     found = []
@@ -140,11 +134,7 @@ def test_the_prose_from_code_check_can_fail():
 @pytest.mark.parametrize("notebook", ALL, ids=lambda p: str(p.relative_to(ROOT)))
 def test_a_notebooks_prose_is_markdown_and_its_figures_are_output(notebook):
     """A reader in JupyterLab or Colab sees prose and outputs, never an f-string for text."""
-    found = [p for src in _code_cells(notebook) for p in prose_from_code(src)]
-    if str(notebook.relative_to(ROOT)) in PROSE_FROM_CODE:
-        assert found, "its prose is Markdown now: remove it from PROSE_FROM_CODE"
-    else:
-        assert found == []
+    assert [p for src in _code_cells(notebook) for p in prose_from_code(src)] == []
 
 
 def test_no_two_pages_of_the_book_share_a_title():
