@@ -3,8 +3,8 @@
 Every notebook and lab must have: a title, the Colab set-up cell generated from
 `_config.yml`, a papermill `parameters` cell with `device = "auto"` and `quick = False`,
 a hardware summary, a summary and exercises (each with its checked solution, saved
-collapsed: gpulab.course.exercises), standard metadata, and no outputs except in
-cells tagged `nbval-check-output` (their committed output is the reference). Learner copies
+collapsed: gpulab.course.exercises), standard metadata, and no outputs: a cell tagged
+`nbval-check-output` has its reference recorded in tests/notebooks/references (tools/references.py). Learner copies
 must match their solutions, and the README's notebook table must list every notebook.
 
     python tools/nbcheck.py        # report problems, exit 1 if any
@@ -24,6 +24,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from gpulab.course import exercises, labs  # noqa: E402
+from tools import references  # noqa: E402
 from tools.link_tables import (  # noqa: E402
     attendee_problems,
     fix_attendee,
@@ -36,7 +37,7 @@ from tools.pipeline import RunConfig, discover, executed_path, learner_copies  #
 COLAB_TAG = "colab-setup"
 HIDE_TAG = "remove-cell"  # myst-nb drops the cell from the site
 PARAMETERS_TAG = "parameters"
-REFERENCE_TAG = "nbval-check-output"
+REFERENCE_TAG = references.REFERENCE_TAG
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
 PARAMETER_LINES = (re.compile(r'^device\s*=\s*"auto"', re.M), re.compile(r"^quick\s*=\s*False", re.M))
 
@@ -102,17 +103,20 @@ def problems(path: Path, config: dict, learner: bool = False) -> list[str]:
         found += exercises.problems(nb)
         if exercises.normalise(copy.deepcopy(nb)):
             found.append("an exercise's solution is not saved collapsed (run --fix)")
+    recorded = {} if learner else references.stored(path)
+    tagged = set()
     for i, cell in enumerate(cells):
         if cell["cell_type"] != "code":
             continue
-        if REFERENCE_TAG in _tags(cell):
-            if learner:
-                found.append(f"cell {i}: learner copies keep no reference outputs")
-            elif not cell.get("outputs"):
-                found.append(f"cell {i} is tagged {REFERENCE_TAG!r} but has no reference output")
-            continue
         if cell.get("outputs") or cell.get("execution_count") is not None:
-            found.append(f"cell {i} carries outputs (only {REFERENCE_TAG!r} cells may)")
+            found.append(f"cell {i} carries outputs (notebooks are committed without any)")
+        if REFERENCE_TAG in _tags(cell) and not learner:
+            tagged.add(cell.get("id"))
+            if not recorded.get(cell.get("id")):
+                found.append(f"cell {i} is tagged {REFERENCE_TAG!r} but has no recorded reference "
+                             "(run --record-references after a quick run)")
+    found += [f"a reference is recorded for cell {cid!r}, which is not a tagged cell"
+              for cid in sorted(set(recorded) - tagged)]
     return found
 
 
@@ -138,33 +142,12 @@ def fix(path: Path, config: dict) -> bool:
     for cell in cells:
         cell.get("metadata", {}).pop("papermill", None)
         cell.get("metadata", {}).pop("execution", None)
-        if cell["cell_type"] == "code" and REFERENCE_TAG not in _tags(cell):
+        if cell["cell_type"] == "code":
             cell["outputs"], cell["execution_count"] = [], None
     after = json.dumps(nb, indent=1, ensure_ascii=False, sort_keys=True) + "\n"
     if after != before:
         path.write_text(after, encoding="utf-8")
     return after != before
-
-
-def record_references(path: Path, executed: Path) -> int:
-    """Copy the outputs of the reference cells from an executed copy into the source notebook.
-
-    Run after a deliberate change of a reference value; the diff shows the new reference.
-    """
-    source = json.loads(path.read_text(encoding="utf-8"))
-    ran = {c.get("id"): c for c in json.loads(executed.read_text(encoding="utf-8"))["cells"]}
-    count = 0
-    for cell in source["cells"]:
-        if REFERENCE_TAG in _tags(cell) and cell.get("id") in ran:
-            outputs = ran[cell["id"]]["outputs"]
-            for out in outputs:
-                if "execution_count" in out:
-                    out["execution_count"] = None
-            cell["outputs"], cell["execution_count"] = outputs, None
-            count += 1
-    path.write_text(json.dumps(source, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
-                    encoding="utf-8")
-    return count
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -180,7 +163,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in discover():
             executed = executed_path(path, run)
             if executed.exists():
-                n = record_references(path, executed)
+                n = references.record(path, executed)
                 print(f"{path.relative_to(ROOT)}: {n} reference cell(s) recorded")
     if args.fix:
         for path in discover():

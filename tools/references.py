@@ -3,7 +3,11 @@
 docs/design.md: papermill executes each notebook once; nbval then checks the cells tagged for
 output checking. nbval's own runner would execute every notebook a second time, so this
 module calls nbval's comparison (``IPyNbCell.compare_outputs``: its sanitizers, its skipped
-keys, its stream coalescing) directly on the committed reference and the executed output.
+keys, its stream coalescing) directly on the recorded reference and the executed output.
+
+The references live beside the tests, not in the notebooks, which are committed without any
+output: ``tests/notebooks/references/<notebook's path>.json`` maps each tagged cell's id to
+its outputs (``record`` writes it from an executed copy).
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ import nbformat
 from nbval.plugin import IPyNbCell, IPyNbFile, get_sanitize_patterns, nocolors
 
 REFERENCE_TAG = "nbval-check-output"
-SANITIZE_FILE = Path(__file__).resolve().parents[1] / "tests" / "notebooks" / "nbval_sanitize.cfg"
+ROOT = Path(__file__).resolve().parents[1]
+SANITIZE_FILE = ROOT / "tests" / "notebooks" / "nbval_sanitize.cfg"
+STORE = ROOT / "tests" / "notebooks" / "references"
 # The keys nbval skips by default (IPyNbFile.__init__), images included (no --nbdime).
 SKIP_COMPARE = ("metadata", "traceback", "prompt_number", "output_type", "name",
                 "execution_count", "application/vnd.jupyter.widget-view+json",
@@ -46,27 +52,66 @@ def sanitize_patterns(path: Path = SANITIZE_FILE) -> dict[str, str]:
 
 
 def reference_cells(notebook: dict) -> list[dict]:
-    """The cells whose committed output is a reference."""
+    """The cells whose output is compared with a recorded reference."""
     return [c for c in notebook["cells"]
             if c["cell_type"] == "code" and REFERENCE_TAG in c.get("metadata", {}).get("tags", [])]
 
 
-def compare(source: Path, executed: Path) -> list[str]:
-    """Every reference cell whose new output differs from the committed one, explained."""
+def store_path(notebook: Path) -> Path:
+    """Where a notebook's reference outputs are kept: STORE / its path, with .json."""
+    return STORE / notebook.resolve().relative_to(ROOT).with_suffix(".json")
+
+
+def stored(notebook: Path, store: Path | None = None) -> dict[str, list]:
+    """A notebook's recorded reference outputs by cell id ({} when none are recorded)."""
+    if store is None:
+        if not notebook.resolve().is_relative_to(ROOT):  # a scratch notebook: nothing recorded
+            return {}
+        store = store_path(notebook)
+    return json.loads(store.read_text(encoding="utf-8")) if store.exists() else {}
+
+
+def record(notebook: Path, executed: Path) -> int:
+    """Take the reference cells' outputs from an executed copy into the notebook's store.
+
+    Run after a deliberate change of a reference value; the diff shows the new reference.
+    """
+    ids = {c.get("id") for c in reference_cells(json.loads(notebook.read_text(encoding="utf-8")))}
+    outputs = {}
+    for cell in json.loads(executed.read_text(encoding="utf-8"))["cells"]:
+        if cell.get("id") in ids:
+            for out in cell["outputs"]:
+                if "execution_count" in out:
+                    out["execution_count"] = None
+            outputs[cell["id"]] = cell["outputs"]
+    path = store_path(notebook)
+    if outputs:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(outputs, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
+                        encoding="utf-8")
+    elif path.exists():
+        path.unlink()
+    return len(outputs)
+
+
+def compare(source: Path, executed: Path, store: Path | None = None) -> list[str]:
+    """Every reference cell whose new output differs from its recorded one, explained."""
     assert IPyNbFile  # nbval's collector: imported so a changed nbval fails loudly here
     src = json.loads(source.read_text(encoding="utf-8"))
     ran = {c.get("id"): c for c in json.loads(executed.read_text(encoding="utf-8"))["cells"]}
+    references = stored(source, store)
     patterns = sanitize_patterns()
     failures = []
     for cell in reference_cells(src):
-        new = ran.get(cell.get("id"))
-        if new is None:
-            failures.append(f"cell {cell.get('id')}: missing from the executed copy")
+        new, reference = ran.get(cell.get("id")), references.get(cell.get("id"))
+        if new is None or reference is None:
+            where = "the executed copy" if new is None else "the recorded references"
+            failures.append(f"cell {cell.get('id')}: missing from {where}")
             continue
         comparer = _Comparer(patterns)
         # nbval works on NotebookNode objects (attribute access), as nbformat reads them
         test = [nbformat.from_dict(o) for o in new["outputs"]]
-        ref = [nbformat.from_dict(o) for o in cell["outputs"]]
+        ref = [nbformat.from_dict(o) for o in reference]
         if not comparer.compare_outputs(test, ref):
             first_line = "".join(cell["source"]).splitlines()[0] if cell["source"] else ""
             failures.append(f"cell {cell.get('id')} (`{first_line}`):\n  "
