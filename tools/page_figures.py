@@ -57,6 +57,7 @@ def split(body: str) -> tuple[str, str]:
 
 def resolve(name: str, spec: str, where: str = "") -> str:
     """The text the site pastes for a figure; FigureError says why it could not."""
+    from gpulab.course.figure_formats import default_format
     from gpulab.course.figures import format_figure
 
     where = f"{where}: " if where else ""
@@ -67,8 +68,8 @@ def resolve(name: str, spec: str, where: str = "") -> str:
         close = difflib.get_close_matches(name, values, n=3)
         raise FigureError(f"{where}no figure {name!r}"
                           + (f"; did you mean {' or '.join(map(repr, close))}?" if close else ""))
-    try:
-        return format_figure(values[name], spec)
+    try:  # no spec: the one the figure's table gives (gpulab.course.figure_formats)
+        return format_figure(values[name], spec or default_format(name))
     except (TypeError, ValueError) as exc:
         raise FigureError(f"{where}spec {spec!r} does not apply to {values[name]!r}: {exc}") from None
 

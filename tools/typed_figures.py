@@ -17,6 +17,8 @@ number ("A100 80GB", "RTX 3060 12GB", "70B"), a quotation of a third-party sourc
 by its link, and the course's own timings, which are its design, not a property of a model or
 a GPU: the minutes on a notebook's "**Time:**" line (every title cell states it: docs/design.md)
 and the agenda durations of the workshop pages (minutes and hours under ``book/workshop/``).
+Nor do definitions ("FP16 is 2 bytes", an FMA's 2 FLOPs), listed once, in ``DEFINITIONS``; a
+chosen input ("a context of 8,192 tokens") and a count in a sentence carry no unit it counts.
 
 None is left: ``make test`` fails on any (tests/unit/test_typed_figures.py).
 
@@ -116,6 +118,17 @@ def _scrub(line: str) -> str:
     return _LINK_TARGET.sub(" ", line)
 
 
+# Definitions, which a page types (CONTRIBUTING.md, "Rules of the pages"): the width of a number
+# format or a unit fixed by definition, not a property of a model, a GPU or a price, so it cannot
+# drift. The one allow-list: a typed figure that reads exactly as a key here is not counted.
+DEFINITIONS = {
+    "2 bytes": "an FP16 or BF16 value", "4 bytes": "an FP32 value",
+    "4 bits": "a plain 4-bit weight, before scales", "16 bits": "an FP16 or BF16 value",
+    "8 B": "a 64-bit memory channel's width",
+    "16 bytes": "a parameter in mixed-precision AdamW: 2 + 2 + 4 + 4 + 4 (the ZeRO paper's 16Ψ)",
+    "2 FLOPs": "a fused multiply-add, one multiply and one add", "2 FLOP": "the same, singular",
+}
+
 _DURATION_UNITS = {"min", "minutes", "minute", "h", "hour", "hours"}
 _TIME_LINE = re.compile(r"^\s*\*\*Time:\*\*")
 
@@ -133,7 +146,7 @@ def figures_in_text(text: str, path: str) -> list[Figure]:
     found = []
     for number, line in _prose_lines(text):
         for m in FIGURE.finditer(_scrub(line)):
-            if not _course_timing(m, line, path):
+            if not _course_timing(m, line, path) and m.group(0).strip() not in DEFINITIONS:
                 found.append(Figure(path, number, m.group(0).strip(), line.strip()[:160]))
     return found
 

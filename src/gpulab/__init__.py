@@ -42,7 +42,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "course": ("labs", "slowloop", "training_loops", "slowloop_grading", "slowloop_profile", "textdata",
                "derivations", "exercises", "claims_hardware", "claims_models", "factcheck", "figures",
                "figures_ch01", "figures_ch02", "figures_ch03", "figures_ch04", "figures_ch05",
-               "figures_ch06", "figures_ch07"),
+               "figures_ch06", "figures_ch07", "figure_formats"),
 }
 MODULES: dict[str, str] = {name: f"gpulab.{layer}.{name}"
                            for layer, names in LAYERS.items() for name in names}

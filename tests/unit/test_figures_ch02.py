@@ -50,7 +50,7 @@ def test_llama70_parameters_from_the_config(figs):
     assert total == LLAMA70_PARAMS
     assert figs["llama70_params"] == LLAMA70_PARAMS
     cfg = json.loads((ROOT / "src/gpulab/data/model_configs/Llama-3-70B.json").read_text())["config"]
-    assert (figs["llama70_hidden"], figs["llama70_mlp_width"], figs["llama70_vocab"]) == \
+    assert (figs["llama70_hidden"], figs["llama70_ffn"], figs["llama70_vocab"]) == \
         (cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"])
 
 

@@ -117,28 +117,28 @@ def test_kv_cache_and_decode_bounds_by_hand(figs):
 
 def test_fine_tuning_by_hand(figs):
     assert figs["ft_bytes_per_param"] == pytest.approx(2 + 2 + 4 + 4 + 4)  # bf16 w, g; fp32 master, m, v
-    assert figs["ft8_states_gb"] == pytest.approx(16 * LLAMA8["params"] / 1e9, rel=1e-6)
+    assert figs["states_usable_gb"] == pytest.approx(16 * LLAMA8["params"] / 1e9, rel=1e-6)
     assert figs["ft8_article_picks_fitting_count"] == 0  # 128 GB of states: no 40 or 80 GB card
-    assert figs["ft8_two_h100_gb"] == pytest.approx(_usable_gb(81559, 2), rel=1e-6)
+    assert figs["two_h100_usable_gb"] == pytest.approx(_usable_gb(81559, 2), rel=1e-6)
 
 
 def test_two_3090s_by_hand(figs):
     pair = _usable_gb(RTX3090_MIB, 2)
-    assert figs["rtx3090_pair_available_gb"] == pytest.approx(pair, rel=1e-6)
-    assert figs["rtx3090_reported_gb"] == pytest.approx(RTX3090_MIB * 2**20 / 1e9)
+    assert figs["two_3090_usable_gb"] == pytest.approx(pair, rel=1e-6)
+    assert figs["rtx3090_driver_gb"] == pytest.approx(RTX3090_MIB * 2**20 / 1e9)
     # Llama-3-70B Q4_K_M at 4K: its weights and cache, and a little for activations
     weights_kv = 70_553_706_496 * Q4_K_M_BPW / 8 / 1e9 + 327_680 * 4096 / 1e9
-    assert weights_kv < figs["llama70_q4km_4k_pair_gb"] < weights_kv + 3
+    assert weights_kv < figs["llama70_q4km_need_gb"] < weights_kv + 3
     for fmt in ("int4", "q4km"):
-        for ctx in ("2k", "4k"):
-            needed = figs[f"llama70_{fmt}_{ctx}_pair_gb"]
-            assert figs[f"llama70_{fmt}_{ctx}_pair_fits"] == ("fits" if needed <= pair else "does not fit")
-            assert figs[f"llama70_{fmt}_{ctx}_pair_split_tok_s"] > figs[f"llama70_{fmt}_{ctx}_one_4090_tok_s"]
+        for case in (f"llama70_{fmt}_2k", f"llama70_{fmt}"):  # 2K, and the default 4K
+            needed = figs[f"{case}_need_gb"]
+            assert figs[f"{case}_two_3090_fits"] == ("fits" if needed <= pair else "does not fit")
+            assert figs[f"{case}_two_3090_tok_s"] > figs[f"{case}_offload_tok_s"]
 
 
 def test_links_and_bandwidth_ratios_by_hand(figs):
     assert figs["rtx3090_nvlink_gbs"] == pytest.approx(NVLINK_3090_BOTH_GBS / 2)
-    assert figs["rtx3090_pcie_gbs"] == pytest.approx(PCIE4_X16_GBS)
+    assert figs["pcie4_x16_gbs"] == pytest.approx(PCIE4_X16_GBS)
     grads = LLAMA8["params"] * 2  # bf16; a two-rank ring sends 2 (n - 1) / n = 1 x the bytes
     assert figs["llama8_allreduce_nvlink_s"] == pytest.approx(grads / (NVLINK_3090_BOTH_GBS / 2 * 1e9))
     assert figs["llama8_allreduce_pcie_s"] == pytest.approx(grads / (PCIE4_X16_GBS * 1e9))

@@ -68,31 +68,18 @@ def test_two_chapters_cannot_give_one_name_two_values(monkeypatch):
 def test_every_figure_reference_of_every_page_resolves():
     found, problems = page_figures.check_all()
     assert problems == []
-    assert found > 2000
+    assert found > 1500  # it read every page (1,910 references in 2026-12)
 
 
 @pytest.mark.parametrize("role, problem", [
-    ("{fig}`llama3_70b_q4km_gbb:.1f`", r"no figure 'llama3_70b_q4km_gbb'; did you mean 'llama3_70b_q4km_gb'"),
-    ("{fig}`llama3_70b_q4km_gb:d%`", r"spec 'd%' does not apply to"),
+    ("{fig}`llama3_70b_q4km_gbb:.1f`", r"no figure 'llama3_70b_q4km_gbb'; did you mean 'llama70_q4km_gb'"),
+    ("{fig}`llama70_q4km_gb:d%`", r"spec 'd%' does not apply to"),
     ("{fig}`Llama70:.1f`", r"'Llama70' is not a figure name"),
 ])
 def test_a_reference_that_does_not_resolve_is_named_with_its_page_and_line(role, problem):
     (ref,) = page_figures.parse(f"a\nb {role} c", "book/02_vram.md")
     with pytest.raises(page_figures.FigureError, match=rf"book/02_vram.md:2: .*{problem}"):
         page_figures.resolve_ref(ref)
-
-
-def test_the_glue_roles_become_fig_roles_with_the_names_two_chapters_shared_renamed():
-    values = {"tier70_fp16_gb": 141.1, "llama70_vocab": 128256, "fits": "no",
-              "logits_prompt_tokens": 8192, "prefill_prompt_tokens": 4096}
-    before = ("{glue:text}`../notebooks/02_will_it_fit.ipynb::tier70_fp16_gb:.0f` GB, "
-              "{glue:text}`../notebooks/02_will_it_fit.ipynb::llama70_vocab:d` × "
-              "{glue:text}`../notebooks/02_will_it_fit.ipynb::prompt_tokens:,d`; "
-              "{glue:text}`../notebooks/03_inference_vs_training.ipynb::prompt_tokens:d` "
-              "{glue:text}`../notebooks/03_inference_vs_training.ipynb::fits:s`")
-    assert rename_figures.glue_to_fig(before, values) == (
-        "{fig}`tier70_fp16_gb:.0f` GB, {fig}`llama70_vocab` × {fig}`logits_prompt_tokens:,d`; "
-        "{fig}`prefill_prompt_tokens` {fig}`fits`")
 
 
 def test_a_rename_rewrites_the_roles_of_a_page_and_of_its_translation_alike():

@@ -33,6 +33,15 @@ def test_the_detector_counts_figures_and_spares_names_code_roles_and_cited_quote
     assert [f.text for f in tf.figures_in_text(text, "x.md")] == figures
 
 
+@pytest.mark.parametrize("text, figures", [
+    ("an FP16 weight is 2 bytes and an FMA 2 FLOPs", []),
+    ("an FP16 weight is 3 bytes, 2 FLOPs per 4 bytes", ["3 bytes"]),
+    ("the card has 2 GB", ["2 GB"]),
+])
+def test_definitions_are_typed_and_only_they_are_spared(text, figures):
+    assert [f.text for f in tf.figures_in_text(text, "x.md")] == figures
+
+
 def test_code_blocks_are_not_prose_but_directives_are():
     text = "```python\nx = 24  # 24 GB\n```\n\n```{note}\nIt takes 24 GB.\n```\n"
     assert [f.text for f in tf.figures_in_text(text, "x.md")] == ["24 GB"]

@@ -159,9 +159,8 @@ def _cpu(v: dict[str, Any]) -> None:
     (p_bits, p_units), (e_bits, e_units) = SIMD_UNITS["P-cores"], SIMD_UNITS["E-cores"]
     v.update(cpu_cores=c.cores, pcores=p.count, ecores=e.count,
              pcore_flops_per_cycle=p.fp32_flops_per_cycle,
-             ecore_flops_per_cycle=e.fp32_flops_per_cycle, fma_flops=FLOPS_PER_FMA,
-             avx2_bits=p_bits, avx2_fp32_lanes=p_bits // FP32_BITS, pcore_fma_units=p_units,
-             avx512_fp32_lanes=SIMD_UNITS["AVX-512"][0] // FP32_BITS,
+             ecore_flops_per_cycle=e.fp32_flops_per_cycle,
+             avx2_bits=p_bits, pcore_fma_units=p_units,
              avx512_flops_per_cycle=simd_flops_per_cycle("AVX-512"),
              ecore_vector_bits=e_bits, ecore_fp32_lanes=e_bits // FP32_BITS,
              ecore_fma_units=e_units,
@@ -191,7 +190,7 @@ def _ratios(v: dict[str, Any]) -> None:
         for group, gflops in cpu_peak_gflops_by_group(setting).items():
             v[f"cpu_{key}_{group[0].lower()}_gflops"] = gflops
     for key in ("base", "allcore"):
-        v[f"cpu_{key}_ridge"] = v[f"cpu_{key}_tflops"] * 1e3 / v["ddr5_5600_dual_gbs"]
+        v[f"cpu_{key}_ridge"] = v[f"cpu_{key}_tflops"] * 1e3 / v["ddr5_5600_gbs"]
 
 
 def tensor_fmas_per_clock(name: str) -> float:
@@ -206,7 +205,7 @@ def _tensor_cores(v: dict[str, Any]) -> None:
     fmas = round(tensor_fmas_per_clock("RTX 4090"))
     per_sm = g.tensor_cores // RTX4090_SMS
     v.update(v100_tensor_cores=V100_TENSOR_CORES, v100_tile=V100_TILE,
-             v100_fmas_per_clock=V100_TILE**3, v100_tflops=V100_QUOTED_TFLOPS,
+             v100_fmas_per_clock=V100_TILE**3, v100_fp16_tflops=V100_QUOTED_TFLOPS,
              rtx4090_tensor_cores=g.tensor_cores, rtx4090_tc_per_sm=per_sm, rtx4090_tc_fmas=fmas,
              rtx4090_fp16acc_derived_tflops=(g.tensor_cores * g.boost_clock_ghz * fmas
                                              * FLOPS_PER_FMA / 1e3),
@@ -221,14 +220,14 @@ def _fp4(v: dict[str, Any]) -> None:
     v.update({f"b200_{k}_tflops": x for k, x in b200.items()})
     v.update({f"b200_{k}_over_fp16": x / b200["fp16"] for k, x in b200.items()})
     v.update(b200_power_w=B200_POWER_W, b200_fp4_over_fp8=b200["fp4"] / b200["fp8"],
-             fp4_distinct_values=FP4_DISTINCT_VALUES, fp4_bits=NVFP4.bits, bf16_bits=b16,
-             nvfp4_block=NVFP4.group_size, nvfp4_scale_bits=NVFP4.scale_bits,
+             fp4_distinct_values=FP4_DISTINCT_VALUES, fp4_bits=NVFP4.bits,
+             nvfp4_block=NVFP4.group_size,
              nvfp4_bpw=NVFP4.bits_per_weight, mxfp4_block=MXFP4.group_size,
-             mxfp4_scale_bits=MXFP4.scale_bits, mxfp4_bpw=MXFP4.bits_per_weight,
+             mxfp4_bpw=MXFP4.bits_per_weight,
              fp4_naive_shrink=b16 / NVFP4.bits, nvfp4_shrink=b16 / NVFP4.bits_per_weight,
              mxfp4_shrink=b16 / MXFP4.bits_per_weight,
              rtx5090_sparse_fp4_tops=RTX5090_SPARSE_FP4_TOPS, rtx5090_fp4_tflops=t["fp4"],
-             rtx5090_fp16acc_tflops=t["fp16_fp16acc"], rtx5090_bf16_tflops=t["bf16"],
+             rtx5090_fp16_fp16acc_tflops=t["fp16_fp16acc"], rtx5090_bf16_tflops=t["bf16"],
              rtx5090_fp4_over_fp16=t["fp4"] / t["fp16_fp16acc"],
              rtx5090_fp4_over_bf16=t["fp4"] / t["bf16"])
 
@@ -238,18 +237,18 @@ def _bandwidth(v: dict[str, Any]) -> None:
     (channels, lo_mts), (_, hi_mts), (server, _), (epyc, _) = DDR5_CONFIGS
     lo, hi, server_gbs, epyc_gbs = (ddr5_bandwidth_gbs(*c) for c in DDR5_CONFIGS)
     v.update(rtx4090_bus_bits=g.memory_bus_bits, rtx4090_data_rate_gbps=g.memory_data_rate_gbps,
-             rtx4090_bandwidth_gbs=g.bandwidth_gbs,
-             rtx4090_derived_bandwidth_gbs=g.derived_bandwidth_gbs(),
+             rtx4090_gbs=g.bandwidth_gbs,
+             rtx4090_derived_gbs=g.derived_bandwidth_gbs(),
              ddr5_channel_bits=DDR5_CHANNEL_BITS, ddr5_subchannel_bits=DDR5_SUBCHANNEL_BITS,
-             ddr5_channel_bytes=DDR5_CHANNEL_BITS // 8, ddr5_low_mts=lo_mts, ddr5_high_mts=hi_mts,
-             ddr5_channel_low_gbs=ddr5_bandwidth_gbs(1, lo_mts), desktop_channels=channels,
-             ddr5_4800_dual_gbs=lo, ddr5_5600_dual_gbs=hi, article_ddr5_gbs=ARTICLE_DDR5_GBS,
+             ddr5_low_mts=lo_mts, ddr5_high_mts=hi_mts,
+             ddr5_channel_low_gbs=ddr5_bandwidth_gbs(1, lo_mts),
+             ddr5_4800_gbs=lo, ddr5_5600_gbs=hi, article_ddr5_gbs=ARTICLE_DDR5_GBS,
              article_bw_ratio=g.bandwidth_gbs / ARTICLE_DDR5_GBS,
-             bw_ratio_5600=g.bandwidth_gbs / hi, bw_ratio_4800=g.bandwidth_gbs / lo,
+             rtx4090_vs_ddr5_ratio=g.bandwidth_gbs / hi, bw_ratio_4800=g.bandwidth_gbs / lo,
              server_channels=server, epyc_channels=epyc, server_gbs=server_gbs, epyc_gbs=epyc_gbs,
              server_over_desktop_lo=server_gbs / lo, server_over_desktop_hi=epyc_gbs / lo,
-             h200_bandwidth_gbs=h.bandwidth_gbs, h200_bandwidth_tbs=h.bandwidth_gbs / 1e3,
-             h200_over_4090_bw=h.bandwidth_gbs / g.bandwidth_gbs)
+             h200_gbs=h.bandwidth_gbs, h200_bandwidth_tbs=h.bandwidth_gbs / 1e3,
+             h200_vs_4090_bandwidth_x=h.bandwidth_gbs / g.bandwidth_gbs)
 
 
 def _roofline(v: dict[str, Any]) -> None:
@@ -263,14 +262,14 @@ def _roofline(v: dict[str, Any]) -> None:
              h200_bf16_tflops=h.peak_tflops["bf16"],
              # I = n/3 for an fp16 n x n product: the n at which it meets the ridge point
              matmul_n_fp16=3 * roofline.gpu_ridge_point(g, "bf16"),
-             add_flops=add.flops, add_bytes=add.bytes, fp32_bytes=roofline.itemsize("fp32"),
+             add_flops=add.flops, add_bytes=add.bytes,
              add_intensity=add.intensity, add_4090_gflops=add.intensity * g.bandwidth_gbs,
              add_share_of_peak=add.intensity * g.bandwidth_gbs / (g.peak_tflops["fp32"] * 1e3),
              # decoding at batch 1: each weight read (2 bytes in bf16) serves one multiply-add
-             bf16_bytes=bf16_bytes, decode_intensity=FLOPS_PER_FMA / bf16_bytes,
+             decode_intensity=FLOPS_PER_FMA / bf16_bytes,
              llm_params_b=LLM_PARAMS / 1e9, llm_bf16_gb=weights_gb,
              decode_4090_tok_s=g.bandwidth_gbs / weights_gb,
-             decode_ddr5_tok_s=v["ddr5_5600_dual_gbs"] / weights_gb)
+             decode_ddr5_tok_s=v["ddr5_5600_gbs"] / weights_gb)
 
 
 def _vs_3060(v: dict[str, Any]) -> None:
@@ -281,10 +280,10 @@ def _vs_3060(v: dict[str, Any]) -> None:
     v.update(rtx3060_tensor_cores=b.tensor_cores, rtx3060_boost_ghz=b.boost_clock_ghz,
              rtx3060_tc_fmas=fmas, rtx3060_bf16_derived_tflops=derived,
              rtx3060_bf16_tflops=b.peak_tflops["bf16"], rtx3060_bus_bits=b.memory_bus_bits,
-             rtx3060_data_rate_gbps=b.memory_data_rate_gbps, rtx3060_bandwidth_gbs=b.bandwidth_gbs,
+             rtx3060_data_rate_gbps=b.memory_data_rate_gbps, rtx3060_gbs=b.bandwidth_gbs,
              rtx4090_over_3060_bf16=a.peak_tflops["bf16"] / b.peak_tflops["bf16"],
              rtx4090_over_3060_bw=a.bandwidth_gbs / b.bandwidth_gbs,
-             rtx3060_over_ddr5_bw=b.bandwidth_gbs / v["ddr5_5600_dual_gbs"])
+             rtx3060_over_ddr5_bw=b.bandwidth_gbs / v["ddr5_5600_gbs"])
 
 
 def _benchmark(v: dict[str, Any]) -> None:
@@ -293,7 +292,7 @@ def _benchmark(v: dict[str, Any]) -> None:
     size = roofline.itemsize(ARTICLE_LINEAR["dtype"])
     x_mb, w_mb, y_mb = rows * f * size / 1e6, f * f * size / 1e6, rows * f * size / 1e6
     gpu_rate, cpu_rate = flop / ARTICLE_GPU_S, flop / ARTICLE_CPU_S
-    v.update(linear_rows=rows, linear_features=f, linear_gflop=flop / 1e9,
+    v.update(linear_rows=rows, linear_gflop=flop / 1e9,
              linear_bias_mflop=rows * f / 1e6, linear_x_mb=x_mb, linear_w_mb=w_mb,
              linear_y_mb=y_mb, linear_total_mb=x_mb + w_mb + y_mb,
              linear_intensity=flop / ((x_mb + w_mb + y_mb) * 1e6),

@@ -78,9 +78,7 @@ def _formula() -> dict[str, Any]:
     """The bits of each 4-bit format and the nominal tiers at each of them."""
     int4 = formats.weight_format("int4")
     out: dict[str, Any] = {
-        "fp16_bytes_per_weight": formats.bits_per_weight("fp16") / 8,
-        "plain4_bits": float(int4.bits), "int4_scale_bits": int4.scale_bits,
-        "int4_group_size": int4.group_size, "int4_bits": formats.bits_per_weight("int4"),
+        "int4_bits": formats.bits_per_weight("int4"),
         "q4km_bits": formats.bits_per_weight("q4_k_m"),
     }
     for b in TIERS_B:
@@ -91,9 +89,7 @@ def _formula() -> dict[str, Any]:
     usable = _usable_gb("RTX 4090")
     out["rtx4090_usable_gb"] = usable
     out["bits_for_70b_in_rtx4090"] = usable * GB * 8 / 70e9
-    out["tier70_q4km_in_rtx4090"] = _fits(out["tier70_q4km_gb"], usable)
     out["tier70_int4_in_rtx4090"] = _fits(out["tier70_int4_gb"], usable)
-    out["r1_fp16_over_article_int4"] = out["tier671_fp16_gb"] / ARTICLE_R1_INT4_GB
     out["r1_fp16_over_eight_gb"] = out["tier671_fp16_gb"] / 8
     out["article_r1_int4_gb"] = ARTICLE_R1_INT4_GB
     out["r1_article_int4_bits"] = ARTICLE_R1_INT4_GB * GB * 8 / 671e9
@@ -112,10 +108,10 @@ def _llama70() -> dict[str, Any]:
     return {
         "llama70_hidden": s.hidden_size, "llama70_layers": s.n_layers, "llama70_kv_heads": s.n_kv_heads,
         "llama70_heads": s.n_heads, "llama70_head_dim": s.head_dim, "llama70_kv_width": kv_width,
-        "llama70_mlp_width": s.intermediate_size, "llama70_vocab": s.vocab_size,
+        "llama70_ffn": s.intermediate_size, "llama70_vocab": s.vocab_size,
         "llama70_attention_params_per_layer": s.attention_params,
-        "llama70_mlp_params_per_layer": s.dense_mlp_params,
-        "llama70_norms_per_layer": 2 * s.hidden_size, "llama70_norm_vectors": 2 * s.n_layers + 1,
+        "llama70_layer_mlp_params": s.dense_mlp_params,
+        "llama70_norm_vectors": 2 * s.n_layers + 1,
         "llama70_params": s.n_params, "llama70_params_b": s.n_params / 1e9,
         "llama70_kept16_params_b": kept / 1e9, "llama70_quantized_params_b": (s.n_params - kept) / 1e9,
         "llama70_kept16_gb": kept * 2 / GB,
@@ -140,28 +136,24 @@ def _verdicts(f: dict[str, Any]) -> dict[str, Any]:
     out = {
         "article_7b_int4_gb": ARTICLE_7B_INT4_GB,
         "tier7_int4_left_gb": ARTICLE_7B_INT4_GB - f["tier7_q4km_gb"],
-        "llama70_decode_read_gb": decode / GB, "rtx4090_bandwidth_gbs": bw,
+        "llama70_q4km_4k_read_gb": decode / GB, "rtx4090_gbs": bw,
         "llama70_q4km_4k_rtx4090_bound_tok_s": perf.decode_tokens_per_s(
             llama, "q4_k_m", "bf16", 1, OFFLOAD_CONTEXT, bw),
         "ratio_fp16_int4": formats.bits_per_weight("fp16") / f["int4_bits"],
         "ratio_fp16_q4km": formats.bits_per_weight("fp16") / f["q4km_bits"],
-        "ratio_fp32_plain4": formats.bits_per_weight("fp32") / f["plain4_bits"],
-        "ratio_fp16_plain4": formats.bits_per_weight("fp16") / f["plain4_bits"],
         "r1_params_b": r1.n_params / 1e9, "r1_active_b": r1.n_active_params / 1e9,
         "r1_fp16_gb": memory.weight_bytes(r1, "fp16") / GB, "r1_fp8_gb": memory.weight_bytes(r1, "fp8") / GB,
         "r1_int4_gb": memory.weight_bytes(r1, "int4") / GB, "r1_q4km_gb": memory.weight_bytes(r1, "q4_k_m") / GB,
-        "a100_count": ARTICLE_R1_A100S, "a100s_usable_gb": a100s,
+        "a100_count": ARTICLE_R1_A100S, "four_a100_usable_gb": a100s,
         "r1_int4_in_a100s": _fits(memory.weight_bytes(r1, "int4") / GB, a100s),
         "a100_40_count_gb": ARTICLE_R1_A100S * specs.get_gpu("A100 40GB SXM").memory_gb,
         "box_vram_gb": ARTICLE_BOX_GB["vram"], "box_ram_gb": ARTICLE_BOX_GB["ram"],
         "box_total_gb": ARTICLE_BOX_GB["vram"] + ARTICLE_BOX_GB["ram"],
         "box_gpu_layers": ARTICLE_GPU_LAYERS, "r1_layers": r1.n_layers,
-        "r1_q4km_35_layers_gb": memory.weight_bytes(r1, "q4_k_m") / GB * ARTICLE_GPU_LAYERS / r1.n_layers,
         "qwen72_params_b": q72.n_params / 1e9, "qwen72_fp16_gb": memory.weight_bytes(q72, "fp16") / GB,
         "two_a100_usable_gb": _usable_gb("A100 80GB SXM", 2),
-        "qwen72_left_on_two_a100_gb": _usable_gb("A100 80GB SXM", 2) - memory.weight_bytes(q72, "fp16") / GB,
         "phi3_params_b": phi.n_params / 1e9, "phi3_q4km_gb": memory.weight_bytes(phi, "q4_k_m") / GB,
-        "two_rtx3090_usable_gb": two_3090,
+        "two_3090_usable_gb": two_3090,
         "llama70_q4km_on_two_3090": _fits(f["llama70_q4km_gb"], two_3090),
         "llama70_q4km_left_two_3090_gb": two_3090 - f["llama70_q4km_gb"],
         "tier13_q4km_gb": _nominal_gb(13, "q4_k_m"),
@@ -183,8 +175,8 @@ def _moe() -> dict[str, Any]:
     """DeepSeek-R1's experts and its released FP8 format."""
     r1, fp8 = models.get("DeepSeek-R1"), formats.weight_format("fp8")
     return {"r1_routed_experts": r1.n_routed_experts, "r1_shared_experts": r1.n_shared_experts,
-            "r1_experts_per_token": r1.experts_per_token, "fp8_scale_bits": fp8.scale_bits,
-            "fp8_block_weights": fp8.group_size, "fp8_bits": fp8.bits_per_weight}
+            "r1_experts_per_token": r1.experts_per_token,
+            "fp8_bits": fp8.bits_per_weight}
 
 
 # ---- why memory decides: logits, capacities
@@ -193,8 +185,7 @@ def _moe() -> dict[str, Any]:
 def _runtime() -> dict[str, Any]:
     """Logits of a long prompt, and each card's capacity as the driver reports it."""
     s = models.get("Llama-3-70B")
-    out: dict[str, Any] = {"logits_prompt_tokens": PROMPT_TOKENS, "fp32_bytes": formats.DTYPE_BYTES["fp32"],
-                           "llama70_all_logits_gb": s.vocab_size * PROMPT_TOKENS * 4 / GB,
+    out: dict[str, Any] = {"llama70_all_logits_gb": s.vocab_size * PROMPT_TOKENS * 4 / GB,
                            "cuda_context_gib": specs.CUDA_CONTEXT_BYTES / GIB,
                            "allocator_slack": specs.ALLOCATOR_SLACK}
     for name, key in _KEY.items():
@@ -222,8 +213,8 @@ def _kv() -> dict[str, Any]:
     expanded = memory.kv_cache_bytes(r1, 1, 1, "bf16", mla_expanded=True)
     one = memory.kv_cache_bytes(s, KV_EXAMPLE_TOKENS, 1, "bf16")
     return {
-        "kv_bf16_bytes": formats.KV_FORMATS["bf16"], "llama70_kv_bytes_per_token": per_token,
-        "kv_example_tokens": KV_EXAMPLE_TOKENS, "llama70_kv_8k_gb": one / GB,
+        "llama70_kv_bytes_per_token": per_token,
+        "llama70_kv_8k_gb": one / GB,
         "gqa_group": s.n_heads // s.n_kv_heads, "llama70_kv_8k_mha_gb": one * s.n_heads / s.n_kv_heads / GB,
         "llama31_context": long_ctx, "llama70_kv_128k_gb": memory.kv_cache_bytes(s, long_ctx, 1, "bf16") / GB,
         "kv_users": KV_USERS, "llama70_kv_users_gb": KV_USERS * one / GB,
@@ -244,17 +235,14 @@ def _kv() -> dict[str, Any]:
 
 def _quant() -> dict[str, Any]:
     """Bits per weight of each format in the page's table, from its layout."""
-    q8 = formats.weight_format("q8_0")
     asym = formats.weight_format("int4-asym")
     nf4 = formats.weight_format("nf4")
     return {
-        "fp32_bits": formats.bits_per_weight("fp32"), "bf16_bits": formats.bits_per_weight("bf16"),
-        "q8_group": q8.group_size, "q8_value_bits": q8.bits, "q8_scale_bits": q8.scale_bits,
+        "fp32_bits": formats.bits_per_weight("fp32"),
         "q8_bits": formats.bits_per_weight("q8_0"),
         "asym_extra_bits": asym.scale_bits, "asym_bits": formats.bits_per_weight("int4-asym"),
         "q4k_bits": Q4_K_BLOCK_BYTES * 8 / 256, "q6k_bits": Q6_K_BLOCK_BYTES * 8 / 256,
         "nf4_plain_bits": nf4.bits + NF4_ABSMAX_BITS / NF4_GROUP,
-        "nf4_absmax_bits": NF4_ABSMAX_BITS, "nf4_group": NF4_GROUP,
         "nf4_dq_bits": formats.bits_per_weight("nf4"),
         "q8_over_q4km": formats.bits_per_weight("q4_k_m") / formats.bits_per_weight("q8_0"),
     }
@@ -282,16 +270,16 @@ def _offload() -> dict[str, Any]:
         # GT/s per lane: the usable GB/s per lane undone by the 128b/130b encoding and 8 bits
         "pcie4_lane_gts": round(links.PCIE_LANE_GBS[4] * 8 * 130 / 128), "pcie4_lanes": 16,
         "pcie4_x16_gbs": pcie,
-        "ram_channels": cpu.memory_channels, "ram_mts": cpu.memory_max_mts, "ram_gbs": ram,
+        "ram_channels": cpu.memory_channels, "ram_mts": cpu.memory_max_mts, "ddr5_5600_gbs": ram,
         "offload_context": OFFLOAD_CONTEXT, "offload_gpu_layers": n, "offload_total_layers": s.n_layers,
         "offload_w_gb": w_g + w_c, "offload_wg_gb": w_g, "offload_wc_gb": w_c,
         "offload_full_ms": 1e3 / full, "offload_full_tok_s": full,
         "offload_gpu_ms": w_g / g.bandwidth_gbs * 1e3,
-        "offload_ram_ms": w_c / ram * 1e3, "offload_cpu_total_ms": 1e3 / on_cpu, "offload_cpu_tok_s": on_cpu,
+        "offload_ram_ms": w_c / ram * 1e3, "offload_cpu_total_ms": 1e3 / on_cpu, "llama70_q4km_offload_tok_s": on_cpu,
         "offload_pcie_ms": w_c / pcie * 1e3, "offload_pcie_total_ms": 1e3 / on_pcie,
         "offload_pcie_tok_s": on_pcie, "offload_fraction": w_c / (w_g + w_c),
         "offload_slowdown": full / on_cpu, "offload_drop": 1 - on_cpu / full,
-        "bandwidth_ratio": r, "article_drop_lo": ARTICLE_OFFLOAD_DROP[0],
+        "rtx4090_vs_ddr5_ratio": r, "article_drop_lo": ARTICLE_OFFLOAD_DROP[0],
         "article_drop_hi": ARTICLE_OFFLOAD_DROP[1], "article_factor_lo": lo, "article_factor_hi": hi,
         "article_fraction_lo": (lo - 1) / (r - 1), "article_fraction_hi": (hi - 1) / (r - 1),
         "split_bytes_per_token": s.hidden_size * formats.DTYPE_BYTES["bf16"],
@@ -309,17 +297,13 @@ def _training() -> dict[str, Any]:
         state = 4 if r["master"] else r["gradients"]
         return r["weights"] + r["gradients"] + r["master"] + memory.OPTIMIZERS[optimizer](state)
 
-    mixed = formats.TRAINING_PRECISIONS["bf16-mixed"]
     h, L, a, s, b = (ACT_EXAMPLE[k] for k in ("hidden", "layers", "heads", "seq", "batch"))
     scores_term = 5 * a * s / h
     full, fused, ckpt = (s * h * (34 + scores_term) * L, s * h * 34 * L, 2 * s * h * L)
     out = {
-        "mixed_weight_bytes": mixed["weights"], "mixed_grad_bytes": mixed["gradients"],
-        "mixed_master_bytes": mixed["master"], "adam_moment_bytes": memory.OPTIMIZERS["adamw"](4) / 2,
         "mixed_adamw_bytes": per_param("bf16-mixed", "adamw"), "fp32_adamw_bytes": per_param("fp32", "adamw"),
         "bf16_adamw_bytes": per_param("bf16", "adamw"), "mixed_adam8_bytes": per_param("bf16-mixed", "adamw8bit"),
-        "adam8_state_bytes": memory.OPTIMIZERS["adamw8bit"](4),
-        "act_hidden": h, "act_layers": L, "act_heads": a, "act_seq": s, "act_batch": b,
+        "act_hidden": h, "act_layers": L, "act_heads": a, "act_batch": b,
         "act_scores_term": scores_term, "act_full_gb": full / GB, "act_fused_gb": fused / GB,
         "act_ckpt_gb": ckpt / GB, "act_full_batch_gb": b * full / GB, "act_fused_batch_gb": b * fused / GB,
         "act_ckpt_batch_gb": b * ckpt / GB, "act_one_layer_batch_gb": b * fused / L / GB,

@@ -104,16 +104,15 @@ def _flops() -> dict[str, Any]:
     """FLOPs per token: 2 per matrix parameter, attention's term for Llama-3-8B."""
     l7, l8 = models.get("Llama-2-7B"), models.get("Llama-3-8B")
     n8 = perf.matmul_params(l8)
-    out = {"llama2_7b_params": l7.n_params,
-           "llama2_7b_matmul_params_b": perf.matmul_params(l7) / 1e9,
-           "llama2_7b_forward_gflop_per_token": perf.forward_flops(l7, 1) / 1e9,
-           "llama3_8b_params_b": l8.n_params / 1e9, "llama3_8b_matmul_params_b": n8 / 1e9,
-           "llama3_8b_layers": l8.n_layers, "llama3_8b_heads": l8.n_heads,
-           "llama3_8b_head_dim": l8.head_dim, "llama3_8b_d_attn": l8.n_heads * l8.head_dim,
-           "llama3_8b_2n_gflop": 2 * n8 / 1e9}
+    out = {"llama7_params": l7.n_params,
+           "llama7_matmul_params_b": perf.matmul_params(l7) / 1e9,
+           "llama7_forward_gflop_per_token": perf.forward_flops(l7, 1) / 1e9,
+           "llama8_matmul_params_b": n8 / 1e9,
+           "llama8_layers": l8.n_layers, "llama8_heads": l8.n_heads,
+           "llama8_head_dim": l8.head_dim, "llama8_d_attn": l8.n_heads * l8.head_dim,
+           "llama8_2n_gflop": 2 * n8 / 1e9}
     for i, ctx in enumerate(ATTENTION_CONTEXTS):
         att = perf.attention_flops_per_token(l8, ctx)
-        out[f"attn_ctx{i}_tokens"] = ctx
         out[f"attn_ctx{i}_gflop"] = att / 1e9
         out[f"attn_ctx{i}_vs_2n"] = att / (2 * n8)
     return out
@@ -129,16 +128,16 @@ def _training() -> dict[str, Any]:
     per_token = perf.training_flops(l7, 1)
     ft_s = perf.training_flops(l7, FINETUNE_TOKENS) / (MFU * r4090.peak_flops("bf16"))
     states = memory.estimate_training(l7, precision="bf16-mixed", optimizer="adamw", batch=1, seq_len=1)
-    return {"pretrain_tokens_e12": PRETRAIN_TOKENS / 1e12, "llama2_7b_train_flops_e22": flops / 1e22,
-            "pretrain_gpus": PRETRAIN_GPUS, "h100_bf16_tflops": h100.peak_tflops["bf16"],
+    return {"llama7_train_flops_e22": flops / 1e22,
+            "h100_bf16_tflops": h100.peak_tflops["bf16"],
             "h100x8_bf16_tflops": cluster / 1e12, "mfu_assumed": MFU,
             "llama31_mfu_lo": LLAMA31_MFU[0], "llama31_mfu_hi": LLAMA31_MFU[1],
             "pretrain_seconds_e7": seconds / 1e7, "pretrain_days": seconds / 86400,
             "pretrain_cluster_tok_s": MFU * cluster / per_token,
             "rtx4090_bf16_tflops": r4090.peak_tflops["bf16"],
-            "finetune_tokens_e8": FINETUNE_TOKENS / 1e8, "finetune_rtx4090_s": ft_s,
+            "finetune_rtx4090_s": ft_s,
             "finetune_rtx4090_h": ft_s / 3600, "finetune_lora_rtx4090_h": ft_s * 4 / 6 / 3600,
-            "llama2_7b_full_finetune_gb": _gb(states.weights + states.gradients + states.optimizer)}
+            "llama7_full_finetune_gb": _gb(states.weights + states.gradients + states.optimizer)}
 
 
 # ---------------------------------------------------------------- prefill and decode
@@ -151,53 +150,56 @@ def _prefill_decode() -> dict[str, Any]:
     prefill_s = perf.prefill_seconds(s, PROMPT_TOKENS, g.peak_tflops["bf16"], "bf16")
     read = perf.decode_bytes_per_step(s, "bf16", "bf16", 1, 1)
     step_s = read / g.bandwidth_bytes_per_s
-    return {"llama3_8b_bf16_weights_gb": _gb(memory.weight_bytes(s, "bf16")),
-            "prefill_prompt_tokens": PROMPT_TOKENS, "prefill_matmul_tflop": matmul / 1e12,
+    return {"llama8_bf16_weights_gb": _gb(memory.weight_bytes(s, "bf16")),
+            "prefill_matmul_tflop": matmul / 1e12,
             "prefill_attention_share": perf.attention_flops_per_token(s, PROMPT_TOKENS)
             / (2 * perf.matmul_params(s)),
             "prefill_rtx4090_s": prefill_s, "prefill_rtx4090_ms_per_token": prefill_s / PROMPT_TOKENS * 1e3,
-            "llama3_8b_bf16_read_gb": _gb(read), "rtx4090_bandwidth_gbs": g.bandwidth_gbs,
+            "llama8_bf16_read_gb": _gb(read), "rtx4090_gbs": g.bandwidth_gbs,
             "decode_rtx4090_ms": step_s * 1e3, "decode_rtx4090_tok_s": 1 / step_s,
             "decode_vs_prefill_per_token": step_s / (prefill_s / PROMPT_TOKENS),
-            "rtx4090_ridge_flop_per_byte": g.peak_flops("bf16") / g.bandwidth_bytes_per_s}
+            "ridge_4090_bf16": g.peak_flops("bf16") / g.bandwidth_bytes_per_s}
 
 
 def _decode_claims() -> dict[str, Any]:
     """Each tokens/s claim: bytes read per token, fit on the card, and the bandwidth bound."""
     r4090 = specs.get_gpu("RTX 4090")
     cap = r4090.model_memory_bytes
-    out: dict[str, Any] = {"rtx4090_usable_gb": _gb(cap), "fit_context": FIT_CONTEXT,
-                           "rx7900xtx_bandwidth_gbs": specs.get_gpu("AMD Radeon RX 7900 XTX").bandwidth_gbs,
-                           "m3_ultra_bandwidth_gbs": specs.get_gpu("Apple M3 Ultra").bandwidth_gbs}
+    out: dict[str, Any] = {"rtx4090_usable_gb": _gb(cap),
+                           "rx7900xtx_gbs": specs.get_gpu("AMD Radeon RX 7900 XTX").bandwidth_gbs,
+                           "m3ultra_gbs": specs.get_gpu("Apple M3 Ultra").bandwidth_gbs}
     for cid, tok_s in ARTICLE_DECODE_TOK_S.items():
         out[f"claim{cid}_tok_s"] = tok_s
     l7 = models.get("Llama-2-7B")
-    rows = {"llama2_fp16_rtx4090": ("Llama-2-7B", "fp16", "RTX 4090", 42),
-            "llama2_fp16_rx7900xtx": ("Llama-2-7B", "fp16", "AMD Radeon RX 7900 XTX", 43),
-            "llama2_fp16_m3ultra": ("Llama-2-7B", "fp16", "Apple M3 Ultra", 44),
-            "llama2_q4km_rtx4090": ("Llama-2-7B", "q4_k_m", "RTX 4090", 42),
-            "llama70_int4_rtx4090": ("Llama-3-70B", "int4", "RTX 4090", 53),
-            "llama70_q4km_rtx4090": ("Llama-3-70B", "q4_k_m", "RTX 4090", 53),
-            "r1_int4_rtx4090": ("DeepSeek-R1", "int4", "RTX 4090", 50),
-            "qwen72_fp16_rtx4090": ("Qwen2.5-72B", "fp16", "RTX 4090", 56)}
-    for key, (model, fmt, gpu, cid) in rows.items():
+    # (model and format, card) -> the case; what a token reads and what the model needs do not
+    # depend on the card, so those two figures are named without it
+    rows = {("llama7_fp16", "rtx4090"): ("Llama-2-7B", "fp16", "RTX 4090", 42),
+            ("llama7_fp16", "rx7900xtx"): ("Llama-2-7B", "fp16", "AMD Radeon RX 7900 XTX", 43),
+            ("llama7_fp16", "m3ultra"): ("Llama-2-7B", "fp16", "Apple M3 Ultra", 44),
+            ("llama7_q4km", "rtx4090"): ("Llama-2-7B", "q4_k_m", "RTX 4090", 42),
+            ("llama70_int4", "rtx4090"): ("Llama-3-70B", "int4", "RTX 4090", 53),
+            ("llama70_q4km", "rtx4090"): ("Llama-3-70B", "q4_k_m", "RTX 4090", 53),
+            ("r1_int4", "rtx4090"): ("DeepSeek-R1", "int4", "RTX 4090", 50),
+            ("qwen72_fp16", "rtx4090"): ("Qwen2.5-72B", "fp16", "RTX 4090", 56)}
+    for (case, card), (model, fmt, gpu, cid) in rows.items():
         read, bound = _bound(model, fmt, gpu)
         need, fits = _fits(model, fmt, specs.get_gpu(gpu).model_memory_bytes)
-        out |= {f"{key}_read_gb": read, f"{key}_bound_tok_s": bound, f"{key}_need_gb": need,
-                f"{key}_fits": fits, f"{key}_claim_share": ARTICLE_DECODE_TOK_S[cid] / bound}
-    out["llama2_7b_weights_gb"] = _gb(memory.weight_bytes(l7, "fp16"))
-    out |= {"llama2_layers": l7.n_layers, "llama2_hidden": l7.hidden_size,
-            "llama2_ffn": l7.intermediate_size, "llama2_vocab": l7.vocab_size,
-            "llama2_kv_heads": l7.n_kv_heads,
+        out |= {f"{case}_read_gb": read, f"{case}_need_gb": need,
+                f"{case}_{card}_bound_tok_s": bound, f"{case}_{card}_fits": fits,
+                f"{case}_{card}_claim_share": ARTICLE_DECODE_TOK_S[cid] / bound}
+    out["llama7_fp16_gb"] = _gb(memory.weight_bytes(l7, "fp16"))
+    out |= {"llama7_layers": l7.n_layers, "llama7_hidden": l7.hidden_size,
+            "llama7_ffn": l7.intermediate_size, "llama7_vocab": l7.vocab_size,
+            "llama7_kv_heads": l7.n_kv_heads,
             "llamacpp_f16_tok_s": LLAMACPP_4090_LLAMA2_7B_TOK_S["f16"],
             "llamacpp_q4_0_tok_s": LLAMACPP_4090_LLAMA2_7B_TOK_S["q4_0"],
             "claim74_share": ARTICLE_DECODE_TOK_S[74] / out["llama70_int4_rtx4090_bound_tok_s"]}
-    out["llama2_7b_kv_bytes_per_token"] = memory.kv_cache_bytes(l7, 1, 1, "fp16")
+    out["llama7_kv_bytes_per_token"] = memory.kv_cache_bytes(l7, 1, 1, "fp16")
     ctx = KV_EXAMPLE_CONTEXT
-    out["llama2_kv_ctx"] = ctx
+    out["llama7_kv_ctx"] = ctx
     read_ctx = perf.decode_bytes_per_step(l7, "fp16", "fp16", 1, ctx)
-    out["llama2_fp16_rtx4090_ctx_read_gb"] = _gb(read_ctx)
-    out["llama2_fp16_rtx4090_ctx_bound_tok_s"] = r4090.bandwidth_bytes_per_s / read_ctx
+    out["llama7_fp16_rtx4090_ctx_read_gb"] = _gb(read_ctx)
+    out["llama7_fp16_rtx4090_ctx_bound_tok_s"] = r4090.bandwidth_bytes_per_s / read_ctx
     return out | _llama70() | _r1() | _laptop_and_small_gpus()
 
 
@@ -210,9 +212,9 @@ def _llama70() -> dict[str, Any]:
     layers = memory.gpu_layers_that_fit(s, r4090.model_memory_bytes, "q4_k_m", seq_len=FIT_CONTEXT)
     return {"llama70_45_needs_tbs": ARTICLE_DECODE_TOK_S[74] * read / 1e12,
             "llama70_int4_h200_bound_tok_s": perf.decode_tokens_per_s(s, "int4", "bf16", 1, 1, h200.bandwidth_gbs),
-            "h200_bandwidth_gbs": h200.bandwidth_gbs, "ddr5_5600_dual_gbs": ram,
+            "h200_gbs": h200.bandwidth_gbs, "ddr5_5600_gbs": ram,
             "llama70_offload_gpu_layers": layers, "llama70_layers": s.n_layers,
-            "llama70_offload_bound_tok_s": perf.offloaded_tokens_per_s(
+            "llama70_q4km_offload_tok_s": perf.offloaded_tokens_per_s(
                 s, layers, "q4_k_m", r4090.bandwidth_gbs, ram, seq_len=FIT_CONTEXT),
             "claim74_ratio": ARTICLE_DECODE_TOK_S[74] / ARTICLE_DECODE_TOK_S[67]}
 
@@ -224,8 +226,8 @@ def _r1() -> dict[str, Any]:
     n_h200 = math.ceil(resident / h200.model_memory_bytes)
     hop = s.hidden_size * 2  # one bf16 hidden state
     pcie = links.pcie(4, 16)
-    return {"r1_params_b": s.n_params / 1e9, "r1_active_params_b": s.n_active_params / 1e9,
-            "r1_int4_resident_gb": _gb(resident), "h200_usable_gb": _gb(h200.model_memory_bytes),
+    return {"r1_params_b": s.n_params / 1e9, "r1_active_b": s.n_active_params / 1e9,
+            "r1_int4_gb": _gb(resident), "h200_usable_gb": _gb(h200.model_memory_bytes),
             "r1_h200_count": n_h200, "r1_h200_left_gb": _gb(n_h200 * h200.model_memory_bytes - resident),
             "r1_80gb_count": math.ceil(resident / a80.model_memory_bytes),
             "r1_h200_bound_tok_s": perf.decode_tokens_per_s(s, "int4", "bf16", 1, 1, h200.bandwidth_gbs),
@@ -246,14 +248,14 @@ def _laptop_and_small_gpus() -> dict[str, Any]:
     ram = specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
     cards = {"rtx4060ti": "RTX 4060 Ti 16GB", "rtx4090": "RTX 4090"}
     need_cpu, fits_cpu = _fits("Llama-2-7B", "fp16", ARTICLE_LAPTOP["ram_gb"] * GB, device="cpu")
-    out = {"ddr4_3200_dual_gbs": lo, "ddr5_4800_dual_gbs": hi,
+    out = {"ddr4_3200_gbs": lo, "ddr5_4800_gbs": hi,
            "laptop_fp16_bound_lo": lo / w16, "laptop_fp16_bound_hi": hi / w16,
            "laptop_q4km_bound_lo": lo / w4, "laptop_q4km_bound_hi": hi / w4,
-           "llama2_q4km_read_gb": w4, "laptop_need_gb": need_cpu, "laptop_fits": fits_cpu,
+           "llama7_q4km_read_gb": w4, "llama7_fp16_need_gb": need_cpu, "laptop_fits": fits_cpu,
            "laptop_claim_share": ARTICLE_DECODE_TOK_S[67] * w16 / lo,
            "laptop_claim_share_q4km": ARTICLE_DECODE_TOK_S[67] * w4 / lo,
-           "llama2_7b_int4_weights_gb": _gb(memory.weight_bytes(models.get("Llama-2-7B"), "int4")),
-           "llama2_7b_q4km_weights_gb": _gb(memory.weight_bytes(models.get("Llama-2-7B"), "q4_k_m")),
+           "llama7_int4_weights_gb": _gb(memory.weight_bytes(models.get("Llama-2-7B"), "int4")),
+           "llama7_q4km_gb": _gb(memory.weight_bytes(models.get("Llama-2-7B"), "q4_k_m")),
            "gtx1650_gddr6_gbps": GTX1650_GDDR6_GBS / (gtx.memory_bus_bits / 8),
            "gtx1650_memory_gib": gtx.memory_bytes / 2**30, "gtx1650_fit_context": GTX1650_CONTEXT,
            "phi3_claim_share": ARTICLE_DECODE_TOK_S[89] / phi_bound,
@@ -266,14 +268,14 @@ def _laptop_and_small_gpus() -> dict[str, Any]:
            "gtx1650_gddr6_ratio_lo": GTX1650_GDDR6_GBS / hi, "gtx1650_gddr6_ratio_hi": GTX1650_GDDR6_GBS / lo,
            "claim68_ratio": ARTICLE_SPEEDUPS[68], "claim89_ratio": ARTICLE_SPEEDUPS[89],
            "gtx1650_memory_gb": _gb(gtx.memory_bytes), "gtx1650_usable_gb": _gb(gtx.model_memory_bytes),
-           "llama2_int4_need_gb": need_i4, "llama2_int4_gtx1650_fits": fits_i4,
-           "llama2_q4km_need_gb": need_k, "llama2_q4km_gtx1650_fits": fits_k,
+           "llama7_int4_512_need_gb": need_i4, "llama7_int4_gtx1650_fits": fits_i4,
+           "llama7_q4km_512_need_gb": need_k, "llama7_q4km_gtx1650_fits": fits_k,
            "phi3_params_b": models.get("Phi-3-mini").n_params / 1e9,
            "q4km_bits": memory.bits_per_weight("q4_k_m"), "phi3_q4km_read_gb": phi_read,
            "phi3_gtx1650_bound_tok_s": phi_bound, "ddr5_5600_gbs": ram}
     for key, name in cards.items():
         g = specs.get_gpu(name)
-        out[f"{key}_bandwidth_gbs"] = g.bandwidth_gbs
+        out[f"{key}_gbs"] = g.bandwidth_gbs
         out[f"{key}_vs_ddr5_ratio"] = g.bandwidth_gbs / ram
     return out
 
@@ -290,9 +292,9 @@ def _batching() -> dict[str, Any]:
     ridge = g.peak_flops("bf16") / g.bandwidth_bytes_per_s
     fit = {ctx: int(free // (kv * ctx)) for ctx in BATCH_CONTEXTS}
     out = {"h100_bandwidth_tbs": g.bandwidth_gbs / 1e3, "h100_ridge_flop_per_byte": ridge,
-           "h100_usable_gb": _gb(g.model_memory_bytes), "llama3_8b_kv_layers": s.n_layers,
-           "llama3_8b_kv_heads": s.n_kv_heads, "llama3_8b_kv_bytes_per_token": kv,
-           "llama3_8b_kv_kib_per_token": kv / 1024, "h100_cache_room_gb": _gb(free),
+           "h100_usable_gb": _gb(g.model_memory_bytes), "llama8_kv_layers": s.n_layers,
+           "llama8_kv_heads": s.n_kv_heads, "llama8_kv_bytes_per_token": kv,
+           "llama8_kv_kib_per_token": kv / 1024, "h100_cache_room_gb": _gb(free),
            "h100_fit_2048": fit[2048], "h100_fit_8192": fit[8192],
            "batch_limit_order": "before" if fit[2048] < ridge else "after"}
     cases = {"b1": (1, 1), "b64": (BATCH_EXAMPLE, 2048), "full2048": (fit[2048], 2048),
@@ -354,19 +356,18 @@ def _sd35() -> dict[str, Any]:
             "sd35_pass_tflop": per_pass / 1e12, "sd35_steps": SD35.large_steps,
             "sd35_turbo_steps": SD35.turbo_steps, "sd35_image_tflop": guided / 1e12,
             "sd35_turbo_image_tflop": turbo / 1e12,
-            "rtx4090_fp16acc_tflops": r4090.peak_tflops["fp16_fp16acc"],
-            "i9_13900k_turbo_tflops": cpu_peak / 1e12,
+            "rtx4090_fp16_fp16acc_tflops": r4090.peak_tflops["fp16_fp16acc"],
+            "cpu_maxturbo_tflops": cpu_peak / 1e12,
             "sd35_rtx4090_min_s": guided / gpu_peak,
             "sd35_rtx4090_fp16acc_min_s": guided / (r4090.peak_tflops["fp16_fp16acc"] * 1e12),
             "sd35_cpu_min_s": guided / cpu_peak, "sd35_cpu_min_min": guided / cpu_peak / 60,
             "claim75_gpu_s": ARTICLE_SD35_S["gpu"], "claim75_cpu_s": ARTICLE_SD35_S["cpu"],
             "claim75_gpu_needs_x_peak": guided / ARTICLE_SD35_S["gpu"] / gpu_peak,
             "claim75_cpu_needs_x_peak": guided / ARTICLE_SD35_S["cpu"] / cpu_peak,
-            "sd35_turbo_rtx4090_min_s": turbo / gpu_peak, "sd35_turbo_cpu_min_s": turbo / cpu_peak,
             "claim75_turbo_gpu_share": turbo / ARTICLE_SD35_S["gpu"] / gpu_peak,
             "claim75_turbo_cpu_share": turbo / ARTICLE_SD35_S["cpu"] / cpu_peak,
             "claim75_ratio": ARTICLE_SD35_S["cpu"] / ARTICLE_SD35_S["gpu"],
-            "rtx4090_vs_13900k_peak_ratio": gpu_peak / cpu_peak}
+            "bf16_ratio_maxturbo": gpu_peak / cpu_peak}
 
 
 def _embeddings() -> dict[str, Any]:
@@ -377,7 +378,7 @@ def _embeddings() -> dict[str, Any]:
     exact = (2 * matrices + attention) * CHUNK_TOKENS
     cpu = specs.get_cpu("Core i9-13900K")
     out = {"bert_params_m": BERT_BASE_PARAMS / 1e6, "bert_layers": BERT_LAYERS, "bert_hidden": BERT_HIDDEN,
-           "bert_ffn": 4 * BERT_HIDDEN, "chunk_tokens": CHUNK_TOKENS,
+           "bert_ffn": 4 * BERT_HIDDEN,
            "bert_chunk_gflop": per_chunk / 1e9, "bert_matrix_params_m": matrices / 1e6,
            "bert_chunk_exact_gflop": exact / 1e9,
            "embed_desktop_share_lo": EMBED_TFLOPS["desktop"] * 1e12 / cpu.peak_fp32_flops("turbo"),
@@ -388,7 +389,6 @@ def _embeddings() -> dict[str, Any]:
            "embed_slow_gpu_50k": _duration(50_000 * per_chunk / (EMBED_TFLOPS["slow_gpu"] * 1e12))}
     out |= {f"embed_{k}_tflops": v for k, v in EMBED_TFLOPS.items()}
     for n in EMBED_CHUNKS:
-        out[f"embed_{n}_chunks"] = n
         out[f"embed_{n}_pflop"] = n * per_chunk / 1e15
         for k in ("laptop", "desktop", "gpu"):
             out[f"embed_{n}_{k}"] = _duration(n * per_chunk / (EMBED_TFLOPS[k] * 1e12))

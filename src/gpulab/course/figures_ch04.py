@@ -59,13 +59,12 @@ def _backend_table() -> dict[str, Any]:
     fp16_gb = memory.weight_bytes(s, "fp16") / GB
     q4_gb = memory.weight_bytes(s, "q4_k_m") / GB
     out: dict[str, Any] = {
-        "llama2_7b_params": s.n_params,
-        "llama2_7b_params_billion": s.n_params / 1e9,
-        "fp16_bytes_per_weight": bits_per_weight("fp16") / 8,
-        "q4km_bits_per_weight": bits_per_weight("q4_k_m"),
-        "q8_0_bits_per_weight": bits_per_weight("q8_0"),
-        "llama2_7b_fp16_gb": fp16_gb,
-        "llama2_7b_q4km_gb": q4_gb,
+        "llama7_params": s.n_params,
+        "llama7_params_b": s.n_params / 1e9,
+        "q4km_bits": bits_per_weight("q4_k_m"),
+        "q8_bits": bits_per_weight("q8_0"),
+        "llama7_fp16_gb": fp16_gb,
+        "llama7_q4km_gb": q4_gb,
     }
     devices = {"rtx4090": _gpu("RTX 4090").bandwidth_gbs,
                "rx7900xtx": _gpu("AMD Radeon RX 7900 XTX").bandwidth_gbs,
@@ -73,17 +72,18 @@ def _backend_table() -> dict[str, Any]:
                "m3max": _gpu("Apple M3 Max").bandwidth_gbs,
                "ddr5": _ram_gbs()}
     for key, bw in devices.items():
-        out[f"{key}_bw_gbs"] = bw
-        out[f"{key}_llama2_7b_q4km_bound_tok_s"] = bw / q4_gb
-        out[f"{key}_llama2_7b_fp16_bound_tok_s"] = bw / fp16_gb
+        out["ddr5_5600_gbs" if key == "ddr5" else f"{key}_gbs"] = bw  # the RAM's, by its speed
+        for fmt in ("q4_k_m", "fp16"):  # a token reads every weight but the embedding table's
+            out[f"llama7_{fmt.replace('_', '')}_{key}_bound_tok_s"] = perf.decode_tokens_per_s(
+                s, fmt, "bf16", 1, 1, bw)
     article = {"rtx4090": ARTICLE_DECODE_TOK_S["rtx4090"], "rx7900xtx": ARTICLE_DECODE_TOK_S["rx7900xtx"],
                "m3ultra": ARTICLE_DECODE_TOK_S["m3_ultra"]}
     shares16, shares4 = [], []
     for key, said in article.items():
         out[f"{key}_article_tok_s"] = said
-        shares16.append(said / out[f"{key}_llama2_7b_fp16_bound_tok_s"])
-        shares4.append(said / out[f"{key}_llama2_7b_q4km_bound_tok_s"])
-        out[f"{key}_article_share_of_fp16_bound"] = shares16[-1]
+        shares16.append(said / out[f"llama7_fp16_{key}_bound_tok_s"])
+        shares4.append(said / out[f"llama7_q4km_{key}_bound_tok_s"])
+        out[f"llama7_fp16_{key}_claim_share"] = shares16[-1]
         # rank against the RTX 4090: bandwidths and the article's rates
         out[f"{key}_bw_vs_rtx4090"] = devices[key] / devices["rtx4090"]
         out[f"{key}_article_vs_rtx4090"] = said / article["rtx4090"]
@@ -93,7 +93,7 @@ def _backend_table() -> dict[str, Any]:
     out["article_share_of_q4km_bound_max"] = max(shares4)
     # what gpulab.perf says for the same model: it adds the KV cache of a 2048-token context
     for fmt in ("q4_k_m", "fp16"):
-        out[f"rtx4090_llama2_7b_{fmt.replace('_', '')}_perf_tok_s"] = perf.decode_tokens_per_s(
+        out[f"llama7_{fmt.replace('_', '')}_rtx4090_perf_tok_s"] = perf.decode_tokens_per_s(
             s, fmt, "fp16", 1, 2048, devices["rtx4090"])
     out["perf_context_tokens"] = 2048
     return out
@@ -110,9 +110,6 @@ def _attention() -> dict[str, Any]:
     fa3 = derivations.compute("fa3_claim_vs_h100_peak").values
     return {
         "scores_heads": s.n_heads,
-        "scores_fp16_bytes_per_value": fp16,
-        "scores_seq_short": 8192,
-        "scores_seq_long": 131_072,
         "scores_8k_gb": s.n_heads * 8192 ** 2 * fp16 / GB,
         "scores_128k_tb": s.n_heads * 131_072 ** 2 * fp16 / 1e12,
         "h100_fp16_tflops": h100,
@@ -125,7 +122,7 @@ def _attention() -> dict[str, Any]:
         "fa3_speedup_high_x": FA3_SPEEDUP_RANGE[1],
         "article_fa3_share_of_h100_peak": fa3["claimed_share"],
         "article_fa3_vs_fa2": fa3["claimed_share"] / FA2_H100_UTILISATION,
-        "kv_llama3_70b_128k_bf16_gb": memory.kv_cache_bytes(models.get("Llama-3-70B"), 131_072, 1,
+        "llama70_kv_128k_gb": memory.kv_cache_bytes(models.get("Llama-3-70B"), 131_072, 1,
                                                             "bf16") / GB,
     }
 
@@ -186,30 +183,30 @@ def _layers() -> dict[str, Any]:
     step = perf.decode_bytes_per_step(s, "q4_k_m", "fp16", 1, CONTEXT)
     fitted = perf.decode_tokens_per_s(s, "q4_k_m", "fp16", 1, CONTEXT, g.bandwidth_gbs)
     return {
-        "llama3_70b_hidden": h, "llama3_70b_heads": s.n_heads, "llama3_70b_kv_heads": s.n_kv_heads,
-        "llama3_70b_head_dim": s.head_dim, "llama3_70b_kv_width": kv_w, "llama3_70b_ffn": ffn,
-        "llama3_70b_layers": s.n_layers, "llama3_70b_vocab": s.vocab_size,
-        "llama3_70b_layer_qo_params": 2 * h * h, "llama3_70b_layer_kv_params": 2 * h * kv_w,
-        "llama3_70b_layer_mlp_params": 3 * h * ffn, "llama3_70b_layer_norm_params": 2 * h,
-        "llama3_70b_layer_params": layer, "llama3_70b_params": s.n_params,
-        "llama3_70b_q4km_layer_mb": layer_bytes / 1e6,
-        "llama3_70b_q4km_gb": memory.weight_bytes(s, "q4_k_m") / GB,
-        "llama3_70b_kv_fp16_bytes_per_token": kv_tok, "ngl_context_tokens": CONTEXT,
-        "llama3_70b_kv_4k_fp16_gb": kv / GB, "llamacpp_buffers_gb": LLAMACPP_BUFFERS_BYTES / GB,
+        "llama70_hidden": h, "llama70_heads": s.n_heads, "llama70_kv_heads": s.n_kv_heads,
+        "llama70_head_dim": s.head_dim, "llama70_kv_width": kv_w, "llama70_ffn": ffn,
+        "llama70_layers": s.n_layers, "llama70_vocab": s.vocab_size,
+        "llama70_layer_qo_params": 2 * h * h, "llama70_layer_kv_params": 2 * h * kv_w,
+        "llama70_layer_mlp_params": 3 * h * ffn, "llama70_layer_norm_params": 2 * h,
+        "llama70_layer_params": layer, "llama70_params": s.n_params,
+        "llama70_q4km_layer_mb": layer_bytes / 1e6,
+        "llama70_q4km_gb": memory.weight_bytes(s, "q4_k_m") / GB,
+        "llama70_kv_bytes_per_token": kv_tok, "ngl_context_tokens": CONTEXT,
+        "llama70_kv_4k_gb": kv / GB, "llamacpp_buffers_gb": LLAMACPP_BUFFERS_BYTES / GB,
         "rtx4090_memory_gb": g.memory_gb, "ngl_fit_float": n_float, "ngl_fit": n,
-        "rtx4090_reported_mib": reported / 2 ** 20, "rtx4090_reported_gb": reported / GB,
+        "rtx4090_driver_mib": reported / 2 ** 20, "rtx4090_driver_gb": reported / GB,
         "ngl_fit_reported_float": n_reported_float, "ngl_fit_reported": math.floor(n_reported_float),
         "cuda_context_gib": specs.CUDA_CONTEXT_BYTES / 2 ** 30,
-        "allocator_slack_share": specs.ALLOCATOR_SLACK,
-        "rtx4090_model_memory_gb": g.model_memory_bytes / GB, "ngl_fit_gpulab": n_gpulab,
-        "ngl_layers_in_ram": s.n_layers - n, "ngl_all_on_gpu": s.n_layers + 1,
-        "llama3_70b_q4km_layer_read_mb": per_layer_read / 1e6,
-        "llama3_70b_q4km_head_mb": head / 1e6,
+        "allocator_slack": specs.ALLOCATOR_SLACK,
+        "rtx4090_usable_gb": g.model_memory_bytes / GB, "ngl_fit_gpulab": n_gpulab,
+        "ngl_layers_in_ram": s.n_layers - n,
+        "llama70_q4km_layer_read_mb": per_layer_read / 1e6,
+        "llama70_q4km_head_mb": head / 1e6,
         "offload_gpu_read_gb": gpu_read / GB, "offload_cpu_read_gb": cpu_read / GB,
         "offload_gpu_read_ms": t_gpu * 1e3, "offload_cpu_read_ms": t_cpu * 1e3,
         "offload_step_ms": (t_gpu + t_cpu) * 1e3, "offload_tok_s": offloaded,
         "offload_ram_share": cpu_read / (gpu_read + cpu_read),
-        "llama3_70b_q4km_step_gb": step / GB, "llama3_70b_q4km_fitted_tok_s": fitted,
+        "llama70_q4km_4k_read_gb": step / GB, "llama70_q4km_4k_rtx4090_bound_tok_s": fitted,
         "offload_slowdown_x": fitted / offloaded,
     }
 
@@ -219,9 +216,9 @@ def _deepseek() -> dict[str, Any]:
     s = models.get("DeepSeek-R1")
     bits = bits_per_weight("q4_k_m")
     on_gpu = ARTICLE_GPU_LAYERS  # the article's OLLAMA_GPU_LAYERS=35 (claims 17, 72)
-    return {"deepseek_r1_q4km_gb": memory.weight_bytes(s, "q4_k_m") / GB,
-            "deepseek_r1_layers": s.n_layers, "article_gpu_layers": on_gpu,
-            "deepseek_r1_q4km_35_layers_gb": sum(s.layer_params(i) for i in range(on_gpu)) * bits / 8 / GB}
+    return {"r1_q4km_gb": memory.weight_bytes(s, "q4_k_m") / GB,
+            "r1_layers": s.n_layers, "article_gpu_layers": on_gpu,
+            "r1_q4km_35_layers_gb": sum(s.layer_params(i) for i in range(on_gpu)) * bits / 8 / GB}
 
 
 def figures() -> dict[str, Any]:

@@ -14,7 +14,7 @@ from gpulab.course.derivations import nominal_weight_gb
 from gpulab.estimate import levers, memory
 from gpulab.machine import rules
 from gpulab.reference import drivers, links, models, specs
-from gpulab.reference.formats import ACTIVATION_BYTES, TRAINING_PRECISIONS
+from gpulab.reference.formats import ACTIVATION_BYTES
 
 __all__ = ["figures"]
 
@@ -52,7 +52,6 @@ def _out_of_memory() -> dict[str, Any]:
     s = models.get("Llama-3.2-1B")
     seq, batch = 2048, 8
     tokens = seq * batch
-    fp32, mixed = TRAINING_PRECISIONS["fp32"], TRAINING_PRECISIONS["bf16-mixed"]
     b32 = memory.estimate_training(s, precision="fp32", batch=batch, seq_len=seq)
     b16 = memory.estimate_training(s, precision="bf16-mixed", batch=batch, seq_len=seq)
     head = 2 * s.vocab_size * ACTIVATION_BYTES["fp32"] * tokens  # logits and log-softmax, fp32
@@ -60,24 +59,20 @@ def _out_of_memory() -> dict[str, Any]:
     head32 = memory.loss_head_bytes(s, tokens, "fp32")
     head16 = memory.loss_head_bytes(s, tokens, "bf16")
     rows = levers.compare(s, levers.standard_levers(batch), seq)
-    adam32 = b32.optimizer / s.n_params  # the two moments, fp32
     return {
         "pcie4_x16_lanes": 16, "pcie4_gts": links.PCIE_LANE_GBS[4] * 8 * 130 / 128,
         "pcie4_x16_gbs": pcie,
-        "rtx4090_bw_gbs": g.bandwidth_gbs, "rtx4090_vs_pcie4_x": g.bandwidth_gbs / pcie,
+        "rtx4090_gbs": g.bandwidth_gbs, "rtx4090_vs_pcie4_x": g.bandwidth_gbs / pcie,
         "llama32_1b_params": s.n_params,
-        "fp32_weight_bytes": fp32["weights"], "fp32_grad_bytes": fp32["gradients"],
-        "adamw_fp32_state_bytes": adam32,
-        "mixed_weight_bytes": mixed["weights"], "mixed_grad_bytes": mixed["gradients"],
-        "mixed_master_bytes": mixed["master"],
-        "train_state_bytes_per_param": (b32.weights + b32.gradients + b32.optimizer) / s.n_params,
+
+
         "llama32_1b_states_gb": (b32.weights + b32.gradients + b32.optimizer) / GB,
         "oom_batch": batch, "oom_seq": seq, "oom_tokens": tokens, "llama32_1b_vocab": s.vocab_size,
         "llama32_1b_layers_act_fp32_gb": (b32.activations - head32) / GB,
         "llama32_1b_layers_act_bf16_gb": (b16.activations - head16) / GB,
         "bf16_layers_act_share": (b16.activations - head16) / (b32.activations - head32),
         "llama32_1b_logits_gb": head / GB,
-        "levers_micro_batch": rows[-1].lever.micro_batch, "levers_accumulation": rows[-1].lever.accumulation,
+        "levers_micro_batch": rows[-1].lever.micro_batch,
         "levers_naive_gb": rows[0].peak_bytes / GB, "levers_all_gb": rows[-1].peak_bytes / GB,
     }
 
@@ -103,13 +98,13 @@ def _launch() -> dict[str, Any]:
     gpu_flops = g.peak_flops("fp32")
     cpu_flops = cpu.peak_fp32_flops("turbo")  # the CPU's highest clocks: its best case
     gpu_s, cpu_s = flop / gpu_flops, flop / cpu_flops
-    return {"linear_width": LINEAR_WIDTH, "linear_mflop_per_sample": flop / 1e6,
-            "rtx4090_fp32_tflops": gpu_flops / 1e12, "i9_13900k_turbo_tflops": cpu_flops / 1e12,
+    return {"linear_mflop_per_sample": flop / 1e6,
+            "rtx4090_fp32_tflops": gpu_flops / 1e12, "cpu_maxturbo_tflops": cpu_flops / 1e12,
             "linear_gpu_ns_per_sample": gpu_s * 1e9, "linear_cpu_us_per_sample": cpu_s * 1e6,
             "linear_samples_per_us": 1e-6 / gpu_s, "linear_big_batch": LINEAR_BIG_BATCH,
             "linear_big_gpu_us": LINEAR_BIG_BATCH * gpu_s * 1e6,
             "linear_big_cpu_ms": LINEAR_BIG_BATCH * cpu_s * 1e3,
-            "gpu_vs_cpu_peak_x": gpu_flops / cpu_flops}
+            "fp32_ratio_maxturbo": gpu_flops / cpu_flops}
 
 
 # ---- section 5: versions
@@ -162,11 +157,11 @@ def _power_and_timing() -> dict[str, Any]:
     bad_rate = flop / TIMING_BAD_READING_S
     lo, hi = RTX4090_OBSERVED_CLOCK_GHZ
     return {"power_cap_w": cap, "rtx4090_board_w": g.board_power_w, "power_cap_share": cap / g.board_power_w,
-            "timing_n": TIMING_N, "timing_tflop": flop / 1e12,
+            "timing_tflop": flop / 1e12,
             "timing_least_ms": flop / peak * 1e3, "timing_bad_ms": TIMING_BAD_READING_S * 1e3,
             "timing_bad_tflops": bad_rate / 1e12, "timing_bad_vs_peak_x": bad_rate / peak,
             "rtx4090_cuda_cores": g.cuda_cores, "rtx4090_boost_ghz": g.boost_clock_ghz,
-            "rtx4090_clock_peak_tflops": clock_peak / 1e12,
+            "rtx4090_fp32_derived_tflops": clock_peak / 1e12,
             "rtx4090_observed_clock_low_mhz": lo * 1e3, "rtx4090_observed_clock_high_mhz": hi * 1e3,
             "rtx4090_observed_over_boost": hi / g.boost_clock_ghz - 1,
             "rtx4090_observed_peak_tflops": g.cuda_cores * hi * 1e9 * 2 / 1e12}
@@ -181,11 +176,11 @@ def _loading() -> dict[str, Any]:
     sata = links.DISKS["SATA SSD"].read_bytes_per_s / GB
     hdd = links.DISKS["hard disk (7200 rpm)"].read_bytes_per_s / GB
     nvme = links.DISKS["NVMe PCIe 4.0 x4"].read_bytes_per_s / GB
-    return {"ckpt_7b_bf16_gb": small, "ckpt_70b_bf16_gb": big,
+    return {"tier7_fp16_gb": small, "tier70_fp16_gb": big,
             # SATA III: the payload rate in Gbit/s and its 8b/10b line rate
             "sata_line_gbit_s": sata * 8 * 10 / 8, "sata_payload_gbit_s": sata * 8, "sata_gbs": sata,
             "sata_7b_s": small / sata, "hdd_mbs": hdd * 1e3, "hdd_7b_s": small / hdd,
-            "hdd_70b_s": big / hdd, "hdd_70b_min": big / hdd / 60,
+            "hdd_70b_s": big / hdd,
             "nvme4_lanes": 4, "pcie4_gts": links.PCIE_LANE_GBS[4] * 8 * 130 / 128, "nvme4_gbs": nvme, "nvme4_7b_s": small / nvme, "nvme4_70b_s": big / nvme}
 
 

@@ -31,7 +31,7 @@ I5_13600KF_TURBO_W = 181  # Intel ARK, Core i5-13600KF: Maximum Turbo Power 181 
 EXCURSION_US = 100  # PCIe CEM 5.0 and ATX 3.0 (Table 3-3): the spike and the PSU's 200% last 100 us
 PROMPT_TOKENS = 2000  # the prompt of the "a 3B model needs no GPU" check
 # The cards the page's fine-tuning table judges: the article's picks, then the larger ones.
-FT_CARDS = (("a100_40gb", "A100 40GB SXM", 1), ("a100_80gb", "A100 80GB SXM", 1),
+FT_CARDS = (("a100_40", "A100 40GB SXM", 1), ("a100_80", "A100 80GB SXM", 1),
             ("h100", "H100 SXM", 1), ("h200", "H200", 1), ("mi300x", "AMD Instinct MI300X", 1),
             ("two_h100", "H100 SXM", 2))
 WEEK_DAYS, WEEK_HOURS_PER_DAY = 7, 24  # claim 77's week of renting, around the clock
@@ -75,11 +75,10 @@ def _cost_claims() -> dict[str, Any]:
         "article_power_kw": article.ARTICLE_POWER_W / 1000,
         "article_hours_per_day": article.ARTICLE_HOURS_PER_DAY,
         "article_kwh_cny": article.ARTICLE_KWH_CNY,
-        "days_per_year": cost.DAYS_PER_YEAR,
         "days_per_month": cost.DAYS_PER_MONTH,
         "electricity_day_cny": cost.electricity_per_day(box),
         "electricity_year_cny": cost.electricity_per_year(box),
-        "rtx4090_board_power_w": board,
+        "rtx4090_board_w": board,
         "electricity_year_board_power_cny": cost.electricity_per_year(_seed_box(board)),
         "article_a100_cny_h": article.ARTICLE_A100_CNY_H,
         "article_4090_cny_h": article.ARTICLE_4090_CNY_H,
@@ -98,10 +97,9 @@ def _capacity() -> dict[str, Any]:
     """An RTX 3090's memory as marketed, as its driver reports it, and what tensors may use."""
     g = _gpu("RTX 3090")
     return {
-        "rtx3090_reported_mib": g.memory_mib,
-        "rtx3090_reported_gb": _gb(g.memory_bytes),
+        "rtx3090_driver_gb": _gb(g.memory_bytes),
         "cuda_context_gib": specs.CUDA_CONTEXT_BYTES / 2**30,
-        "allocator_slack_frac": specs.ALLOCATOR_SLACK,
+        "allocator_slack": specs.ALLOCATOR_SLACK,
         "rtx3090_usable_gb": _gb(g.model_memory_bytes),
     }
 
@@ -119,7 +117,7 @@ def _scenarios() -> dict[str, Any]:
     on5090 = choose.evaluate(c30, "RTX 5090")
     b30 = on5090.breakdown
     return {
-        "q4km_bits_per_weight": memory.bits_per_weight("q4_k_m"),
+        "q4km_bits": memory.bits_per_weight("q4_k_m"),
         "qwen7_kv_heads": personal.spec.n_kv_heads,
         "llama8_kv_heads": models.get("Llama-3-8B").n_kv_heads,
         "llama8_vs_qwen7_kv_per_token_x": memory.kv_cache_bytes(models.get("Llama-3-8B"), 1)
@@ -127,8 +125,8 @@ def _scenarios() -> dict[str, Any]:
         "personal_needed_gb": _gb(p3060.memory_needed_bytes),
         "personal_one_card_fits_count": len(one_card),
         "gpu_table_count": len(specs.load_gpus()),
-        "rtx3060_bandwidth_gbs": _gpu("RTX 3060 12GB").bandwidth_gbs,
-        "rtx4060ti_bandwidth_gbs": _gpu("RTX 4060 Ti 16GB").bandwidth_gbs,
+        "rtx3060_gbs": _gpu("RTX 3060 12GB").bandwidth_gbs,
+        "rtx4060ti_gbs": _gpu("RTX 4060 Ti 16GB").bandwidth_gbs,
         "rtx3060_price_usd": _gpu("RTX 3060 12GB").launch_price_usd,
         "rtx4060ti_price_usd": _gpu("RTX 4060 Ti 16GB").launch_price_usd,
         "personal_rtx3060_tok_s": p3060.decode_tokens_per_s_per_user,
@@ -158,8 +156,8 @@ def _fine_tuning() -> dict[str, Any]:
     eight = choose.evaluate(ft70, "H100 SXM", 8)
     out = {
         "ft_bytes_per_param": (b.weights + b.gradients + b.optimizer) / ft8.spec.n_params,
-        "ft8_states_gb": _gb(b.weights + b.gradients + b.optimizer),
-        "ft8_peak_gb": _gb(one.memory_needed_bytes),
+        "states_usable_gb": _gb(b.weights + b.gradients + b.optimizer),
+        "peak_usable_gb": _gb(one.memory_needed_bytes),
         "h100_memory_gb": _gpu("H100 SXM").memory_gb,
         "ft8_article_picks_count": len(picks),
         "ft8_article_picks_fitting_count": sum(choose.evaluate(ft8, g).fits for g in picks),
@@ -170,7 +168,7 @@ def _fine_tuning() -> dict[str, Any]:
     }
     for key, name, count in FT_CARDS:  # the rows of the page's fine-tuning table
         c = choose.evaluate(ft8, name, count)
-        out[f"ft8_{key}_gb"] = _gb(c.memory_available_bytes)
+        out[f"{key}_usable_gb"] = _gb(c.memory_available_bytes)
         out[f"ft8_{key}_fits"] = _fits(c)
     return out
 
@@ -209,14 +207,14 @@ def _misconceptions() -> dict[str, Any]:
     ngl, offloaded = _offload_4090("q4_k_m", 4096)
     bws = [g4090.bandwidth_gbs] * 2
     return {
-        "llama70_int4_2k_two_4090_gb": _gb(two.memory_needed_bytes),
+        "llama70_int4_2k_need_gb": _gb(two.memory_needed_bytes),
         "two_4090_available_gb": _gb(two.memory_available_bytes),
         "llama70_int4_2k_two_4090_fits": _fits(two),
         "llama70_int4_2k_two_4090_layer_tok_s": serving.layer_split_tokens_per_s(
             s70, bws, "int4", seq_len=2048),
         "llama70_int4_2k_two_4090_tensor_tok_s": serving.tensor_parallel_tokens_per_s(
             s70, g4090.bandwidth_gbs, 2, pcie.bytes_per_s, "int4", seq_len=2048),
-        "cpu_memory_bandwidth_gbs": cpu.memory_bandwidth_gbs,
+        "ddr5_5600_gbs": cpu.memory_bandwidth_gbs,
         "llama3b_cpu_tok_s": cpu_tps, "llama3b_rtx4060ti_tok_s": gpu_tps,
         "llama3b_rtx4090_tok_s": big_tps,
         "llama3b_rtx4060ti_vs_cpu_x": gpu_tps / cpu_tps, "llama3b_rtx4090_vs_cpu_x": big_tps / cpu_tps,
@@ -226,7 +224,7 @@ def _misconceptions() -> dict[str, Any]:
         "team_needed_gb": _gb(team.memory_needed_bytes), "team_fits": _fits(team),
         "team_tok_s_per_user": team.decode_tokens_per_s_per_user,
         "llama70_q4km_4090_layers": ngl, "llama70_layers": s70.n_layers,
-        "llama70_q4km_4090_offloaded_tok_s": offloaded,
+        "llama70_q4km_offload_tok_s": offloaded,
         "llama70_q4km_two_4090_tok_s": serving.layer_split_tokens_per_s(
             s70, bws, "q4_k_m", "fp16", seq_len=4096),
     }
@@ -240,28 +238,29 @@ def _pair_vs_one() -> dict[str, Any]:
     out: dict[str, Any] = {
         "rtx3090_memory_gb": g3090.memory_gb, "rtx3090_pair_memory_gb": 2 * g3090.memory_gb,
         "rtx3090_pair_reported_gb": _gb(2 * g3090.memory_bytes),
-        "rtx3090_bandwidth_gbs": g3090.bandwidth_gbs, "rtx3090_pair_power_w": 2 * g3090.board_power_w,
-        "rtx4090_memory_gb": g4090.memory_gb, "rtx4090_bandwidth_gbs": g4090.bandwidth_gbs,
+        "rtx3090_gbs": g3090.bandwidth_gbs, "rtx3090_pair_power_w": 2 * g3090.board_power_w,
+        "rtx4090_memory_gb": g4090.memory_gb, "rtx4090_gbs": g4090.bandwidth_gbs,
     }
     split, alone, needed = [], [], []
     for fmt, key in (("int4", "int4"), ("q4_k_m", "q4km")):
         for ctx, k in ((2048, "2k"), (4096, "4k")):
             pair = choose.evaluate(Workload("Llama-3-70B", fmt, ctx), "RTX 3090", 2)
-            case = f"llama70_{key}_{k}"
-            out[f"{case}_pair_gb"] = _gb(pair.memory_needed_bytes)
-            out[f"{case}_pair_fits"] = _fits(pair)
-            out[f"{case}_pair_split_tok_s"] = serving.layer_split_tokens_per_s(
+            # a 4K context is the book's default case, whose names carry no context
+            case = f"llama70_{key}" if k == "4k" else f"llama70_{key}_{k}"
+            out[f"{case}_need_gb"] = _gb(pair.memory_needed_bytes)
+            out[f"{case}_two_3090_fits"] = _fits(pair)
+            out[f"{case}_two_3090_tok_s"] = serving.layer_split_tokens_per_s(
                 _s70(), [g3090.bandwidth_gbs] * 2, fmt, seq_len=ctx)
-            out[f"{case}_one_4090_tok_s"] = _offload_4090(fmt, ctx)[1]
-            out["rtx3090_pair_available_gb"] = _gb(pair.memory_available_bytes)
+            out[f"{case}_offload_tok_s"] = _offload_4090(fmt, ctx)[1]
+            out["two_3090_usable_gb"] = _gb(pair.memory_available_bytes)
             needed.append(_gb(pair.memory_needed_bytes))
             if pair.fits:  # a speed ratio only where the model fits
-                split.append(out[f"{case}_pair_split_tok_s"])
-                alone.append(out[f"{case}_one_4090_tok_s"])
+                split.append(out[f"{case}_two_3090_tok_s"])
+                alone.append(out[f"{case}_offload_tok_s"])
     ratios = [s / a for s, a in zip(split, alone, strict=True)]
     return out | {
         "llama70_pair_min_gb": min(needed), "llama70_pair_max_gb": max(needed),
-        "llama70_pair_margin_gb": out["rtx3090_pair_available_gb"] - max(needed),
+        "llama70_pair_margin_gb": out["two_3090_usable_gb"] - max(needed),
         "llama70_pair_fitting_cases": len(split), "llama70_pair_cases": len(needed),
         # 0 when no case fits (then the page's "where it fits" has no case to speak of)
         "llama70_pair_vs_one_min_x": min(ratios, default=0.0),
@@ -276,7 +275,8 @@ def _links() -> dict[str, Any]:
     out = {}
     for kind in ("nvlink", "pcie"):
         link = links.gpu_link("RTX 3090", kind)
-        out[f"rtx3090_{kind}_gbs"] = link.bytes_per_s / GB
+        # the card's PCIe link is PCIe 4.0 x16, whose figure has that name in every chapter
+        out["rtx3090_nvlink_gbs" if kind == "nvlink" else "pcie4_x16_gbs"] = link.bytes_per_s / GB
         out[f"llama70_tp2_{kind}_tok_s"] = serving.tensor_parallel_tokens_per_s(
             _s70(), _gpu("RTX 3090").bandwidth_gbs, 2, link.bytes_per_s, "int4", seq_len=2048)
         out[f"llama8_allreduce_{kind}_s"] = collectives.allreduce_seconds(grads, 2, link.bytes_per_s)
@@ -288,7 +288,7 @@ def _links() -> dict[str, Any]:
 def _datacenter() -> dict[str, Any]:
     """HBM cards' bandwidth against the RTX 4090's and the RTX 5090's."""
     g4090, g5090 = _gpu("RTX 4090"), _gpu("RTX 5090")
-    out = {"rtx5090_bandwidth_gbs": g5090.bandwidth_gbs,
+    out = {"rtx5090_gbs": g5090.bandwidth_gbs,
            "a100_80gb_memory_gb": _gpu("A100 80GB SXM").memory_gb,
            "h200_memory_gb": _gpu("H200").memory_gb}
     for name, key in (("A100 80GB SXM", "a100"), ("H100 SXM", "h100"), ("H200", "h200")):

@@ -80,19 +80,15 @@ def zero_figures() -> dict[str, Any]:
         if s.tensor == 1 and s.pipeline == 1}
     return {
         "llama70_params_b": spec.n_params / 1e9,
-        "train_bytes_weights": p["weights"],
-        "train_bytes_grads": p["gradients"],
-        "train_bytes_optimizer": p["optimizer"],
-        "train_bytes_weights_grads": p["weights"] + p["gradients"],
-        "train_bytes_grads_optimizer": p["gradients"] + p["optimizer"],
+
+
         "train_bytes_per_param": sum(p.values()),
-        "zero_n_gpus": N_GPUS,
         "zero0_gb": _gb(_zero_states(spec, 0)),
         "zero1_gb": _gb(_zero_states(spec, 1)),
         "zero2_gb": _gb(_zero_states(spec, 2)),
         "zero3_gb": _gb(_zero_states(spec, 3)),
         "llama70_full_ft_states_tb": states / 1e12,
-        "h100_model_memory_gb": _gb(per_card),
+        "h100_usable_gb": _gb(per_card),
         "llama70_full_ft_cards_worth": states / per_card,
         "llama70_full_ft_min_gpus": math.ceil(states / per_card),
         "zero3_vs_dp_traffic_ratio": comm[3] / comm[0],
@@ -112,9 +108,7 @@ def model_parallel_figures() -> dict[str, Any]:
     (boundary,) = [m for m in pp if m.collective == "send/recv"]
     return {
         "tp_batch": TRAIN_BATCH,
-        "tp_seq_len": SEQ_LEN,
         "llama70_hidden": spec.hidden_size,
-        "activation_bytes": ACTIVATION_BYTES[TRAINING_PRECISIONS[RECIPE]["activations"]],
         "tp_allreduce_mb": allreduce.nbytes / 1e6,
         "tp_allreduces_per_layer": allreduce.calls // spec.n_layers,
         "llama70_layers": spec.n_layers,
@@ -146,7 +140,6 @@ def allreduce_figures() -> dict[str, Any]:
         "llama7_params_b": spec.n_params / 1e9,
         "grad_bytes_per_param": grad_bytes,
         "llama7_grad_gb": _gb(full),
-        "rtx3090_nvlink_gbs": nvlink.bytes_per_s / GB,
         "llama7_grad_pcie4_s": _allreduce_s(full, pcie4),
         "llama7_grad_nvlink_s": _allreduce_s(full, nvlink),
         "lora_params_m": parallel.lora_params(spec, LORA_RANK) / 1e6,
@@ -155,11 +148,10 @@ def allreduce_figures() -> dict[str, Any]:
         "lora_pcie4_ms": _allreduce_s(lora, pcie4) * 1e3,
         "lora_nvlink_ms": _allreduce_s(lora, nvlink) * 1e3,
         "llama7_layers": spec.n_layers,
-        "lora_rank": LORA_RANK,
         "lora_attention_io": spec.hidden_size + q,  # inputs + outputs of q (and of k, v, o: MHA)
         "lora_mlp_io": spec.hidden_size + spec.intermediate_size,  # of gate, up and down
-        "llama7_full_ft_states_gb": _gb(states),
-        "two_3090_model_memory_gb": _gb(pair),
+        "llama7_full_finetune_gb": _gb(states),
+        "two_3090_usable_gb": _gb(pair),
         "llama7_full_ft_two_3090_fit": "fits" if states <= pair / 2 else "fits in no split",
         "tinygrad_gpus": TINYGRAD_ALLREDUCE["gpus"],
         "tinygrad_message_mib": TINYGRAD_ALLREDUCE["message_bytes"] / MIB,
@@ -180,7 +172,7 @@ def link_figures() -> dict[str, Any]:
         out[f"pcie{gen}_x16_gbs"] = links.pcie(gen, 16).bytes_per_s / GB
     for key, name in (("rtx3090", "RTX 3090"), ("a100", "A100 80GB SXM"), ("h100", "H100 SXM")):
         out[f"{key}_nvlink_both_gbs"] = specs.get_gpu(name).interconnect["nvlink_gbs"]
-        out[f"{key}_nvlink_per_direction_gbs"] = links.nvlink(name).bytes_per_s / GB
+        out[f"{key}_nvlink_gbs"] = links.nvlink(name).bytes_per_s / GB
     for key, name in (("ib_hdr", "InfiniBand HDR"), ("ib_ndr", "InfiniBand NDR"),
                       ("eth100", "100 Gb Ethernet"), ("eth400", "400 Gb Ethernet")):
         rate = links.NETWORKS[name].bytes_per_s
@@ -244,31 +236,29 @@ def two_card_figures() -> dict[str, Any]:
         "llama70_last_layer": spec.n_layers - 1,
         "llama70_handover_bytes": handover,
         "llama70_handover_pcie4_us": handover / pcie.bytes_per_s * 1e6,
-        "llama70_int4_quantized_params_b": d["quantized"] / 1e9,
-        "int4_bits_per_weight": bits_per_weight("int4"),
+        "llama70_quantized_params_b": d["quantized"] / 1e9,
+        "int4_bits": bits_per_weight("int4"),
         "llama70_int4_matrices_gb": _gb(d["matrices"]),
         "llama70_head_norm_params_b": d["kept"] / 1e9,
         "llama70_head_norm_gb": _gb(d["head"]),
-        "bf16_bytes": DTYPE_BYTES["bf16"],
         "llama70_embedding_read_words": _embedding_words(d["embedding"], handover),
-        "decode_context": CONTEXT,
-        "llama70_kv_gb": _gb(d["kv"]),
+        "llama70_kv_4k_gb": _gb(d["kv"]),
         "llama70_int4_read_per_token_gb": _gb(d["total"]),
-        "llama70_int4_weights_gb": _gb(memory.weight_bytes(spec, "int4")),
-        "llama70_q4km_weights_gb": _gb(memory.weight_bytes(spec, "q4_k_m")),
-        "rtx3090_bandwidth_gbs": s3090.bandwidth_gbs,
+        "llama70_int4_gb": _gb(memory.weight_bytes(spec, "int4")),
+        "llama70_q4km_gb": _gb(memory.weight_bytes(spec, "q4_k_m")),
+        "rtx3090_gbs": s3090.bandwidth_gbs,
         "llama70_int4_two_3090_tok_s": split,
         "llama70_int4_per_card_gb": _gb(per_card),
-        "rtx3090_model_memory_gb": _gb(s3090.model_memory_bytes),
+        "rtx3090_usable_gb": _gb(s3090.model_memory_bytes),
         "llama70_int4_two_3090_fit": "hold it" if per_card <= s3090.model_memory_bytes
         else "do not hold it either",
-        "llama70_int4_alone_gb": _gb(alone),
-        "rtx4090_model_memory_gb": _gb(s4090.model_memory_bytes),
+        "llama70_int4_need_gb": _gb(alone),
+        "rtx4090_usable_gb": _gb(s4090.model_memory_bytes),
         "llama70_int4_one_4090_fit": "does not hold it" if alone > s4090.model_memory_bytes
         else "holds it too",
         "llama70_int4_4090_gpu_layers": min(on_gpu, spec.n_layers),
-        "ram_bandwidth_gbs": ram,
-        "llama70_int4_4090_offloaded_tok_s": offloaded,
+        "ddr5_5600_gbs": ram,
+        "llama70_int4_offload_tok_s": offloaded,
         "llama70_split_vs_offload": split / offloaded,
         "tp_allreduces_per_token": calls,
         "tp_allreduce_pcie4_us": hop_s * 1e6,
@@ -285,14 +275,14 @@ def moe_figures() -> dict[str, Any]:
     weights = memory.weight_bytes(r1, "int4")
     a100 = specs.get_gpu("A100 80GB SXM")
     return {
-        "r1_active_params_b": r1.n_active_params / 1e9,
+        "r1_active_b": r1.n_active_params / 1e9,
         "r1_params_b": r1.n_params / 1e9,
         "r1_int4_read_per_token_gb": _gb(r1_read),
         "r1_vs_dense_read": r1_read / dense_read,
-        "r1_int4_weights_gb": _gb(weights),
+        "r1_int4_gb": _gb(weights),
         "article_vram_gb": ARTICLE_TEST_BOX["vram_gb"],
         "article_ram_gb": ARTICLE_TEST_BOX["ram_gb"],
-        "four_a100_80_model_memory_gb": _gb(4 * a100.model_memory_bytes),
+        "four_a100_usable_gb": _gb(4 * a100.model_memory_bytes),
     }
 
 
