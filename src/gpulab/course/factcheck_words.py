@@ -1,0 +1,105 @@
+"""The fact-check's languages: each translated language's words, and the checks of a translation.
+
+A claim's explanation is a set of templates (``correct_value``, ``reason``, a derivation's
+``note``) and one sentence (``rubric_why``). Each translated language of the registry
+(``gpulab.reference.languages``) has, in its words file under ``factcheck``, its verdict names,
+rubric, section titles, entry lines and, under ``claims`` by claim id, the translation of every
+claim's TRANSLATED_FIELDS. A translation keeps the English placeholders and types no figure
+the English lacks; :func:`check_translation` says which claim and field break that.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Mapping
+from types import MappingProxyType
+from typing import Annotated, Any
+
+from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import OneOf
+from gpulab.reference import languages
+
+__all__ = ["LANGS", "NUMBER", "RUBRIC_WORDS", "SECTION_TITLES", "SHORT_NAMES", "TRANSLATED_FIELDS",
+           "VERDICT_NAMES", "WHY_MAX_CHARS", "WORDS", "Lang", "check_template", "check_translation",
+           "claim_error", "placeholders", "split_template", "stored_translations"]
+
+LANGS = languages.codes()  # the editions' languages, English (the source) first
+Lang = Annotated[str, OneOf(LANGS, "language")]
+# each translated language's words for the fact-check, from its words file
+WORDS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
+    {lang: languages.words(lang, "factcheck") for lang in languages.translated()})
+VERDICT_NAMES = {lang: words["verdicts"] for lang, words in WORDS.items()}  # lang -> verdict -> name
+# lang -> clause id -> its wording in that language
+RUBRIC_WORDS = {lang: words["rubric"] for lang, words in WORDS.items()}
+# what a translation of a claim holds (the last two where the English has them)
+TRANSLATED_FIELDS = ("rubric_why", "correct_value", "reason", "note")
+NUMBER = re.compile(r"\d+(?:[.,]\d+)*")  # a number in digits: "24", "1,008", "560.28.03"
+WHY_MAX_CHARS = 300  # rubric_why is one short sentence
+SHORT_NAMES = {lang: words["short_names"] for lang, words in WORDS.items()}  # lang -> article -> name
+# lang -> section -> its title in that edition (Chinese: the article's own heading)
+SECTION_TITLES = {lang: words["section_titles"] for lang, words in WORDS.items()}
+
+
+def claim_error(cid: Any, field_name: str, problem: str) -> GpulabConfigError:
+    """The error of one claim's field: it names the claim id and the field."""
+    return GpulabConfigError(f"fact_check.json claim {cid!r}, field {field_name!r}: {problem}")
+
+
+def placeholders(template: str) -> list[str]:
+    """The named placeholders of a template, in order: "{bound:.1f} of {x}" -> ["bound", "x"]."""
+    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
+
+
+def check_template(cid: Any, field_name: str, text: str) -> None:
+    """A template must parse, and name each placeholder (no "{}" and no "{0}")."""
+    if not isinstance(text, str):
+        raise claim_error(cid, field_name, "must be text")
+    try:
+        names = placeholders(text)
+    except ValueError as exc:
+        raise claim_error(cid, field_name, f"is not a valid template ({exc}); write a literal brace as "
+                                     "{{ or }}") from None
+    bad = [n for n in names if not n.isidentifier()]
+    if bad:
+        raise claim_error(cid, field_name, f"placeholder {{{bad[0]}}} must be a name, like {{bound_tok_s:.1f}}")
+
+
+def split_template(template: str) -> tuple[set[str], str]:
+    """A template's placeholders as written ("{bound:.1f}") and its own text without them."""
+    parts = list(string.Formatter().parse(template))
+    return ({"{" + n + ("!" + c if c else "") + (":" + s if s else "") + "}" for _, n, s, c in parts
+             if n is not None}, "".join(text for text, *_ in parts))
+
+
+def check_translation(cid: Any, lang: str, zh: Any, texts: tuple[str, ...]) -> None:
+    """A translation of each English text (in TRANSLATED_FIELDS' order): its placeholders, no new number."""
+    english = {key: text for key, text in zip(TRANSLATED_FIELDS, texts, strict=True) if text}
+    if zh is None:
+        raise claim_error(cid, lang, "is missing")
+    if not isinstance(zh, Mapping):
+        raise claim_error(cid, lang, f"must be an object with the translation of {', '.join(english)}")
+    for key in [*english, *(k for k in zh if k not in english)]:
+        name, text = f"{lang}.{key}", zh.get(key)
+        if key not in english:
+            raise claim_error(cid, name, f"has no English to translate; expected: {', '.join(english)}")
+        if not isinstance(text, str) or not text.strip():
+            raise claim_error(cid, name, "must be non-empty text" if key in zh else "is missing")
+        if key == "rubric_why" and len(text) > WHY_MAX_CHARS:
+            raise claim_error(cid, name, f"must be one short sentence (at most {WHY_MAX_CHARS} characters)")
+        if key != "rubric_why":  # a template (rubric_why is plain text)
+            check_template(cid, name, text)
+        (ours, own), (theirs, their_own) = ((set(), t) if key == "rubric_why" else split_template(t)
+                                            for t in (text, english[key]))
+        if ours != theirs:
+            raise claim_error(cid, name, f"has the placeholders {sorted(ours)}, the English {sorted(theirs)}: "
+                                   "keep the same names and formats")
+        added = sorted(set(NUMBER.findall(own)) - set(NUMBER.findall(their_own)))
+        if added:
+            raise claim_error(cid, name, f"holds the number {added[0]}, which the English lacks: write number "
+                                   "words as Chinese numerals (四倍), figures as the English does")
+
+
+def stored_translations() -> dict[str, Mapping[str, Any]]:
+    """Each translated language's claims from its words file: lang -> claim id (text) -> fields."""
+    return {lang: words["claims"] for lang, words in WORDS.items()}
