@@ -63,6 +63,7 @@ from gpulab.course.factcheck_words import (
     check_template,
     check_translation,
     claim_error,
+    computed_line,
     placeholders,
     stored_translations,
 )
@@ -72,7 +73,7 @@ from gpulab.ui.tables import Table
 __all__ = ["ARTICLES", "CHAPTERS", "LANGS", "REGISTRY", "RUBRIC", "RUBRIC_CLAUSES", "RUBRIC_WORDS",
            "SECTIONS", "SECTION_TITLES", "SEED_FILES", "SHORT_NAMES", "attribution", "TEMPLATE_FIELDS",
            "VERDICTS", "VERDICT_NAMES", "TRANSLATED_FIELDS", "Claim", "Computed", "by_chapter", "by_section",
-           "check_all", "compute", "counts", "load", "markdown", "placeholders", "rendered",
+           "check_all", "compute", "computed_lines", "counts", "load", "markdown", "placeholders", "rendered",
            "rubric_markdown", "section_title", "table", "validate", "verdict_name", "verdicts_by_chapter"]
 
 VERDICTS = ("correct", "wrong", "misleading", "not checkable")
@@ -310,9 +311,19 @@ def rendered(claim: Claim, result: Computed | None = None, lang: Lang = "en") ->
     texts = _texts(claim, lang)
     if result is None and claim.computed_name:
         result = compute(claim.computed_name)
-    values = result.values if result is not None else {}
-    prefix = "" if lang == "en" else f"{lang}."
+    values = dict(result.values) if result is not None else {}
+    if result is not None:  # "headline", the printed headline, as the edition prints it
+        values["headline"] = computed_lines(claim, result, lang)[0]
+    prefix = "" if lang == languages.source() else f"{lang}."
     return {key: _fill(claim, prefix + key, texts[key], values) for key in TEMPLATE_FIELDS}
+
+
+def computed_lines(claim: Claim, result: Computed, lang: Lang = "en") -> tuple[str, str]:
+    """A computed claim's headline and arithmetic in `lang`, its figures the computed ones."""
+    if lang == languages.source():
+        return result.text, result.how
+    return tuple(computed_line(lang, claim.computed_name, part, getattr(result, part))
+                 for part in ("text", "how"))
 
 
 def check_all(claims: Iterable[Claim] | None = None) -> list[dict[str, Any]]:
@@ -432,12 +443,13 @@ def markdown(claims: Iterable[Claim], results: Mapping[int, Computed] | None = N
         r = (results.get(c.id) or compute(c.computed_name)) if c.computed_name else None
         text = {k: _md_escape(v) for k, v in {**_texts(c, lang), **rendered(c, r, lang)}.items()}
         where = chapter.format(c.chapter) if c.chapter else setup
+        shown = [_md_escape(line) for line in computed_lines(c, r, lang)] if r is not None else []
         lines = [f'<a id="{c.anchor}"></a>', "", head.format(id=c.id, article=articles[c.seed_file],
                                                           where=where, claim=_md_escape(c.claim_en)), "",
                  f"> {_md_escape(c.quote)}", "",
                  verdict.format(verdict=verdict_name(c.verdict, lang), clause=c.rubric_clause,
                                 why=text["rubric_why"]), value.format(**text),
-                 computed.format(name=c.computed_name, text=_md_escape(r.text), how=_md_escape(r.how))
+                 computed.format(name=c.computed_name, text=shown[0], how=shown[1])
                  if r is not None else source.format(source=_md_escape(c.derivation["source"]))]
         lines += [line.format(**text) for key, line in (("note", note), ("reason", reason)) if text[key]]
         parts.append("\n".join(lines))

@@ -22,7 +22,8 @@ from gpulab.reference import languages
 
 __all__ = ["LANGS", "NUMBER", "RUBRIC_WORDS", "SECTION_TITLES", "SHORT_NAMES", "TRANSLATED_FIELDS",
            "VERDICT_NAMES", "WHY_MAX_CHARS", "WORDS", "Lang", "check_template", "check_translation",
-           "claim_error", "placeholders", "split_template", "stored_translations"]
+           "claim_error", "computed_line", "line_template", "placeholders", "split_template",
+           "stored_translations"]
 
 LANGS = languages.codes()  # the editions' languages, English (the source) first
 Lang = Annotated[str, OneOf(LANGS, "language")]
@@ -103,3 +104,55 @@ def check_translation(cid: Any, lang: str, zh: Any, texts: tuple[str, ...]) -> N
 def stored_translations() -> dict[str, Mapping[str, Any]]:
     """Each translated language's claims from its words file: lang -> claim id (text) -> fields."""
     return {lang: words["claims"] for lang, words in WORDS.items()}
+
+
+# ---------------------------------------------------------------- the computed lines
+# A derivation's headline and arithmetic (Computed.text and .how) are English lines built by
+# the code. A translated language holds each one under factcheck.computed.<name>.<text|how>:
+# "en", the English line with its numbers as positional placeholders ({0}, {1}, ...), and
+# "line", its translation with the same placeholders. The numbers are the computed line's own,
+# so none is typed; an English line that no longer matches "en" is a translation out of date.
+_NUMBER_RUN = re.compile(r"\d+(?:[.,]\d+)*")
+_NAME_BEFORE = re.compile(r"[\w.,\-]*$")  # what a number's hyphen is glued to: "DDR5-", "0.15-"
+
+
+def _is_figure(text: str, start: int) -> bool:
+    """Whether the number at `start` is a figure, not part of a name ("FP32", "i9-13900K", "Q4_0")."""
+    before = text[start - 1] if start else " "
+    if before.isalpha() or before == "_":
+        return False
+    if before == "-":  # a range ("0.15-2.59") is two figures; "DDR5-5600" is one name
+        glued = _NAME_BEFORE.search(text[:start - 1]).group(0)
+        return not re.search(r"[A-Za-z_]", glued)
+    return True
+
+
+def line_template(english: str) -> tuple[str, list[str]]:
+    """An English computed line as a template, its figures as {0}, {1}, ... (braces escaped),
+    and those figures: "FP32 peak 82.6 / 1.2" -> ("FP32 peak {0} / {1}", ["82.6", "1.2"])."""
+    parts, figures, end = [], [], 0
+    for m in _NUMBER_RUN.finditer(english):
+        if _is_figure(english, m.start()):
+            parts += [english[end:m.start()].replace("{", "{{").replace("}", "}}"), f"{{{len(figures)}}}"]
+            figures.append(m.group(0))
+            end = m.end()
+    parts.append(english[end:].replace("{", "{{").replace("}", "}}"))
+    return "".join(parts), figures
+
+
+def computed_line(lang: str, name: str, part: str, english: str) -> str:
+    """A computed line (`part` "text" or "how" of derivation `name`) in `lang`: its translation,
+    filled with the English line's own figures; GpulabConfigError where none is up to date."""
+    template, figures = line_template(english)
+    where = f"data/words/{lang}.json, factcheck.computed.{name}.{part}"
+    stored = WORDS[lang].get("computed", {}).get(name, {}).get(part)
+    if stored is None:
+        raise GpulabConfigError(f"{where} is missing: translate the English line {template!r}", "lang")
+    if stored.get("en") != template:
+        raise GpulabConfigError(f"{where} is out of date: its English is {stored.get('en')!r}, the "
+                                f"line is now {template!r}", "lang")
+    ours = sorted(set(re.findall(r"(?<!\{)\{(\d+)\}", stored["line"])), key=int)
+    if ours != [str(i) for i in range(len(figures))]:
+        raise GpulabConfigError(f"{where}: the translation must show each of the figures "
+                                f"{{0}} to {{{len(figures) - 1}}} of its English", "lang")
+    return stored["line"].format(*figures)
