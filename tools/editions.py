@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parents[1]
 LANGUAGES = languages.codes()  # the first is the source language, whose site is the root
 LOCALES = ROOT / "locales"  # <lang>/LC_MESSAGES/<page>.po
 # Notebooks whose outputs are prose generated in the edition's language: the fact-check's
-# entries come from the registry, which holds each explanation in both languages.
+# entries come from the registry and the words files, which hold each explanation in every language.
 PER_LANGUAGE = ("book/appendix/fact_check.ipynb",)
 TITLES = {lang.code: lang.title for lang in languages.registry() if lang.title}
 
