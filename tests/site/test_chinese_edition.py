@@ -16,7 +16,7 @@ import pytest
 from babel.messages.pofile import read_po
 
 from tests.site.test_site import _pages, _parse
-from tools import i18n, pipeline, sphinx_i18n
+from tools import i18n, pipeline
 
 ZH = "zh_CN"
 CHAPTERS = sorted(p.with_suffix(".html").as_posix() for p in Path("book").glob("0*.md"))
