@@ -9,10 +9,10 @@ here, a words file and its catalogues (CONTRIBUTING.md, "A language"); nothing e
 
     from gpulab.reference import languages
 
-    languages.codes()                      # every code, the source language ("en") first
+    languages.codes()                       # every code, the source language ("en") first
     lang = languages.get(languages.translated()[0])
-    lang.button, lang.folder               # its button's text, its site's folder
-    languages.words(lang.code, "measured") # backend_status's words in that language
+    lang.button, lang.folder                # its button's text, its site's folder
+    languages.words(lang.code, "measured")  # backend_status's words in that language
 
 The words files are read only when asked for, so the browser's copy of this layer (which
 carries ``data/*.json`` but no words) can still import the modules that use them.
@@ -27,6 +27,7 @@ from importlib import resources
 from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import checked
 
 __all__ = ["Language", "codes", "get", "registry", "source", "translated", "words"]
 
@@ -75,27 +76,29 @@ def translated() -> tuple[str, ...]:
     return codes()[1:]
 
 
-def get(code: str) -> Language:
+@checked
+def get(lang: str) -> Language:
     """One language's entry; GpulabConfigError names the known codes."""
-    for lang in registry():
-        if lang.code == code:
-            return lang
-    raise GpulabConfigError(f"lang={code!r} is not one of {', '.join(codes())}", "lang")
+    for entry in registry():
+        if entry.code == lang:
+            return entry
+    raise GpulabConfigError(f"lang={lang!r} is not one of {', '.join(codes())}", "lang")
 
 
 @cache
-def _words(code: str) -> dict[str, Any]:
-    if code not in translated():
-        get(code)  # an unknown code names the known ones
-        raise GpulabConfigError(f"lang={code!r} is the source language: its words are the code's",
+def _words(lang: str) -> dict[str, Any]:
+    if lang not in translated():
+        get(lang)  # an unknown code names the known ones
+        raise GpulabConfigError(f"lang={lang!r} is the source language: its words are the code's",
                                 "lang")
-    return _read("words", f"{code}.json")
+    return _read("words", f"{lang}.json")
 
 
-def words(code: str, part: str) -> Any:
+@checked
+def words(lang: str, part: str) -> Any:
     """One part of a translated language's words ("factcheck", "measured", ...), from its file."""
-    data = _words(code)
+    data = _words(lang)
     if part not in data:
-        raise GpulabConfigError(f"data/words/{code}.json has no {part!r} part; it has: "
+        raise GpulabConfigError(f"data/words/{lang}.json has no {part!r} part; it has: "
                                 f"{', '.join(k for k in data if k != 'description')}", "part")
     return data[part]
