@@ -29,7 +29,8 @@ SUBSTITUTION = re.compile(r"\{\{\s*[\w.]+\s*\}\}")
 DISPLAY_MATH = re.compile(r"\$\$(.+?)\$\$", re.S)
 INLINE_MATH = re.compile(r"(?<![\\$\w])\$(?=\S)([^$\n]+?)(?<=\S)\$(?![\d$])")
 CODE = re.compile(r"``(.+?)``|`([^`\n]+)`")
-LINK_TARGET = re.compile(r"\]\([^)\s]*\)|<https?://[^>\s]+>|https?://\S+")
+# a bare URL ends at white space or at full-width punctuation: Chinese text runs on after it
+LINK_TARGET = re.compile(r"\]\([^)\s]*\)|<https?://[^>\s]+>|https?://[^\s“”‘’（），。；：、]+")
 # a link whose target is outside the site: its text is the source's own title
 OUTSIDE_LINK = re.compile(r"\[([^\]]*)\]\(https?://[^)\s]*\)")
 QUOTED = re.compile(r"“[^”]*”|‘[^’]*’|\"[^\"\n]*\"|'[^'\n]{3,}'|《[^》]*》|「[^」]*」")

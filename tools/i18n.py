@@ -1,8 +1,9 @@
-"""The Chinese edition's message catalogues: keep them in step with the pages, and check them.
+"""The translated editions' message catalogues: keep them in step with the pages, and check them.
 
 The pipeline's gettext build (``tools/pipeline.py site``) writes one template per page into
 ``_build/<run>/gettext/_build/gettext/<page>.pot``. This tool merges those templates into
-``locales/zh_CN/LC_MESSAGES/<page>.po`` and checks every translation:
+``locales/<code>/LC_MESSAGES/<page>.po`` for each translated language of the registry
+(``gpulab.reference.languages``) and checks every translation:
 
 - coverage: at least MIN_TRANSLATED of the messages are translated, none is fuzzy; a msgstr
   equal to its msgid counts as untranslated;
@@ -32,10 +33,11 @@ from babel.messages.pofile import read_po, write_po
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `tools.catalogue_style` when this file runs as a script
+from gpulab.reference import languages  # noqa: E402
 from tools import catalogue_style  # noqa: E402
 
 LOCALES = ROOT / "locales"
-LANG = "zh_CN"
+LANG = languages.translated()[0]  # the language the functions below take when given none
 MIN_TRANSLATED = 0.98
 
 # What a translation must keep exactly, in the patterns the style checks share. A role's shown
@@ -147,10 +149,10 @@ def problems(msgid: str, msgstr: str) -> list[str]:
     return found
 
 
-def translation_problems(msgid: str, msgstr: str, locales: Path = LOCALES) -> list[str]:
+def translation_problems(msgid: str, msgstr: str, locales: Path = LOCALES, lang: str = LANG) -> list[str]:
     """The markup problems of a translation, then its style problems against the glossary of
     its language's STYLE.md (none where a scratch set of catalogues has no STYLE.md)."""
-    style = locales / LANG / "STYLE.md"
+    style = locales / lang / "STYLE.md"
     terms = catalogue_style.glossary(style) if style.exists() else ()
     return problems(msgid, msgstr) + catalogue_style.problems(msgid, msgstr, terms)
 
@@ -192,12 +194,12 @@ def drop_untranslatable(pot_dir: Path) -> int:
     return dropped
 
 
-def po_path(pot: Path, pot_dir: Path, locales: Path = LOCALES) -> Path:
-    """The catalogue of a template: <page>.pot -> locales/zh_CN/LC_MESSAGES/<page>.po."""
-    return locales / LANG / "LC_MESSAGES" / pot.relative_to(pot_dir).with_suffix(".po")
+def po_path(pot: Path, pot_dir: Path, locales: Path = LOCALES, lang: str = LANG) -> Path:
+    """The catalogue of a template: <page>.pot -> locales/<lang>/LC_MESSAGES/<page>.po."""
+    return locales / lang / "LC_MESSAGES" / pot.relative_to(pot_dir).with_suffix(".po")
 
 
-def update(pot_dir: Path, locales: Path = LOCALES) -> list[str]:
+def update(pot_dir: Path, locales: Path = LOCALES, lang: str = LANG) -> list[str]:
     """Merge each template into its catalogue: new messages empty, changed ones fuzzy (with the
     previous msgid, for the translator), removed ones dropped; catalogues of gone pages removed."""
     templates = sorted(pot_dir.rglob("*.pot"))
@@ -207,25 +209,25 @@ def update(pot_dir: Path, locales: Path = LOCALES) -> list[str]:
     kept = set()
     for pot in templates:
         template = _read(pot)
-        path = po_path(pot, pot_dir, locales)
+        path = po_path(pot, pot_dir, locales, lang)
         kept.add(path)
-        catalog = _read(path) if path.exists() else Catalog(locale=LANG, project="gpulab course")
+        catalog = _read(path) if path.exists() else Catalog(locale=lang, project="gpulab course")
         catalog.update(template, update_creation_date=False)
         catalog.obsolete.clear()
         _write(path, catalog)
         written.append(str(path.relative_to(locales)))
-    for stale in (locales / LANG / "LC_MESSAGES").rglob("*.po"):
+    for stale in (locales / lang / "LC_MESSAGES").rglob("*.po"):
         if stale not in kept:
             stale.unlink()
     return written
 
 
-def page_stats(pot: Path, pot_dir: Path, locales: Path = LOCALES) -> PageStats:
+def page_stats(pot: Path, pot_dir: Path, locales: Path = LOCALES, lang: str = LANG) -> PageStats:
     """Coverage and problems of one page's catalogue, its template being the truth."""
     page = pot.relative_to(pot_dir).with_suffix("").as_posix()
     stats = PageStats(page)
-    path = po_path(pot, pot_dir, locales)
-    catalog = _read(path) if path.exists() else Catalog(locale=LANG)
+    path = po_path(pot, pot_dir, locales, lang)
+    catalog = _read(path) if path.exists() else Catalog(locale=lang)
     for message in _read(pot):
         if not message.id:
             continue
@@ -237,15 +239,16 @@ def page_stats(pot: Path, pot_dir: Path, locales: Path = LOCALES) -> PageStats:
         elif msgstr and msgstr != message.id:
             stats.translated += 1
             stats.problems += [f"{page}: {p} in {message.id[:70]!r}"
-                               for p in translation_problems(message.id, msgstr, locales)]
+                               for p in translation_problems(message.id, msgstr, locales, lang)]
             continue
         stats.untranslated.append(message.id)
     return stats
 
 
-def check(pot_dir: Path, locales: Path = LOCALES, min_translated: float = MIN_TRANSLATED) -> list[str]:
-    """Every failure of the catalogues against the templates, in words; [] when they pass."""
-    pages = [page_stats(pot, pot_dir, locales) for pot in sorted(pot_dir.rglob("*.pot"))]
+def check(pot_dir: Path, locales: Path = LOCALES, min_translated: float = MIN_TRANSLATED,
+          lang: str = LANG) -> list[str]:
+    """Every failure of one language's catalogues against the templates, in words; [] when they pass."""
+    pages = [page_stats(pot, pot_dir, locales, lang) for pot in sorted(pot_dir.rglob("*.pot"))]
     total = sum(p.total for p in pages)
     translated = sum(p.translated for p in pages)
     failures = [problem for p in pages for problem in p.problems]
@@ -257,9 +260,9 @@ def check(pot_dir: Path, locales: Path = LOCALES, min_translated: float = MIN_TR
     return failures
 
 
-def summary(pot_dir: Path, locales: Path = LOCALES) -> str:
-    """A table of every page's message counts: total, translated, fuzzy, untranslated."""
-    rows = [page_stats(pot, pot_dir, locales) for pot in sorted(pot_dir.rglob("*.pot"))]
+def summary(pot_dir: Path, locales: Path = LOCALES, lang: str = LANG) -> str:
+    """A table of every page's message counts in one language: total, translated, fuzzy, untranslated."""
+    rows = [page_stats(pot, pot_dir, locales, lang) for pot in sorted(pot_dir.rglob("*.pot"))]
     width = max(len(r.page) for r in rows)
     lines = [f"{'page':<{width}}  {'total':>5}  {'translated':>10}  {'fuzzy':>5}  {'untranslated':>12}"]
     everything = PageStats("all", sum(p.total for p in rows), sum(p.translated for p in rows),
@@ -297,11 +300,13 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "check-po":
         failures = check_files(args.files)
     else:
-        if args.command == "update":
-            for name in update(pot_dir):
-                print(f"updated {name}")
-        print(summary(pot_dir))
-        failures = check(pot_dir) if args.command == "check" else []
+        failures = []
+        for lang in languages.translated():
+            if args.command == "update":
+                for name in update(pot_dir, lang=lang):
+                    print(f"updated {name}")
+            print(summary(pot_dir, lang=lang))
+            failures += check(pot_dir, lang=lang) if args.command == "check" else []
     for failure in failures:
         print(failure)
     return 1 if failures else 0

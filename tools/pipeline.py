@@ -33,7 +33,8 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))  # `tools.editions` when this file runs as a script
-from tools import editions, step  # noqa: E402
+from gpulab.reference import languages  # noqa: E402
+from tools import editions, sphinx_site, step  # noqa: E402
 
 BUILD = ROOT / "_build"
 NOTEBOOK_DIRS = ("notebooks", "labs", "book/appendix")
@@ -454,7 +455,8 @@ def execute_all(run: RunConfig) -> list[NotebookResult]:
 
 def stage_site(run: RunConfig, edition: str = "en") -> Path:
     """Lay out a book source tree whose notebooks are the executed copies, for one edition:
-    "en", "zh_CN", or "gettext" (the English text the message catalogues are made from)."""
+    a language's code (editions.LANGUAGES), or "gettext" (the English text the message
+    catalogues are made from)."""
     import yaml
 
     from gpulab.course import exercises
@@ -644,6 +646,7 @@ def _copy_site_assets(static: Path) -> None:
     static.mkdir(parents=True, exist_ok=True)
     for asset in COURSE_ASSETS.iterdir():
         shutil.copy(asset, static / asset.name)
+    (static / sphinx_site.LANGUAGE_STYLESHEET).write_text(editions.language_css(), encoding="utf-8")
     shutil.copy(REQUIRE_JS, static / "require.js")
     for asset in WIDGET_ASSETS.iterdir():
         # embed-amd.js loads its chunks and icon fonts from its own folder
@@ -780,8 +783,8 @@ def check_executed(run: RunConfig) -> None:
 
 
 def build_site(run: RunConfig) -> Path:
-    """Build both editions from the executed copies, warnings as errors, from a clean folder:
-    the English site in `_build/html`, the Chinese one in `_build/html/zh_CN`."""
+    """Build every edition from the executed copies, warnings as errors, from a clean folder:
+    the English site in `_build/html`, each other one in its registry folder under it."""
     check_executed(run)
     log = site_log(run)
     log.parent.mkdir(parents=True, exist_ok=True)
@@ -800,16 +803,23 @@ def build_site(run: RunConfig) -> Path:
         out = run.run_dir / editions.source_folder(edition).replace("site_src", "build")
         shutil.rmtree(out, ignore_errors=True)
         _jupyter_book(stage_site(run, edition), out, "html", log=log, what=f"the {edition} site")
-        shutil.move(str(out / "_build" / "html"), str(html_dir(run) / edition))
+        shutil.move(str(out / "_build" / "html"), str(html_dir(run) / languages.get(edition).folder))
         shutil.rmtree(out)
         with log.open("a", encoding="utf-8") as f:  # Sphinx's last line named the folder `out`
-            f.write(f"\nmoved {out / '_build' / 'html'} to {html_dir(run) / edition}\n")
+            f.write(f"\nmoved {out / '_build' / 'html'} to {html_dir(run) / languages.get(edition).folder}\n")
         print(f"    the {edition} site in {time.perf_counter() - started:.0f} s", flush=True)
     index = html_dir(run) / "index.html"
     print(f"The site is built in {(time.perf_counter() - begun) / 60:.1f} min: {_shown(index)} "
-          f"(Chinese in {_shown(html_dir(run) / 'zh_CN')}/); to read it, run {serve_hint(run)}",
+          f"({_other_editions(lambda folder: _shown(html_dir(run) / folder) + '/')}); to read it, "
+          f"run {serve_hint(run)}",
           flush=True)
     return index
+
+
+def _other_editions(where) -> str:
+    """The translated editions and where each lies: "中文: <where(folder)>", joined by "; "."""
+    return "; ".join(f"{languages.get(code).button}: {where(languages.get(code).folder)}"
+                     for code in editions.LANGUAGES[1:])
 
 
 def _port_free(port: int) -> bool:
@@ -840,7 +850,8 @@ def serve(run: RunConfig, port: int = SERVE_PORT) -> int:
               f"`make serve PORT={port + 1}`", file=sys.stderr)
         return 1
     print(f"Serving {_shown(html)} on 127.0.0.1: open http://127.0.0.1:{port}/ "
-          f"(Chinese: http://127.0.0.1:{port}/zh_CN/); Ctrl-C stops it", flush=True)
+          f"({_other_editions(lambda folder: f'http://127.0.0.1:{port}/{folder}/')}); Ctrl-C stops it",
+          flush=True)
     # the server replaces this process, so Ctrl-C stops it without a traceback from here
     os.execv(sys.executable, [sys.executable, "-m", "http.server", str(port),
                               "--bind", "127.0.0.1", "--directory", str(html)])

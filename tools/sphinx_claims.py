@@ -1,7 +1,7 @@
 """Sphinx roles that cite the fact-check's claims by id, so a page never retypes one.
 
-    {claim}`42`      the article's claim, in English (in the Chinese edition, the article's
-                     own words), linked to its entry in the appendix
+    {claim}`42`      the article's claim, in English (in a translated edition, the article's
+                     own Chinese words, labelled in its language), linked to its entry in the appendix
     {verdict}`42`    the claim's verdict, linked the same way; {verdict}`39,50` for claims
                      that share one (a build error if they do not)
 
@@ -49,21 +49,27 @@ def _error(inliner, lineno: int, rawtext: str, message: str):
     return [inliner.problematic(rawtext, rawtext, msg)], [msg]
 
 
-def _chinese(inliner) -> bool:
-    """True in the Chinese edition's build (Sphinx's `language` is zh_CN)."""
-    return str(inliner.document.settings.env.config.language or "").startswith("zh")
+def _language(inliner) -> str | None:
+    """The translated edition being built (a registry code), or None in the source language's."""
+    from gpulab.reference import languages
+
+    language = str(inliner.document.settings.env.config.language or "")
+    return language if language in languages.translated() else None
 
 
 def claim_role(name, rawtext, text, lineno, inliner, options=None, content=None):
-    """{claim}`N`: "the claim, in English" linked to its appendix entry; in the Chinese
+    """{claim}`N`: "the claim, in English" linked to its appendix entry; in a translated
     edition, the article's own Chinese words."""
     try:
         (claim_id,) = _ids(text)
     except ValueError as exc:
         return _error(inliner, lineno, rawtext, f"{exc} (one id per {{claim}})")
-    claim = _claims()[claim_id]
-    if _chinese(inliner):
-        quoted, label = nodes.inline("", f"\u201c{claim.quote}\u201d"), f"（说法 {claim_id}）"
+    claim, language = _claims()[claim_id], _language(inliner)
+    if language:
+        from gpulab.reference import languages
+
+        label = languages.words(language, "site")["claim"].format(id=claim_id)
+        quoted = nodes.inline("", f"\u201c{claim.quote}\u201d")
     else:
         quoted, label = nodes.inline("", f"\u201c{claim.claim_en}\u201d"), f" (claim {claim_id})"
     return [_link(claim_id, [quoted, nodes.inline("", label, classes=["claim-id"])], ["claim"])], []
@@ -73,7 +79,8 @@ def _verdict_name(verdict: str, inliner) -> str:
     """The verdict as the page's edition words it."""
     from gpulab.course import factcheck
 
-    return factcheck.verdict_name(verdict, "zh_CN") if _chinese(inliner) else verdict
+    language = _language(inliner)
+    return factcheck.verdict_name(verdict, language) if language else verdict
 
 
 def verdict_role(name, rawtext, text, lineno, inliner, options=None, content=None):

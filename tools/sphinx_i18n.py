@@ -1,15 +1,17 @@
-"""The course's two editions: what the message catalogues hold, and the links between languages.
+"""The course's editions: what the message catalogues hold, and the links between languages.
 
 - In a ``gettext`` build, executed outputs leave the doctree before messages are extracted:
   text a cell displays (the fact-check's entries, a table's caption, a figure's alt text)
   changes with every computed value, and its translation would go fuzzy on every build.
-- Every page of both editions gets a language button in its header, linking the same page
-  in the other language (the Chinese site lies in ``zh_CN/`` under the English one).
-- In the Chinese edition, display equations take their translated labels from the catalogue,
+- Every page of every edition gets a language button in its header for each other language,
+  linking the same page there (a translated site lies in its registry folder under the
+  English one: ``gpulab.reference.languages``).
+- In a translated edition, display equations take their translated labels from the catalogue,
   the table of contents' captions are translated too,
-  and the figures that are words ("fits", "yes") are rendered in Chinese.
-- In the Chinese edition the launch buttons say that they open the English notebooks: the
-  code cells are shared, and only the site is translated.
+  and the figures that are words ("fits", "yes") are rendered in its language.
+- In a translated edition the launch buttons say that they open the English notebooks (its
+  words' ``site.notebook_language``): the code cells are shared, and only the site is translated.
+- A language whose registry entry asks for jieba (Chinese) has its search index split by it.
 
 Registered as a local extension in ``_config.yml``.
 """
@@ -29,20 +31,20 @@ from sphinx.transforms.post_transforms import SphinxPostTransform
 if str(Path(__file__).resolve().parents[1]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-# The other edition of each language: (folder of the edition's site under the English root,
-# the button's text, its tooltip). The English site is the root; Chinese lies in zh_CN/.
-EDITIONS = {
-    "en": ("", "English", "Read this page in English"),
-    "zh_CN": ("zh_CN", "中文", "阅读本页的中文版"),
-}
-OTHER = {"en": "zh_CN", "zh_CN": "en"}
+from gpulab.reference import languages  # noqa: E402
+
 LANGUAGE_LINK_JS = "language-link.js"  # opens the other edition in the same tab (tools/site_static)
-ENGLISH_NOTEBOOK = "（英文笔记本）"  # the launch buttons open the notebooks, which are English
 
 
 def language_of(config) -> str:
-    """The edition a build writes: "zh_CN" for a Chinese build, else "en"."""
-    return "zh_CN" if str(config.language or "en").startswith("zh") else "en"
+    """The edition a build writes: Sphinx's language where it is a registry code, else English."""
+    language = str(config.language or "")
+    return language if language in languages.codes() else languages.source()
+
+
+def others(language: str) -> list[str]:
+    """The other editions' codes, in the registry's order: each gets a button on `language`'s pages."""
+    return [code for code in languages.codes() if code != language]
 
 
 class DropOutputsForCatalogues(SphinxTransform):
@@ -97,7 +99,7 @@ class TranslateCaptions(SphinxTransform):
 
 def page_catalogue(transform: SphinxTransform):
     """The current page's gettext lookup in a translated build; None in English or gettext."""
-    if language_of(transform.config) == "en" or transform.app.builder.name == "gettext":
+    if language_of(transform.config) == languages.source() or transform.app.builder.name == "gettext":
         return None
     from os import path
 
@@ -120,7 +122,7 @@ class TranslateGluedWords(SphinxPostTransform):
         from tools import editions
 
         language = language_of(self.config)
-        if language == "en":
+        if language == languages.source():
             return
         for node in list(self.document.findall(nodes.inline)):
             if "pasted-text" in node.get("classes", []):
@@ -130,29 +132,35 @@ class TranslateGluedWords(SphinxPostTransform):
                     node.children = [nodes.Text(rendered)]
 
 
-def other_edition_url(pagename: str, language: str) -> str:
-    """The relative URL of the same page in the other edition, from a page of `language`."""
+def other_edition_url(pagename: str, language: str, other: str | None = None) -> str:
+    """The relative URL of the same page in the `other` edition (with two editions, the one
+    other), from a page of `language`."""
+    if other is None:
+        (other,) = others(language)
     up = "../" * pagename.count("/")
-    here, other = EDITIONS[language][0], EDITIONS[OTHER[language]][0]
-    # from zh_CN/<page> back to the root is one more level up than the page's own depth
+    here, there = languages.get(language).folder, languages.get(other).folder
+    # from <folder>/<page> back to the root is one more level up than the page's own depth
     root = up + ("../" if here else "")
-    return f"{root}{other + '/' if other else ''}{pagename}.html"
+    return f"{root}{there + '/' if there else ''}{pagename}.html"
 
 
 def _add_language_button(app, pagename, templatename, context, doctree) -> None:
     if "header_buttons" not in context:
         return
     language = language_of(app.config)
-    _, text, tooltip = EDITIONS[OTHER[language]]
-    context["header_buttons"].append({
-        "type": "link", "url": other_edition_url(pagename, language), "text": text,
-        "tooltip": tooltip, "icon": "fas fa-language", "label": "language-button",
-        "classes": "pst-navbar-icon gpulab-language-button"})
-    if language == "zh_CN":
+    for other in others(language):
+        entry = languages.get(other)
+        context["header_buttons"].append({
+            "type": "link", "url": other_edition_url(pagename, language, other), "text": entry.button,
+            "tooltip": entry.tooltip, "icon": "fas fa-language",
+            "label": "language-button" + ("" if len(languages.codes()) == 2 else f"-{other}"),
+            "classes": "pst-navbar-icon gpulab-language-button"})
+    if language != languages.source():
+        suffix = languages.words(language, "site")["notebook_language"]
         for group in context["header_buttons"]:
             for button in group.get("buttons", []) if group.get("label") == "launch-buttons" else []:
-                button["text"] = button.get("text", "") + ENGLISH_NOTEBOOK
-                button["tooltip"] = button.get("tooltip", "") + ENGLISH_NOTEBOOK
+                button["text"] = button.get("text", "") + suffix
+                button["tooltip"] = button.get("tooltip", "") + suffix
 
 
 def chinese_search_language():
@@ -181,7 +189,7 @@ def chinese_search_language():
 def _quiet_jieba(app, config) -> None:
     """jieba, Sphinx's Chinese search splitter, logs its dictionary loading into the build log;
     it sets its own logger's level when imported, so it is imported here and told to be quiet."""
-    if language_of(config) != "en":
+    if languages.get(language_of(config)).search_tokenizer == "jieba":
         import jieba
 
         jieba.setLogLevel(logging.WARNING)
@@ -190,7 +198,8 @@ def _quiet_jieba(app, config) -> None:
 def setup(app):
     """Register the catalogue transform and the language button."""
     app.connect("config-inited", _quiet_jieba)
-    app.add_search_language(chinese_search_language())
+    if any(lang.search_tokenizer == "jieba" for lang in languages.registry()):
+        app.add_search_language(chinese_search_language())
     app.add_transform(DropOutputsForCatalogues)
     app.add_transform(TranslateEquations)
     app.add_transform(TranslateCaptions)

@@ -10,6 +10,8 @@ Registered as a local extension in ``_config.yml``.
 from __future__ import annotations
 
 STYLESHEET = "gpulab.css"  # copied into the site's static folder by tools/pipeline.py
+# the languages' font rules (tools/editions.language_css), written there by tools/pipeline.py
+LANGUAGE_STYLESHEET = "gpulab-languages.css"
 # Noto Sans SC's @font-face rules, one per Unicode slice (tools/pipeline.py copies it from npm)
 CJK_FONT_STYLESHEET = "noto-sans-sc/index.css"
 
@@ -28,9 +30,10 @@ def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
-    """Add the course's stylesheets (its own, the CJK font's) and drop Thebe from every page."""
+    """Add the course's stylesheets (its own, its languages', the CJK font's) and drop Thebe from every page."""
     app.add_css_file(CJK_FONT_STYLESHEET)
     app.add_css_file(STYLESHEET)
+    app.add_css_file(LANGUAGE_STYLESHEET)
     # after sphinx-thebe and the themes have added theirs
     app.connect("html-page-context", _drop_thebe, priority=900)
     return {"parallel_read_safe": True, "parallel_write_safe": True}

@@ -28,7 +28,7 @@ __version__ = "0.1.0"
 LAYERS: dict[str, tuple[str, ...]] = {
     "core": ("errors", "constraints", "validate", "units"),
     "reference": ("specs", "modelspec", "hf_config", "models", "formats", "drivers", "links",
-                  "measured", "published"),
+                  "measured", "published", "languages"),
     "machine": ("hardware", "report", "visible", "nvml", "torch_probe", "host", "device",
                 "peaks", "doctor", "rules", "rule_registry", "rules_setup", "rules_resources",
                 "versions", "monitor", "budget", "next_steps"),
@@ -40,7 +40,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "ui": ("tables", "plots", "widgets", "calculators", "listing", "predict", "candidates",
            "alt_text", "cli"),
     "course": ("labs", "slowloop", "training_loops", "slowloop_grading", "slowloop_profile", "textdata",
-               "derivations", "exercises", "claims_hardware", "claims_models", "factcheck", "figures",
+               "derivations", "exercises", "claims_hardware", "claims_models", "factcheck", "factcheck_words", "figures",
                "figures_ch01", "figures_ch02", "figures_ch03", "figures_ch04", "figures_ch05",
                "figures_ch06", "figures_ch07", "figure_formats"),
 }

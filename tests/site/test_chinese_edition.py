@@ -16,7 +16,7 @@ import pytest
 from babel.messages.pofile import read_po
 
 from tests.site.test_site import _pages, _parse
-from tools import i18n, pipeline, sphinx_i18n
+from tools import i18n, pipeline
 
 ZH = "zh_CN"
 CHAPTERS = sorted(p.with_suffix(".html").as_posix() for p in Path("book").glob("0*.md"))
@@ -129,9 +129,12 @@ def test_the_chinese_fact_check_renders_the_registrys_chinese_text(site):
     html = (site / ZH / "book" / "appendix" / "fact_check.html").read_text(encoding="utf-8")
     text = _text(site / ZH / "book" / "appendix" / "fact_check.html")
     data = json.loads((pipeline.ROOT / "src/gpulab/data/fact_check.json").read_text(encoding="utf-8"))
+    words = json.loads((pipeline.ROOT / f"src/gpulab/data/words/{ZH}.json").read_text(encoding="utf-8"))
+    chinese = words["factcheck"]["claims"]  # each claim's Chinese, by id
     for entry in data["claims"]:
         assert f'id="claim-{entry["id"]}"' in html, entry["id"]
-    missing = [e["id"] for e in data["claims"] if _plain(e["zh_CN"]["rubric_why"])[:30] not in text]
+    missing = [e["id"] for e in data["claims"]
+               if _plain(chinese[str(e["id"])]["rubric_why"])[:30] not in text]
     assert missing == []
     assert factcheck.verdict_name("misleading", ZH) in text
 
@@ -159,7 +162,7 @@ def test_the_chinese_launch_buttons_open_the_english_notebooks(site):
     colab = [link for link in _parse(site / page).links if "colab.research.google.com" in link]
     chinese = (site / ZH / page).read_text(encoding="utf-8")
     assert colab and all(link in chinese for link in colab)
-    assert "Colab" + sphinx_i18n.ENGLISH_NOTEBOOK in chinese
+    assert "Colab（英文笔记本）" in chinese  # the words file's site.notebook_language
 
 
 def test_the_pipelines_own_sentences_are_in_the_editions_language(site):

@@ -1,14 +1,17 @@
 """The fact-check's Chinese edition: every claim's explanation in Chinese, rendered with `lang`.
 
-The oracles are the English registry as stored (its fields, its placeholders, its numbers), the
-English rendering, and expectations written out by hand below; none is computed by the
-expressions gpulab.factcheck uses itself.
+The Chinese of each claim is in the language's words file (data/words/zh_CN.json, under
+factcheck.claims by claim id). The oracles are the English registry as stored (its fields, its
+placeholders, its numbers), the English rendering, and expectations written out by hand below;
+none is computed by the expressions gpulab.factcheck uses itself.
 """
 
 from __future__ import annotations
 
 import copy
+import json
 import re
+from importlib import resources
 
 import pytest
 
@@ -38,7 +41,7 @@ def _numbers(text: str, template: bool = True) -> set[str]:
 
 
 def _english(entry: dict) -> dict[str, str]:
-    """The English fields an entry's zh_CN must translate, read from the stored entry."""
+    """The English fields an entry's Chinese must translate, read from the stored entry."""
     out = {"rubric_why": entry["rubric_why"], "correct_value": entry["correct_value"]}
     if entry.get("reason"):
         out["reason"] = entry["reason"]
@@ -47,9 +50,29 @@ def _english(entry: dict) -> dict[str, str]:
     return out
 
 
+def _stored_chinese() -> dict[str, dict]:
+    """The claims' Chinese as stored in the words file, by claim id (text)."""
+    path = resources.files("gpulab") / "data" / "words" / "zh_CN.json"
+    return json.loads(path.read_text(encoding="utf-8"))["factcheck"]["claims"]
+
+
 @pytest.fixture(scope="module")
 def raw():
-    return raw_fact_check()
+    """The stored registry, each entry with its stored Chinese beside it under "zh_CN"."""
+    data, chinese = raw_fact_check(), _stored_chinese()
+    assert set(chinese) == {str(e["id"]) for e in data["claims"]}  # one translation per claim
+    for entry in data["claims"]:
+        assert "zh_CN" not in entry  # the registry holds no language but English
+        entry["zh_CN"] = chinese[str(entry["id"])]
+    return data
+
+
+def _validate(entry: dict) -> list:
+    """Validate one entry of `raw` with its own Chinese (broken or not) as the translation."""
+    entry = dict(entry)
+    chinese = entry.pop("zh_CN", None)
+    return factcheck.validate({"claims": [entry]},
+                              {"zh_CN": {} if chinese is None else {str(entry["id"]): chinese}})
 
 
 @pytest.fixture(scope="module")
@@ -162,8 +185,9 @@ def test_the_rubric_verdicts_sections_and_articles_in_chinese():
     assert text.splitlines()[0] == "- **正确**：说法的每一部分都如其所述成立（`correct.all-parts-hold`）。"
     for verdict, clauses in factcheck.RUBRIC.items():
         assert f"- **{VERDICTS_ZH[verdict]}**：" in text
-        assert all(f"`{cid}`" in text and CJK.search(factcheck.RUBRIC_ZH[cid]) for cid, _ in clauses)
-    assert set(factcheck.RUBRIC_ZH) == set(factcheck.RUBRIC_CLAUSES)
+        assert all(f"`{cid}`" in text and CJK.search(factcheck.RUBRIC_WORDS["zh_CN"][cid])
+                   for cid, _ in clauses)
+    assert set(factcheck.RUBRIC_WORDS["zh_CN"]) == set(factcheck.RUBRIC_CLAUSES)
     assert {v: factcheck.verdict_name(v, "zh_CN") for v in factcheck.VERDICTS} == VERDICTS_ZH
     assert [factcheck.verdict_name(v) for v in factcheck.VERDICTS] == list(factcheck.VERDICTS)
     tutorial, guide = factcheck.SEED_FILES
@@ -235,9 +259,12 @@ def test_a_claim_without_zh_cn_is_rejected_naming_the_field(raw):
     entry = _one(raw, 2)
     del entry["zh_CN"]
     with pytest.raises(GpulabConfigError, match="claim 2, field 'zh_CN': is missing"):
-        factcheck.validate({"claims": [entry]})
+        _validate(entry)
     entry["zh_CN"] = "运行 70B 模型"
     with pytest.raises(GpulabConfigError, match="claim 2, field 'zh_CN': must be an object"):
+        _validate(entry)
+    entry["zh_CN"] = _one(raw, 2)["zh_CN"]  # the Chinese back in the registry itself: not a field
+    with pytest.raises(GpulabConfigError, match="claim 2, field 'zh_CN': is not a known field"):
         factcheck.validate({"claims": [entry]})
 
 
@@ -264,7 +291,7 @@ def test_a_bad_chinese_field_names_the_claim_and_the_field(raw, cid, change, wor
     entry = _one(raw, cid)
     change(entry["zh_CN"])
     with pytest.raises(GpulabConfigError) as err:
-        factcheck.validate({"claims": [entry]})
+        _validate(entry)
     for word in words:
         assert word in str(err.value), str(err.value)
 
@@ -272,18 +299,21 @@ def test_a_bad_chinese_field_names_the_claim_and_the_field(raw, cid, change, wor
 def test_an_untouched_copy_validates_and_number_words_are_allowed(raw):
     entry = _one(raw, 37)  # "four times" is 四倍 in Chinese: a numeral, not a digit
     assert "四倍" in entry["zh_CN"]["correct_value"]
-    (claim,) = factcheck.validate({"claims": [entry]})
-    assert claim.zh_CN == entry["zh_CN"]
+    (claim,) = _validate(entry)
+    assert claim.translations["zh_CN"] == entry["zh_CN"]
     with pytest.raises(TypeError):
-        claim.zh_CN["correct_value"] = "x"  # type: ignore[index]
+        claim.translations["zh_CN"]["correct_value"] = "x"  # type: ignore[index]
+    del entry["zh_CN"]  # without translations given, the words file's
+    assert factcheck.validate({"claims": [entry]}) == [claim]
 
 
 def test_rendering_a_claim_that_lost_its_chinese_names_the_field(claims):
     broken = copy.copy(claims[42])
-    object.__setattr__(broken, "zh_CN", {})
+    object.__setattr__(broken, "translations", {"zh_CN": {}})
     with pytest.raises(GpulabConfigError, match=r"claim 42, field 'zh_CN\.correct_value'"):
         factcheck.rendered(broken, lang="zh_CN")
     assert factcheck.rendered(broken) == factcheck.rendered(claims[42])  # English needs none of it
-    object.__setattr__(broken, "zh_CN", {**claims[42].zh_CN, "correct_value": "上限 {no_such_value:.1f}"})
+    object.__setattr__(broken, "translations", {"zh_CN": {**claims[42].translations["zh_CN"],
+                                                          "correct_value": "上限 {no_such_value:.1f}"}})
     with pytest.raises(GpulabConfigError, match=r"claim 42, field 'zh_CN\.correct_value': placeholder"):
         factcheck.rendered(broken, lang="zh_CN")

@@ -29,16 +29,15 @@ sentence). The explanation fields (``correct_value``, ``reason``, a derivation's
 templates: ``{name:fmt}`` placeholders are filled from the computed derivation's
 ``Computed.values`` by :func:`rendered`, so no figure in them is typed by hand (a literal brace
 is written ``{{`` or ``}}``). A placeholder the values lack raises GpulabConfigError naming the
-claim and the field. The Chinese edition reads the same registry: an entry's ``zh_CN`` holds the
-Chinese of its ZH_FIELDS (the English placeholders kept, no number in digits added), and the
-renderers take a ``lang`` (one of LANGS).
+claim and the field. The other editions read the same registry: each translated language's words
+file (``data/words/<code>.json``, ``gpulab.reference.languages``) holds, by claim id, its
+translation of every claim's TRANSLATED_FIELDS (the English placeholders kept, no number in
+digits added), and the renderers take a ``lang`` (one of LANGS).
 """
 
 from __future__ import annotations
 
 import json
-import re
-import string
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -51,19 +50,33 @@ from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import OneOf, checked
 from gpulab.course import claims_hardware, claims_models  # noqa: F401 - they fill the registry
 from gpulab.course.derivations import REGISTRY, Computed, compute
+from gpulab.course.factcheck_words import (
+    LANGS,
+    RUBRIC_WORDS,
+    SECTION_TITLES,
+    SHORT_NAMES,
+    TRANSLATED_FIELDS,
+    VERDICT_NAMES,
+    WHY_MAX_CHARS,
+    WORDS,
+    Lang,
+    check_template,
+    check_translation,
+    claim_error,
+    computed_line,
+    placeholders,
+    stored_translations,
+)
+from gpulab.reference import languages
 from gpulab.ui.tables import Table
 
-__all__ = ["ARTICLES", "CHAPTERS", "LANGS", "REGISTRY", "RUBRIC", "RUBRIC_CLAUSES", "RUBRIC_ZH",
+__all__ = ["ARTICLES", "CHAPTERS", "LANGS", "REGISTRY", "RUBRIC", "RUBRIC_CLAUSES", "RUBRIC_WORDS",
            "SECTIONS", "SECTION_TITLES", "SEED_FILES", "SHORT_NAMES", "attribution", "TEMPLATE_FIELDS",
-           "VERDICTS", "VERDICT_NAMES", "ZH_FIELDS", "Claim", "Computed", "by_chapter", "by_section",
-           "check_all", "compute", "counts", "load", "markdown", "placeholders", "rendered",
+           "VERDICTS", "VERDICT_NAMES", "TRANSLATED_FIELDS", "Claim", "Computed", "by_chapter", "by_section",
+           "check_all", "compute", "computed_lines", "counts", "load", "markdown", "placeholders", "rendered",
            "rubric_markdown", "section_title", "table", "validate", "verdict_name", "verdicts_by_chapter"]
 
-LANGS = ("en", "zh_CN")  # the editions: English (the source) and Chinese
-Lang = Annotated[str, OneOf(LANGS, "language")]
 VERDICTS = ("correct", "wrong", "misleading", "not checkable")
-VERDICT_NAMES = {"zh_CN": {"correct": "正确", "wrong": "错误", "misleading": "有误导性",
-                           "not checkable": "无法核实"}}  # the verdicts in Chinese (STYLE.md's terms)
 # The one rubric every verdict is decided by: verdict -> its clauses, (clause id, wording). The
 # appendix shows it at the top; each claim names the clause that decided it (rubric_clause).
 RUBRIC: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
@@ -81,15 +94,7 @@ RUBRIC: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType({
 })
 RUBRIC_CLAUSES: Mapping[str, str] = MappingProxyType(
     {cid: verdict for verdict, clauses in RUBRIC.items() for cid, _ in clauses})  # clause -> verdict
-RUBRIC_ZH: Mapping[str, str] = MappingProxyType({  # each clause's wording in Chinese, by clause id
-    "correct.all-parts-hold": "说法的每一部分都如其所述成立", "misleading.part-false": "一部分成立，另一部分不成立",
-    "misleading.unstated-conditions": "只在它没有说明的条件下成立", "wrong.false-any-reading": "在任何合理的理解下都不成立",
-    "wrong.actionable-part-false": "读者会据以行动的那部分在任何条件下都不成立",
-    "misleading.wrong-conclusion": "其中的数字正确，但由此得出的结论不正确", "not-checkable.no-source": "没有任何公开来源或推导能够判定"})
 TEMPLATE_FIELDS = ("correct_value", "reason", "note")  # the fields rendered from computed values
-ZH_FIELDS = ("rubric_why", "correct_value", "reason", "note")  # zh_CN's keys (the last two if given)
-_NUMBER = re.compile(r"\d+(?:[.,]\d+)*")  # a number in digits: "24", "1,008", "560.28.03"
-_WHY_MAX_CHARS = 300  # rubric_why is one short sentence
 # 0 is the set-up page (book/setup.md); 1-7 are the chapters.
 CHAPTERS = tuple(range(8))
 SEED_FILES = ("000_d7744990b21f3d09.txt", "003_660cd49f24af1ba6.txt")
@@ -106,7 +111,6 @@ ARTICLES = {
                                 "running large models locally",
                     "author": "接好运鸭"},
 }
-SHORT_NAMES = {"zh_CN": {SEED_FILES[0]: "《GPU 加速教程》", SEED_FILES[1]: "《硬件选型指南》"}}
 # Each article's sections, in the article's order (the appendix groups claims by them).
 SECTIONS = {
     SEED_FILES[0]: (
@@ -122,11 +126,9 @@ SECTIONS = {
         "4. CPU vs GPU table", "5. Hardware picks by scenario", "6. Five use cases",
         "7. Common myths"),
 }
-# lang -> section -> its title in that edition (zh_CN: the article's own heading), from the data file
-SECTION_TITLES: Mapping[str, Mapping[str, str]] = json.loads(
-    (resources.files("gpulab") / "data" / "fact_check.json").read_text("utf-8"))["section_titles"]
+_ALL_SECTIONS = tuple(name for names in SECTIONS.values() for name in names)
 _REQUIRED = ("id", "seed_file", "section", "quote", "claim_en", "verdict", "rubric_clause",
-             "rubric_why", "correct_value", "derivation", "chapter", "zh_CN")
+             "rubric_why", "correct_value", "derivation", "chapter")
 _OPTIONAL = ("reason",)
 
 
@@ -145,8 +147,9 @@ class Claim:
     correct_value: str  # template: the right figure with units, or what is true instead
     derivation: Mapping[str, str] = field(hash=False)  # {"computed": name} or {"source", "note"}
     chapter: int  # the course chapter that discusses it; 0 = the set-up page
-    zh_CN: Mapping[str, str] = field(hash=False)  # the Chinese of the claim's ZH_FIELDS
     reason: str = ""  # template: why it cannot be checked (required for "not checkable")
+    # lang -> the translation of the claim's TRANSLATED_FIELDS, from that language's words file
+    translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False)
 
     @property
     def anchor(self) -> str:
@@ -162,130 +165,76 @@ class Claim:
 # ---------------------------------------------------------------- loading and validation
 
 
-def _fail(cid: Any, field_name: str, problem: str) -> GpulabConfigError:
-    return GpulabConfigError(f"fact_check.json claim {cid!r}, field {field_name!r}: {problem}")
-
-
 def _check_derivation(cid: Any, d: Any) -> None:
     if not isinstance(d, Mapping):
-        raise _fail(cid, "derivation", 'must be {"computed": name} or {"source": ..., "note": ...}')
+        raise claim_error(cid, "derivation", 'must be {"computed": name} or {"source": ..., "note": ...}')
     if ("computed" in d) == ("source" in d):
-        raise _fail(cid, "derivation", "needs exactly one of 'computed' or 'source'")
+        raise claim_error(cid, "derivation", "needs exactly one of 'computed' or 'source'")
     if set(d) - {"computed", "source", "note"}:
-        raise _fail(cid, "derivation", f"unknown keys {sorted(set(d) - {'computed', 'source', 'note'})}")
+        raise claim_error(cid, "derivation", f"unknown keys {sorted(set(d) - {'computed', 'source', 'note'})}")
     if "computed" in d and d["computed"] not in REGISTRY:
-        raise _fail(cid, "derivation", f"computed={d['computed']!r} is not a registered function; "
+        raise claim_error(cid, "derivation", f"computed={d['computed']!r} is not a registered function; "
                                        f"known: {', '.join(sorted(REGISTRY))}")
     if "source" in d and not (isinstance(d["source"], str) and d["source"].strip()):
-        raise _fail(cid, "derivation", "source must be a non-empty URL or publication")
+        raise claim_error(cid, "derivation", "source must be a non-empty URL or publication")
 
 
 def _check_rubric(cid: Any, verdict: str, clause: Any, why: Any) -> None:
     """The clause must be a RUBRIC clause of the claim's own verdict; the why one short sentence."""
     if not isinstance(clause, str) or clause not in RUBRIC_CLAUSES:
-        raise _fail(cid, "rubric_clause", f"{clause!r} is not a rubric clause; use one of: "
+        raise claim_error(cid, "rubric_clause", f"{clause!r} is not a rubric clause; use one of: "
                                           f"{', '.join(RUBRIC_CLAUSES)}")
     if RUBRIC_CLAUSES[clause] != verdict:
-        raise _fail(cid, "rubric_clause", f"{clause!r} decides the verdict {RUBRIC_CLAUSES[clause]!r}, "
+        raise claim_error(cid, "rubric_clause", f"{clause!r} decides the verdict {RUBRIC_CLAUSES[clause]!r}, "
                                           f"not {verdict!r}; use one of: "
                                           f"{', '.join(c for c, _ in RUBRIC[verdict])}")
     if not isinstance(why, str) or not why.strip():
-        raise _fail(cid, "rubric_why", "must be non-empty text: one sentence on why the clause applies")
-    if len(why) > _WHY_MAX_CHARS:
-        raise _fail(cid, "rubric_why", f"must be one short sentence (at most {_WHY_MAX_CHARS} characters)")
+        raise claim_error(cid, "rubric_why", "must be non-empty text: one sentence on why the clause applies")
+    if len(why) > WHY_MAX_CHARS:
+        raise claim_error(cid, "rubric_why", f"must be one short sentence (at most {WHY_MAX_CHARS} characters)")
 
 
-def placeholders(template: str) -> list[str]:
-    """The named placeholders of a template, in order: "{bound:.1f} of {x}" -> ["bound", "x"]."""
-    return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
-
-
-def _check_template(cid: Any, field_name: str, text: str) -> None:
-    """A template must parse, and name each placeholder (no "{}" and no "{0}")."""
-    if not isinstance(text, str):
-        raise _fail(cid, field_name, "must be text")
-    try:
-        names = placeholders(text)
-    except ValueError as exc:
-        raise _fail(cid, field_name, f"is not a valid template ({exc}); write a literal brace as "
-                                     "{{ or }}") from None
-    bad = [n for n in names if not n.isidentifier()]
-    if bad:
-        raise _fail(cid, field_name, f"placeholder {{{bad[0]}}} must be a name, like {{bound_tok_s:.1f}}")
-
-
-def _split(template: str) -> tuple[set[str], str]:
-    """A template's placeholders as written ("{bound:.1f}") and its own text without them."""
-    parts = list(string.Formatter().parse(template))
-    return ({"{" + n + ("!" + c if c else "") + (":" + s if s else "") + "}" for _, n, s, c in parts
-             if n is not None}, "".join(text for text, *_ in parts))
-
-
-def _check_zh(cid: Any, zh: Any, texts: tuple[str, ...]) -> None:
-    """zh_CN: the Chinese of each English text (in ZH_FIELDS' order): its placeholders, no new number."""
-    english = {key: text for key, text in zip(ZH_FIELDS, texts, strict=True) if text}
-    if not isinstance(zh, Mapping):
-        raise _fail(cid, "zh_CN", f"must be an object with the Chinese of {', '.join(english)}")
-    for key in [*english, *(k for k in zh if k not in english)]:
-        name, text = f"zh_CN.{key}", zh.get(key)
-        if key not in english:
-            raise _fail(cid, name, f"has no English to translate; expected: {', '.join(english)}")
-        if not isinstance(text, str) or not text.strip():
-            raise _fail(cid, name, "must be non-empty text" if key in zh else "is missing")
-        if key == "rubric_why" and len(text) > _WHY_MAX_CHARS:
-            raise _fail(cid, name, f"must be one short sentence (at most {_WHY_MAX_CHARS} characters)")
-        if key != "rubric_why":  # a template (rubric_why is plain text)
-            _check_template(cid, name, text)
-        (ours, own), (theirs, their_own) = ((set(), t) if key == "rubric_why" else _split(t)
-                                            for t in (text, english[key]))
-        if ours != theirs:
-            raise _fail(cid, name, f"has the placeholders {sorted(ours)}, the English {sorted(theirs)}: "
-                                   "keep the same names and formats")
-        added = sorted(set(_NUMBER.findall(own)) - set(_NUMBER.findall(their_own)))
-        if added:
-            raise _fail(cid, name, f"holds the number {added[0]}, which the English lacks: write number "
-                                   "words as Chinese numerals (四倍), figures as the English does")
-
-
-def _claim(entry: Any) -> Claim:
+def _claim(entry: Any, translations: Mapping[str, Mapping[str, Any]]) -> Claim:
     """One entry checked field by field; the error names the claim id and the field."""
     if not isinstance(entry, Mapping):
         raise GpulabConfigError(f"fact_check.json: every claim must be an object, got {entry!r}")
     cid = entry.get("id")
     if not isinstance(cid, int) or isinstance(cid, bool) or cid < 1:
-        raise _fail(cid, "id", "must be a positive integer")
+        raise claim_error(cid, "id", "must be a positive integer")
     missing = [k for k in _REQUIRED if k not in entry]
     if missing:
-        raise _fail(cid, missing[0], "is missing")
+        raise claim_error(cid, missing[0], "is missing")
     unknown = sorted(set(entry) - set(_REQUIRED) - set(_OPTIONAL))
     if unknown:
-        raise _fail(cid, unknown[0], f"is not a known field; allowed: {', '.join(_REQUIRED + _OPTIONAL)}")
+        raise claim_error(cid, unknown[0], f"is not a known field; allowed: {', '.join(_REQUIRED + _OPTIONAL)}")
     if entry["seed_file"] not in SEED_FILES:
-        raise _fail(cid, "seed_file", f"{entry['seed_file']!r} is not one of {', '.join(SEED_FILES)}")
+        raise claim_error(cid, "seed_file", f"{entry['seed_file']!r} is not one of {', '.join(SEED_FILES)}")
     if entry["verdict"] not in VERDICTS:
-        raise _fail(cid, "verdict", f"{entry['verdict']!r} is not one of {', '.join(VERDICTS)}")
+        raise claim_error(cid, "verdict", f"{entry['verdict']!r} is not one of {', '.join(VERDICTS)}")
     _check_rubric(cid, entry["verdict"], entry["rubric_clause"], entry["rubric_why"])
     if entry["section"] not in SECTIONS[entry["seed_file"]]:
-        raise _fail(cid, "section", f"{entry['section']!r} is not a section of {entry['seed_file']}; "
+        raise claim_error(cid, "section", f"{entry['section']!r} is not a section of {entry['seed_file']}; "
                                     f"use one of: {'; '.join(SECTIONS[entry['seed_file']])}")
     for key in ("section", "quote", "claim_en", "correct_value"):
         if not isinstance(entry[key], str) or not entry[key].strip():
-            raise _fail(cid, key, "must be non-empty text")
+            raise claim_error(cid, key, "must be non-empty text")
     if entry["chapter"] not in CHAPTERS or isinstance(entry["chapter"], bool):
-        raise _fail(cid, "chapter", "must be an integer from 0 (set-up page) to 7")
+        raise claim_error(cid, "chapter", "must be an integer from 0 (set-up page) to 7")
     reason = entry.get("reason", "")
     if entry["verdict"] == "not checkable" and not (isinstance(reason, str) and reason.strip()):
-        raise _fail(cid, "reason", "is required when the verdict is 'not checkable'")
+        raise claim_error(cid, "reason", "is required when the verdict is 'not checkable'")
     _check_derivation(cid, entry["derivation"])
     for key, text in (("correct_value", entry["correct_value"]), ("reason", reason),
                       ("note", entry["derivation"].get("note", ""))):
-        _check_template(cid, key, text)
+        check_template(cid, key, text)
     if "source" in entry["derivation"]:
         _no_placeholders_without_values(cid, entry, reason)
-    _check_zh(cid, entry["zh_CN"], (entry["rubric_why"], entry["correct_value"], reason,
-                                    entry["derivation"].get("note", "")))
-    return Claim(**{**entry, "derivation": MappingProxyType(dict(entry["derivation"])),
-                    "zh_CN": MappingProxyType(dict(entry["zh_CN"])), "reason": reason})
+    english = (entry["rubric_why"], entry["correct_value"], reason, entry["derivation"].get("note", ""))
+    for lang, by_id in translations.items():
+        check_translation(cid, lang, by_id.get(str(cid)), english)
+    return Claim(**{**entry, "derivation": MappingProxyType(dict(entry["derivation"])), "reason": reason,
+                    "translations": MappingProxyType({lang: MappingProxyType(dict(by_id[str(cid)]))
+                                                      for lang, by_id in translations.items()})})
 
 
 def _no_placeholders_without_values(cid: Any, entry: Mapping[str, Any], reason: str) -> None:
@@ -294,19 +243,21 @@ def _no_placeholders_without_values(cid: Any, entry: Mapping[str, Any], reason: 
                       ("note", entry["derivation"].get("note", ""))):
         names = placeholders(text)
         if names:
-            raise _fail(cid, key, f"placeholder {{{names[0]}}} needs a computed derivation; a sourced "
+            raise claim_error(cid, key, f"placeholder {{{names[0]}}} needs a computed derivation; a sourced "
                                   "claim quotes its source's figure with the link instead")
 
 
-def validate(data: Any) -> list[Claim]:
-    """Check parsed fact_check.json data; return its claims sorted by id (no duplicate ids)."""
+def validate(data: Any, translations: Mapping[str, Mapping[str, Any]] | None = None) -> list[Claim]:
+    """Check parsed fact_check.json data and the claims' translations (lang -> id -> fields; the
+    words files' by default); return its claims sorted by id (no duplicate ids)."""
     if not isinstance(data, Mapping) or not isinstance(data.get("claims"), list):
         raise GpulabConfigError('fact_check.json must be an object with a "claims" list')
-    claims = [_claim(e) for e in data["claims"]]
+    translations = stored_translations() if translations is None else translations
+    claims = [_claim(e, translations) for e in data["claims"]]
     seen = Counter(c.id for c in claims)
     dupes = sorted(i for i, n in seen.items() if n > 1)
     if dupes:
-        raise _fail(dupes[0], "id", "appears more than once")
+        raise claim_error(dupes[0], "id", "appears more than once")
     return sorted(claims, key=lambda c: c.id)
 
 
@@ -316,7 +267,13 @@ def load(path: str | Path | None = None) -> list[Claim]:
         text = (resources.files("gpulab") / "data" / "fact_check.json").read_text(encoding="utf-8")
     else:
         text = Path(path).read_text(encoding="utf-8")
-    return validate(json.loads(text))
+    claims = validate(json.loads(text))
+    ids = {str(c.id) for c in claims}
+    for lang, by_id in stored_translations().items():
+        extra = sorted(set(by_id) - ids, key=int)
+        if extra:
+            raise claim_error(extra[0], lang, f"data/words/{lang}.json translates a claim fact_check.json lacks")
+    return claims
 
 
 # ---------------------------------------------------------------- checking and rendering
@@ -327,23 +284,24 @@ def _fill(claim: Claim, field_name: str, template: str, values: Mapping[str, Any
     missing = [n for n in placeholders(template) if n not in values]
     if missing:
         source = f"computed={claim.computed_name!r}" if claim.computed_name else "a sourced claim"
-        raise _fail(claim.id, field_name, f"placeholder {{{missing[0]}}} is not among the values of "
+        raise claim_error(claim.id, field_name, f"placeholder {{{missing[0]}}} is not among the values of "
                                           f"{source}; known: {', '.join(sorted(values)) or 'none'}")
     try:
         return template.format_map(values)
     except (ValueError, TypeError) as exc:  # a format spec that does not suit the value
-        raise _fail(claim.id, field_name, f"cannot be filled: {exc}") from None
+        raise claim_error(claim.id, field_name, f"cannot be filled: {exc}") from None
 
 
 def _texts(claim: Claim, lang: str) -> dict[str, str]:
-    """The claim's ZH_FIELDS in `lang`, unfilled ("" where it has none)."""
-    if lang == "en":
-        return dict(zip(ZH_FIELDS, (claim.rubric_why, claim.correct_value, claim.reason,
-                                    claim.derivation.get("note", "")), strict=True))
-    texts = {key: claim.zh_CN.get(key, "") for key in ZH_FIELDS}
+    """The claim's TRANSLATED_FIELDS in `lang`, unfilled ("" where it has none)."""
+    if lang == languages.source():
+        return dict(zip(TRANSLATED_FIELDS, (claim.rubric_why, claim.correct_value, claim.reason,
+                                            claim.derivation.get("note", "")), strict=True))
+    translation = claim.translations.get(lang, {})
+    texts = {key: translation.get(key, "") for key in TRANSLATED_FIELDS}
     missing = [key for key in ("correct_value", "rubric_why") if not texts[key]]
     if missing:
-        raise _fail(claim.id, f"{lang}.{missing[0]}", "is missing: the Chinese edition needs it")
+        raise claim_error(claim.id, f"{lang}.{missing[0]}", f"is missing: the {lang} edition needs it")
     return texts
 
 
@@ -353,9 +311,19 @@ def rendered(claim: Claim, result: Computed | None = None, lang: Lang = "en") ->
     texts = _texts(claim, lang)
     if result is None and claim.computed_name:
         result = compute(claim.computed_name)
-    values = result.values if result is not None else {}
-    prefix = "" if lang == "en" else f"{lang}."
+    values = dict(result.values) if result is not None else {}
+    if result is not None:  # "headline", the printed headline, as the edition prints it
+        values["headline"] = computed_lines(claim, result, lang)[0]
+    prefix = "" if lang == languages.source() else f"{lang}."
     return {key: _fill(claim, prefix + key, texts[key], values) for key in TEMPLATE_FIELDS}
+
+
+def computed_lines(claim: Claim, result: Computed, lang: Lang = "en") -> tuple[str, str]:
+    """A computed claim's headline and arithmetic in `lang`, its figures the computed ones."""
+    if lang == languages.source():
+        return result.text, result.how
+    return tuple(computed_line(lang, claim.computed_name, part, getattr(result, part))
+                 for part in ("text", "how"))
 
 
 def check_all(claims: Iterable[Claim] | None = None) -> list[dict[str, Any]]:
@@ -426,40 +394,42 @@ def _md_escape(text: str) -> str:
 
 @checked
 def verdict_name(verdict: Annotated[str, OneOf(VERDICTS, "verdict")], lang: Lang = "en") -> str:
-    """A verdict as the edition in `lang` words it: "misleading" is 有误导性 in zh_CN."""
-    return verdict if lang == "en" else VERDICT_NAMES[lang][verdict]
+    """A verdict as the edition in `lang` words it: "misleading" is 有误导性 in Chinese."""
+    return verdict if lang == languages.source() else VERDICT_NAMES[lang][verdict]
 
 
 @checked
-def section_title(section: Annotated[str, OneOf(SECTION_TITLES["zh_CN"], "section")],
-                  lang: Lang = "en") -> str:
-    """An article's section as the edition in `lang` titles it (zh_CN: the article's own heading)."""
-    return section if lang == "en" else SECTION_TITLES[lang][section]
+def section_title(section: Annotated[str, OneOf(_ALL_SECTIONS, "section")], lang: Lang = "en") -> str:
+    """An article's section as the edition in `lang` titles it (Chinese: the article's own heading)."""
+    return section if lang == languages.source() else SECTION_TITLES[lang][section]
 
 
 @checked
 def rubric_markdown(lang: Lang = "en") -> str:
     """The rubric as a CommonMark list, one line per verdict with its clauses and their ids."""
-    line, join, clause = {"en": ("- **{}**: {}.", "; or ", "{} (`{}`)"),
-                          "zh_CN": ("- **{}**：{}。", "；或者", "{}（`{}`）")}[lang]
+    source = lang == languages.source()
+    words = {"line": "- **{}**: {}.", "join": "; or ", "clause": "{} (`{}`)"} if source else \
+        WORDS[lang]["rubric_markdown"]
+    line, join, clause = words["line"], words["join"], words["clause"]
     lines = []
     for verdict, clauses in RUBRIC.items():
-        wording = join.join(clause.format(text if lang == "en" else RUBRIC_ZH[cid], cid)
+        wording = join.join(clause.format(text if source else RUBRIC_WORDS[lang][cid], cid)
                             for cid, text in clauses)
         lines.append(line.format(verdict_name(verdict, lang), wording))
     return "\n".join(lines)
 
 
-# An entry's words in each language: the articles, "chapter N", the set-up page, then its lines.
+# An entry's words: the articles, "chapter N", the set-up page, then its lines; in English here,
+# in a translated language from its words file ("entry", the same keys).
+_ENTRY_KEYS = ("chapter", "setup", "head", "verdict", "correct_value", "computed", "source", "note",
+               "reason")
 _ENTRY = {"en": ({SEED_FILES[0]: "tutorial", SEED_FILES[1]: "hardware guide"}, "chapter {}",
                  "the set-up page", "**Claim {id}** ({article}; discussed in {where}): {claim}",
                  "- **Verdict:** {verdict} (`{clause}`: {why})", "- **Correct value:** {correct_value}",
                  "- **Computed in this page** (`{name}`): {text}; {how}", "- **Source:** {source}",
                  "- **Note:** {note}", "- **Why not checkable:** {reason}"),
-          "zh_CN": (SHORT_NAMES["zh_CN"], "第 {} 章讨论", "环境配置页讨论", "**说法 {id}**（{article}；{where}）",
-                    "- **结论：** {verdict}（`{clause}`：{why}）", "- **正确值：** {correct_value}",
-                    "- **本页计算**（`{name}`）：{text}；{how}", "- **来源：** {source}", "- **说明：** {note}",
-                    "- **无法核实的原因：** {reason}")}
+          **{lang: (SHORT_NAMES[lang], *(words["entry"][key] for key in _ENTRY_KEYS))
+             for lang, words in WORDS.items()}}
 
 
 @checked
@@ -473,12 +443,13 @@ def markdown(claims: Iterable[Claim], results: Mapping[int, Computed] | None = N
         r = (results.get(c.id) or compute(c.computed_name)) if c.computed_name else None
         text = {k: _md_escape(v) for k, v in {**_texts(c, lang), **rendered(c, r, lang)}.items()}
         where = chapter.format(c.chapter) if c.chapter else setup
+        shown = [_md_escape(line) for line in computed_lines(c, r, lang)] if r is not None else []
         lines = [f'<a id="{c.anchor}"></a>', "", head.format(id=c.id, article=articles[c.seed_file],
                                                           where=where, claim=_md_escape(c.claim_en)), "",
                  f"> {_md_escape(c.quote)}", "",
                  verdict.format(verdict=verdict_name(c.verdict, lang), clause=c.rubric_clause,
                                 why=text["rubric_why"]), value.format(**text),
-                 computed.format(name=c.computed_name, text=_md_escape(r.text), how=_md_escape(r.how))
+                 computed.format(name=c.computed_name, text=shown[0], how=shown[1])
                  if r is not None else source.format(source=_md_escape(c.derivation["source"]))]
         lines += [line.format(**text) for key, line in (("note", note), ("reason", reason)) if text[key]]
         parts.append("\n".join(lines))
@@ -492,8 +463,10 @@ def attribution(seed_file: str, lang: Lang = "en") -> str:
         raise GpulabConfigError(f"seed_file={seed_file!r} is not one of {', '.join(SEED_FILES)}",
                                 "seed_file")
     a = ARTICLES[seed_file]
-    if lang == "zh_CN":
-        return f"《{a['title']}》，{'作者 ' + a['author'] if a['author'] else '文章未署名作者'}；本课程保存的副本未注明发表出处"
+    if lang != languages.source():
+        words = WORDS[lang]["attribution"]
+        author = words["author"].format(author=a["author"]) if a["author"] else words["no_author"]
+        return words["line"].format(title=a["title"], title_en=a["title_en"], author=author)
     author = f"by {a['author']}" if a["author"] else "whose author the article does not name"
     return (f"“{a['title']}” (“{a['title_en']}”), {author}; the copy the course keeps does not "
             "say where it was published")

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from gpulab.core.validate import OneOf, checked
+from gpulab.reference import languages
 
 __all__ = ["BACKENDS", "ENV_VAR", "NOT_VERIFIED", "PACKAGED_DIR", "REQUIRED_PROVENANCE", "backend_status",
            "directory", "load_all", "provenance_problems", "save", "section", "slug"]
@@ -30,13 +31,9 @@ REQUIRED_PROVENANCE = ("gpu", "device", "driver", "torch", "cuda", "date", "comm
 # What a page says of a backend no stored figure was measured on (CONTRIBUTING.md).
 NOT_VERIFIED = "not yet verified on this hardware"
 BACKENDS = ("cuda", "rocm", "mps")  # the GPU backends a page can say the course has run on
-# backend_status's words in each edition of the site (the Chinese one is zh_CN)
-STATUS_WORDS = {
-    "en": {"none": NOT_VERIFIED, "run_on": "run on ", "sep": "; ",
-           "run": "{gpu} ({date}, torch {torch})"},
-    "zh_CN": {"none": "尚未在此类硬件上验证", "run_on": "已在以下硬件上运行：", "sep": "；",
-              "run": "{gpu}（{date}，torch {torch}）"},
-}
+# backend_status's words in the source language; a translated edition's are in its words file
+# (gpulab.reference.languages), under "measured"
+STATUS_WORDS = {"none": NOT_VERIFIED, "run_on": "run on ", "sep": "; ", "run": "{gpu} ({date}, torch {torch})"}
 
 
 def directory() -> Path:
@@ -93,12 +90,12 @@ def section(name: str, folder: Path | None = None) -> dict[str, dict]:
 
 @checked
 def backend_status(kind: Annotated[str, OneOf(BACKENDS, "kind")], folder: Path | None = None,
-                   lang: Annotated[str, OneOf(tuple(STATUS_WORDS), "lang")] = "en") -> str:
+                   lang: Annotated[str, OneOf(languages.codes(), "lang")] = "en") -> str:
     """Whether the course has run on a backend ("cuda", "rocm", "mps"), in words for a page.
 
     "run on NVIDIA H200 (2026-12-01, torch 2.11.0+cu130)" names the GPUs whose stored figures
     were measured on that backend, with the latest date; otherwise NOT_VERIFIED. `lang` is the
-    edition's language: "en" or "zh_CN" (the Chinese site).
+    edition's language, one of gpulab.reference.languages.codes().
     """
     runs = {}
     for gpu, data in load_all(folder).items():
@@ -106,7 +103,7 @@ def backend_status(kind: Annotated[str, OneOf(BACKENDS, "kind")], folder: Path |
             prov = sec.get("provenance", {})
             if prov.get("device") == kind:
                 runs[gpu] = max(runs.get(gpu, ("", "")), (prov.get("date", ""), prov.get("torch", "")))
-    words = STATUS_WORDS[lang]
+    words = STATUS_WORDS if lang == languages.source() else languages.words(lang, "measured")
     if not runs:
         return words["none"]
     return words["run_on"] + words["sep"].join(words["run"].format(gpu=gpu, date=date, torch=torch)
