@@ -8,14 +8,11 @@ changed repository URL changes every link at once.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
+from tools.authoring.learner_generator import learner_path
 from tools.notebook_meta import ROOT, colab_url, load_config, title_of
 from tools.pipeline import discover
-
-sys.path.insert(0, str(ROOT / "src"))
-from gpulab.course import labs  # noqa: E402
 
 README_START = "<!-- notebooks:start -->"
 README_END = "<!-- notebooks:end -->"
@@ -25,7 +22,7 @@ def colab_links(config: dict, path: Path, root: Path = ROOT) -> str:
     """Markdown Colab link(s) for a notebook: exercise and solution for a lab, else one link."""
     rel = path.relative_to(root).as_posix()
     if path.parent.name == "labs":
-        learner = labs.learner_path(path).relative_to(root).as_posix()
+        learner = learner_path(path).relative_to(root).as_posix()
         return f"[exercise]({colab_url(config, learner)}) · [solution]({colab_url(config, rel)})"
     return f"[open]({colab_url(config, rel)})"
 

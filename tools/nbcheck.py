@@ -3,7 +3,7 @@
 Every notebook and lab must have: a title, the Colab set-up cell generated from
 `_config.yml`, a papermill `parameters` cell with `device = "auto"` and `quick = False`,
 a hardware summary, a summary and exercises (each with its checked solution, saved
-collapsed: gpulab.course.exercises), standard metadata, and no outputs: a cell tagged
+collapsed: tools/authoring/exercises.py), standard metadata, and no outputs: a cell tagged
 `nbval-check-output` has its reference recorded in tests/notebooks/references (tools/references.py). Learner copies
 must match their solutions, and the README's notebook table must list every notebook.
 
@@ -23,8 +23,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from gpulab.course import exercises, labs  # noqa: E402
 from tools import references  # noqa: E402
+from tools.authoring import exercises, learner_generator  # noqa: E402
 from tools.link_tables import (  # noqa: E402
     attendee_problems,
     fix_attendee,
@@ -169,7 +169,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in discover():
             if fix(path, config):
                 print(f"fixed {path.relative_to(ROOT)}")
-        for path in labs.write_learner_copies(ROOT / "labs"):
+        for path in learner_generator.write_learner_copies(ROOT / "labs"):
             print(f"regenerated {path.relative_to(ROOT)}")
         fix_readme(config)
         fix_attendee()
@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
     for path in learner_copies():
         report += [f"{path.relative_to(ROOT)}: {p}" for p in problems(path, config, learner=True)]
     report += [f"{p.relative_to(ROOT)}: out of date with its solution (run --fix)"
-               for p in labs.out_of_date(ROOT / "labs")]
+               for p in learner_generator.out_of_date(ROOT / "labs")]
     report += readme_problems(config)
     report += attendee_problems()
     for line in report:

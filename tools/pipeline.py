@@ -457,7 +457,7 @@ def stage_site(run: RunConfig, edition: str = "en") -> Path:
     "en", "zh_CN", or "gettext" (the English text the message catalogues are made from)."""
     import yaml
 
-    from gpulab.course import exercises
+    from tools.authoring import exercises
 
     lang = "en" if edition == "gettext" else edition
     src = run.run_dir / editions.source_folder(edition)

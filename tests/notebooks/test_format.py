@@ -72,7 +72,7 @@ def _write(path, cells, **meta):
     return path
 
 
-# One exercise with its checked solution, as every notebook ends (gpulab.course.exercises).
+# One exercise with its checked solution, as every notebook ends (tools/authoring/exercises.py).
 EXERCISE = [
     {"cell_type": "markdown", "id": "e", "metadata": {"tags": ["exercise"],
                                                     "gpulab": {"exercise": "ch99-sum"}},

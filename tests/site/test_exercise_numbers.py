@@ -1,6 +1,6 @@
 """Exercises are numbered on each page from 1 (tools/sphinx_numbers.py), as the notebook numbers
 them: the oracle is each notebook's own headings ("### Exercise 2: ..."), which
-gpulab.course.exercises checks count 1, 2, 3 in the notebook."""
+tools.authoring.exercises checks count 1, 2, 3 in the notebook."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import re
 
 import pytest
 
-from gpulab.course import exercises
 from tools import pipeline
+from tools.authoring import exercises
 
 ZH = "zh_CN"
 # sphinx-exercise's title number, and the one in a solution's title (its link to the exercise)

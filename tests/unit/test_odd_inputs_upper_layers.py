@@ -235,17 +235,17 @@ def test_sampling_order_refuses_zero_steps_and_keeps_a_real_run():
 
 def test_the_out_of_date_hint_names_a_command_that_runs(tmp_path, capsys):
     """The hint for a stale learner copy names `python tools/nbcheck.py --fix`, which exists."""
-    from gpulab.course import labs
+    from tools.authoring import learner_generator
 
     labs_dir = tmp_path / "labs"
     labs_dir.mkdir()
     (labs_dir / "learner").mkdir()
     (labs_dir / "learner" / "01_gone_lab.ipynb").write_text("{}", encoding="utf-8")  # an orphan
-    assert labs.main(["--check", str(labs_dir)]) == 1
+    assert learner_generator.main(["--check", str(labs_dir)]) == 1
     out = capsys.readouterr().out
     assert "python tools/nbcheck.py --fix" in out and "gpulab.labs`" not in out
-    assert labs.REGENERATE == "python tools/nbcheck.py --fix"
-    script, option = labs.REGENERATE.split()[1:]
+    assert learner_generator.REGENERATE == "python tools/nbcheck.py --fix"
+    script, option = learner_generator.REGENERATE.split()[1:]
     result = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]
