@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from gpulab import measured
+from tests.helpers import provenance_problems
 from tools import pipeline
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -64,9 +65,9 @@ def test_written_figures_carry_a_cpu_provenance(bench_runs, name):
     stored = measured.section(name, out)
     assert len(stored) == 1
     entry = next(iter(stored.values()))
-    assert measured.provenance_problems(entry["provenance"], require_gpu=False) == []
+    assert provenance_problems(entry["provenance"], require_gpu=False) == []
     assert entry["provenance"]["device"] == "cpu"
-    assert measured.provenance_problems(entry["provenance"], require_gpu=True)  # not a GPU's
+    assert provenance_problems(entry["provenance"], require_gpu=True)  # not a GPU's
     assert entry["provenance"]["command"].endswith(f"--out {out}")
     json.dumps(entry["figures"], allow_nan=False)  # strict JSON: no NaN reaches a page
 

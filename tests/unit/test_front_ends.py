@@ -139,7 +139,7 @@ def test_memory_calculators_bundle_carries_the_in_page_calculator_for_the_site()
     are the library's; the site's copy keeps only that calculator."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from gpulab import calculators
+    from tests import calculator_oracle as oracle
     from tools import pipeline
 
     data, metadata = InteractiveShell.instance().display_formatter.format(
@@ -149,7 +149,7 @@ def test_memory_calculators_bundle_carries_the_in_page_calculator_for_the_site()
     assert f'id="{widgets.SITE_CALCULATOR_UID}"' in page
     assert widgets.SITE_CALCULATOR_UID != "gpulab-memory-calculator"  # chapter 6's
     # the widget starts at int4 weights, a bf16 KV cache, 4096 tokens and batch 1
-    want = calculators.memory_expected("Llama-3-70B", "int4", 4096, 1, "RTX 4090")
+    want = oracle.memory_expected("Llama-3-70B", "int4", 4096, 1, "RTX 4090")
     assert f'data-out="total" data-value="{want["total"]}"' in page
     assert '<option value="Llama-3-70B" selected>' in page
     nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [

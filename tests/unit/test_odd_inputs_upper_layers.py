@@ -174,12 +174,12 @@ def test_compare_refuses_a_bool_or_non_finite_guess_naming_the_variable(bad):
                                         ("users", 1.5)])
 def test_memory_expected_names_its_own_parameters(field, bad):
     """memory_expected(users=0) names `users`, not gpulab.memory's `batch`."""
-    from gpulab.ui import calculators
+    from tests import calculator_oracle as oracle
 
     args = {"model": "Llama-3.1-8B", "weights": "bf16", "context": 4096, "users": 1,
             "gpu": "RTX 4090"} | {field: bad}
     with pytest.raises(GpulabConfigError) as err:
-        calculators.memory_expected(**args)
+        oracle.memory_expected(**args)
     assert err.value.field == field
     assert field in str(err.value)
 
