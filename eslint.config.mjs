@@ -22,7 +22,7 @@ export default [
   },
   {
     // classic scripts the site loads beside require.js (tools/pipeline.py copies them)
-    files: ["tools/site_static/**/*.js"],
+    files: ["tools/staging/static/**/*.js"],
     languageOptions: { ecmaVersion: 2022, sourceType: "script",
                        globals: { ...globals.browser, require: "readonly" } },
     rules: strict,

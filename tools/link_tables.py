@@ -1,6 +1,6 @@
 """The generated tables of notebooks with their Colab links: the README's and the attendee page's.
 
-Both are written between markers and checked by ``tools/nbcheck.py``; ``--fix`` rewrites
+Both are written between markers and checked by ``tools/checks/nbcheck.py``; ``--fix`` rewrites
 them. The Colab addresses come from ``_config.yml`` (``tools/notebook_meta.colab_url``), so a
 changed repository URL changes every link at once.
 """

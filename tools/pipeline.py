@@ -32,8 +32,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # `tools.editions` when this file runs as a script
-from tools import editions, step  # noqa: E402
+sys.path.insert(0, str(ROOT))  # `tools.staging.editions` when this file runs as a script
+from tools.execution import step  # noqa: E402
+from tools.staging import editions  # noqa: E402
 
 BUILD = ROOT / "_build"
 NOTEBOOK_DIRS = ("notebooks", "labs", "book/appendix")
@@ -60,9 +61,9 @@ PYODIDE_FILES = ("pyodide.mjs", "pyodide.js", "pyodide.asm.js", "pyodide.asm.was
 # The Chinese text of both editions renders in Noto Sans SC, which the site carries (OFL-1.1):
 # its 100 slices by Unicode range, of which a page loads only those its characters need.
 CJK_FONT = ROOT / "node_modules" / "@fontsource-variable" / "noto-sans-sc"
-CJK_FONT_DIR = "noto-sans-sc"  # in the site's static folder; tools/sphinx_site.py links its CSS
+CJK_FONT_DIR = "noto-sans-sc"  # in the site's static folder; tools/sphinx_ext/site.py links its CSS
 SITE_STATIC = "_site_static"  # not the root _static/: JB1 would load every .js there
-COURSE_ASSETS = ROOT / "tools" / "site_static"  # the course's own stylesheet and scripts
+COURSE_ASSETS = ROOT / "tools" / "staging" / "static"  # the course's own stylesheet and scripts
 SERVE_PORT = 8000  # `make serve`'s default PORT
 
 

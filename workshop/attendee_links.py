@@ -3,7 +3,7 @@
 ``python workshop/attendee_links.py`` checks that ``book/workshop/attendee.md`` holds the table
 for every notebook the pipeline discovers; ``--fix`` rewrites it between its markers. The table
 is made by ``tools/link_tables.py``, like the README's (the Colab addresses from
-``_config.yml``); ``tools/nbcheck.py`` checks both.
+``_config.yml``); ``tools/checks/nbcheck.py`` checks both.
 """
 
 from __future__ import annotations

@@ -16,7 +16,7 @@ _RESULTS: dict[str, pipeline.NotebookResult] = {}
 
 def execute_once(notebook, lang: str = "en") -> pipeline.NotebookResult:
     """Execute a notebook the first time a test asks for it (in the edition language `lang`:
-    tools/editions.PER_LANGUAGE); later tests reuse the result."""
+    tools/staging/editions.PER_LANGUAGE); later tests reuse the result."""
     key = str(notebook) if lang == "en" else f"{notebook} [{lang}]"
     if key not in _RESULTS:
         _RESULTS[key] = pipeline.execute(notebook, RUN, lang)

@@ -9,7 +9,8 @@ import re
 import pytest
 
 from tests.notebooks.conftest import execute_once
-from tools import editions, pipeline
+from tools import pipeline
+from tools.staging import editions
 
 NOTEBOOKS = pipeline.discover()
 

@@ -1,4 +1,4 @@
-"""The notebook format check, the Colab cell and the README table (tools/nbcheck.py)."""
+"""The notebook format check, the Colab cell and the README table (tools/checks/nbcheck.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,8 @@ import types
 
 import pytest
 
-from tools import link_tables, nbcheck, notebook_meta, pipeline
+from tools import link_tables, notebook_meta, pipeline
+from tools.checks import nbcheck
 
 CONFIG = notebook_meta.load_config()
 

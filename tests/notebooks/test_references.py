@@ -7,7 +7,8 @@ import json
 import pytest
 
 from tests.notebooks.conftest import execute_once
-from tools import pipeline, references
+from tools import pipeline
+from tools.execution import references
 
 WITH_REFERENCES = [p for p in pipeline.discover()
                    if references.reference_cells(json.loads(p.read_text(encoding="utf-8")))]

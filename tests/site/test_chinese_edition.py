@@ -1,4 +1,4 @@
-"""The Chinese edition (tools/editions.py): built beside the English site in zh_CN/, from the
+"""The Chinese edition (tools/staging/editions.py): built beside the English site in zh_CN/, from the
 same executed notebooks, with every page's messages translated and checked.
 
 The oracles are the English site (its pages, its figures), the catalogues' own msgstr for a
@@ -16,7 +16,8 @@ import pytest
 from babel.messages.pofile import read_po
 
 from tests.site.test_site import _pages, _parse
-from tools import i18n, pipeline, sphinx_i18n
+from tools import i18n, pipeline
+from tools.sphinx_ext import i18n as sphinx_i18n
 
 ZH = "zh_CN"
 CHAPTERS = sorted(p.with_suffix(".html").as_posix() for p in Path("book").glob("0*.md"))

@@ -1,4 +1,4 @@
-"""Exercises are numbered on each page from 1 (tools/sphinx_numbers.py), as the notebook numbers
+"""Exercises are numbered on each page from 1 (tools/sphinx_ext/numbers.py), as the notebook numbers
 them: the oracle is each notebook's own headings ("### Exercise 2: ..."), which
 tools.authoring.exercises checks count 1, 2, 3 in the notebook."""
 

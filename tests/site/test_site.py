@@ -13,7 +13,7 @@ from tools import notebook_meta, pipeline
 
 CONFIG = notebook_meta.load_config()
 COLAB = re.compile(r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/([^/]+)/(.+\.ipynb)")
-NBSP = "\u00a0"  # what holds a unit to its number on the pages (tools/sphinx_numbers.py)
+NBSP = "\u00a0"  # what holds a unit to its number on the pages (tools/sphinx_ext/numbers.py)
 
 
 class _Links(HTMLParser):
@@ -130,10 +130,11 @@ def test_plots_appear_on_the_site(site, page, least):
 def test_the_site_shows_every_figure_the_library_computes(site, page, edition):
     """Every {fig} of a page, in both editions, is on the built page with the library's value
     (its words in Chinese in the Chinese edition), named by the role; no raw role is left."""
-    from tools import editions, page_figures
+    from tools.checks import page_figures
+    from tools.staging import editions
 
     rel = page.as_posix()
-    # a number's unit is held to it by a no-break space (tools/sphinx_numbers.py)
+    # a number's unit is held to it by a no-break space (tools/sphinx_ext/numbers.py)
     html = (site / edition / rel).with_suffix(".html").read_text(encoding="utf-8").replace(NBSP, " ")
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
     assert "{fig}" not in text and "{claim}" not in text and "{verdict}" not in text

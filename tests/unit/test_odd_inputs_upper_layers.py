@@ -234,7 +234,7 @@ def test_sampling_order_refuses_zero_steps_and_keeps_a_real_run():
 
 
 def test_the_out_of_date_hint_names_a_command_that_runs(tmp_path, capsys):
-    """The hint for a stale learner copy names `python tools/nbcheck.py --fix`, which exists."""
+    """The hint for a stale learner copy names `python tools/checks/nbcheck.py --fix`, which exists."""
     from tools.authoring import learner_generator
 
     labs_dir = tmp_path / "labs"
@@ -243,8 +243,8 @@ def test_the_out_of_date_hint_names_a_command_that_runs(tmp_path, capsys):
     (labs_dir / "learner" / "01_gone_lab.ipynb").write_text("{}", encoding="utf-8")  # an orphan
     assert learner_generator.main(["--check", str(labs_dir)]) == 1
     out = capsys.readouterr().out
-    assert "python tools/nbcheck.py --fix" in out and "gpulab.labs`" not in out
-    assert learner_generator.REGENERATE == "python tools/nbcheck.py --fix"
+    assert "python tools/checks/nbcheck.py --fix" in out and "gpulab.labs`" not in out
+    assert learner_generator.REGENERATE == "python tools/checks/nbcheck.py --fix"
     script, option = learner_generator.REGENERATE.split()[1:]
     result = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True,
                             text=True, timeout=120)

@@ -187,10 +187,10 @@ def test_kernel_started_as_the_pipeline_starts_it_prints_no_warning(capfd):
 
 
 def test_step_prints_its_label_then_its_time(capfd):
-    """tools/step.py: one line as a step starts, its time as it ends, the failure's exit status."""
+    """tools/execution/step.py: one line as a step starts, its time as it ends, the failure's exit status."""
     import sys
 
-    from tools import step
+    from tools.execution import step
 
     assert step.run_step("saying hello", [sys.executable, "-c", "print('hello')"]) == 0
     assert step.run_step("failing", [sys.executable, "-c", "raise SystemExit(3)"]) == 3

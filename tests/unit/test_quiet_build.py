@@ -1,4 +1,4 @@
-"""The site build's terminal output (tools/step.run_logged, tools/pipeline.build_site) and
+"""The site build's terminal output (tools/execution/step.run_logged, tools/pipeline.build_site) and
 `make serve`'s server (pipeline.serve): Sphinx's output goes to a log, its warnings and errors
 to the terminal, and the last line says where the site is and how to open it."""
 
@@ -15,7 +15,8 @@ import urllib.request
 import pytest
 
 from tests.helpers import need_module
-from tools import pipeline, step
+from tools import pipeline
+from tools.execution import step
 
 # What Jupyter Book prints, in its colours: Sphinx's progress on standard output, then its
 # message box naming the folder it built into; warnings and errors on standard error.

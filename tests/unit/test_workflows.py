@@ -351,7 +351,7 @@ def test_colab_install_spec_is_built_from_config_yml_as_the_colab_cell_is(tmp_pa
     env = {"PATH": f"{tmp_path / 'fakebin'}{os.pathsep}{os.environ['PATH']}", "GITHUB_OUTPUT": str(out)}
     result = _bash(step["run"], ROOT, env)
     assert result.returncode == 0, result.stdout + result.stderr
-    from tools.nbcheck import install_spec  # what writes the notebooks' Colab cell
+    from tools.checks.nbcheck import install_spec  # what writes the notebooks' Colab cell
 
     assert out.read_text().splitlines() == [f"spec={install_spec(config)}"]
     install = next(s for s in _steps(wf) if '"$SPEC"' in s.get("run", ""))

@@ -14,7 +14,7 @@ with ``#### Solution``, then code cells that compute the answer and check it (an
   and gated ``{solution-start}``/``{solution-end}`` blocks, collapsed (the pipeline does this to
   the executed copies it builds the site from).
 - A lab's learner copy holds the exercises and none of their solutions (``strip_solutions``).
-- ``problems`` lists what breaks these rules; ``tools/nbcheck.py`` and the tests report it.
+- ``problems`` lists what breaks these rules; ``tools/checks/nbcheck.py`` and the tests report it.
 
 It is authoring code (the checks, the site's conversion, the learner copies), so it lives in
 the repository's tools: a learner's install of gpulab does not carry it.

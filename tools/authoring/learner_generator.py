@@ -15,8 +15,8 @@ the learner copy then starts from that function's source, renamed, to edit, inst
 It is authoring code, so it lives in the repository's tools, not in the package a learner
 installs; the checks the stubs call (``gpulab.course.labs.check``) stay in the package.
 
-    python tools/nbcheck.py --fix  # regenerate every learner copy (and repair the notebooks)
-    python tools/nbcheck.py        # exit 1 when a copy is out of date, among other problems
+    python tools/checks/nbcheck.py --fix  # regenerate every learner copy (and repair the notebooks)
+    python tools/checks/nbcheck.py        # exit 1 when a copy is out of date, among other problems
 """
 
 from __future__ import annotations
@@ -44,7 +44,7 @@ END = "### END SOLUTION"
 HINT_PREFIX = "# HINT:"
 # The command that regenerates the learner copies, named in the out-of-date hints: the one
 # command a lab's author runs, which also repairs the notebooks.
-REGENERATE = "python tools/nbcheck.py --fix"
+REGENERATE = "python tools/checks/nbcheck.py --fix"
 # Plain CommonMark (a blockquote, not a MyST directive): learners open this copy in JupyterLab
 # or Colab, which would show a directive as raw text.
 LEARNER_NOTE = (

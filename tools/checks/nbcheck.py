@@ -4,11 +4,11 @@ Every notebook and lab must have: a title, the Colab set-up cell generated from
 `_config.yml`, a papermill `parameters` cell with `device = "auto"` and `quick = False`,
 a hardware summary, a summary and exercises (each with its checked solution, saved
 collapsed: tools/authoring/exercises.py), standard metadata, and no outputs: a cell tagged
-`nbval-check-output` has its reference recorded in tests/notebooks/references (tools/references.py). Learner copies
+`nbval-check-output` has its reference recorded in tests/notebooks/references (tools/execution/references.py). Learner copies
 must match their solutions, and the README's notebook table must list every notebook.
 
-    python tools/nbcheck.py        # report problems, exit 1 if any
-    python tools/nbcheck.py --fix  # repair what can be repaired mechanically
+    python tools/checks/nbcheck.py        # report problems, exit 1 if any
+    python tools/checks/nbcheck.py --fix  # repair what can be repaired mechanically
 """
 
 from __future__ import annotations
@@ -20,11 +20,11 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from tools import references  # noqa: E402
 from tools.authoring import exercises, learner_generator  # noqa: E402
+from tools.execution import references  # noqa: E402
 from tools.link_tables import (  # noqa: E402
     attendee_problems,
     fix_attendee,
@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
     for line in report:
         print(line)
     if report:
-        print(f"{len(report)} problem(s); `python tools/nbcheck.py --fix` repairs the mechanical ones")
+        print(f"{len(report)} problem(s); `python tools/checks/nbcheck.py --fix` repairs the mechanical ones")
         return 1
     print(f"notebook format: {len(discover()) + len(learner_copies())} notebooks ok")
     return 0

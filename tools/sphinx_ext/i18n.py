@@ -25,9 +25,9 @@ from sphinx import addnodes
 from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
-# Sphinx loads this file from tools/; the editions' language data is tools.editions
-if str(Path(__file__).resolve().parents[1]) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# Sphinx loads this file by module path; the editions' language data is tools.staging.editions
+if str(Path(__file__).resolve().parents[2]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 # The other edition of each language: (folder of the edition's site under the English root,
 # the button's text, its tooltip). The English site is the root; Chinese lies in zh_CN/.
@@ -36,7 +36,7 @@ EDITIONS = {
     "zh_CN": ("zh_CN", "中文", "阅读本页的中文版"),
 }
 OTHER = {"en": "zh_CN", "zh_CN": "en"}
-LANGUAGE_LINK_JS = "language-link.js"  # opens the other edition in the same tab (tools/site_static)
+LANGUAGE_LINK_JS = "language-link.js"  # opens the other edition in the same tab (tools/staging/static)
 ENGLISH_NOTEBOOK = "（英文笔记本）"  # the launch buttons open the notebooks, which are English
 
 
@@ -117,7 +117,7 @@ class TranslateGluedWords(SphinxPostTransform):
     default_priority = 6
 
     def apply(self, **kwargs) -> None:
-        from tools import editions
+        from tools.staging import editions
 
         language = language_of(self.config)
         if language == "en":

@@ -20,8 +20,8 @@ and the agenda durations of the workshop pages (minutes and hours under ``book/w
 
 None is left: ``make test`` fails on any (tests/unit/test_typed_figures.py).
 
-    python tools/typed_figures.py             # the count per file, and the total
-    python tools/typed_figures.py --show FILE # each typed figure of one file, with its line
+    python tools/checks/typed_figures.py             # the count per file, and the total
+    python tools/checks/typed_figures.py --show FILE # each typed figure of one file, with its line
 """
 
 from __future__ import annotations
@@ -33,7 +33,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 from tools.pipeline import discover  # noqa: E402
 

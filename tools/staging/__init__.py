@@ -1,0 +1,1 @@
+"""Staging the site: each edition's words and folders, and the course's own static files."""
