@@ -107,8 +107,8 @@ lint: setup widgets-js
 # fails instead of skipping (tests/helpers.py). `gpu` tests skip with their reason on a CPU.
 test: export GPULAB_STRICT := 1
 # torch's OpenMP threads wait by sleeping, not spinning: on a busy machine spinning threads
-# take the time slices their peers need, and a notebook ran 6 times slower (tools/pipeline.py,
-# quick_run_environment)
+# take the time slices their peers need, and a notebook ran 6 times slower
+# (tools/execution/executor.py, quick_run_environment)
 test: export OMP_WAIT_POLICY ?= PASSIVE
 test: setup widgets-js lint
 	GPULAB_QUICK=1 $(VENV_PYTHON) -m pytest tests/unit

@@ -21,7 +21,7 @@ export default [
     rules: strict,
   },
   {
-    // classic scripts the site loads beside require.js (tools/pipeline.py copies them)
+    // classic scripts the site loads beside require.js (tools/staging/stage.py copies them)
     files: ["tools/staging/static/**/*.js"],
     languageOptions: { ecmaVersion: 2022, sourceType: "script",
                        globals: { ...globals.browser, require: "readonly" } },

@@ -1,6 +1,6 @@
 """What the notebooks' tools share: the book's configuration, Colab addresses, titles.
 
-Imported by ``tools/checks/nbcheck.py`` (the format check), ``tools/link_tables.py`` (the generated
+Imported by ``tools/checks/nbcheck.py`` (the format check), ``tools/authoring/link_tables.py`` (the generated
 tables of notebooks) and, through the latter, ``workshop/attendee_links.py``; it imports none
 of them, so the tools import one way.
 """

@@ -18,7 +18,7 @@ import pytest
 
 from gpulab import measured
 from tests.helpers import provenance_problems
-from tools import pipeline
+from tools.execution import executor
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_"))
@@ -102,7 +102,7 @@ def test_notebooks_render_the_measured_figures(bench_runs, tmp_path, monkeypatch
     entry = next(iter(measured.section(section, out).values()))
     device_name = entry["provenance"]["gpu"]
     monkeypatch.setenv(measured.ENV_VAR, str(out))  # the kernel inherits this process's env
-    pipeline.kernel_environment()
+    executor.kernel_environment()
     path = ROOT / notebook
     executed = tmp_path / path.name
     papermill.execute_notebook(str(path), str(executed), kernel_name="gpulab-cpu",

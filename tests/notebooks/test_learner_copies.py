@@ -6,16 +6,16 @@ import json
 
 import pytest
 
-from tools import pipeline
 from tools.authoring import learner_generator as generator
+from tools.execution import executor, runs
 
-SOLUTIONS = generator.solutions(pipeline.ROOT / "labs")
+SOLUTIONS = generator.solutions(runs.ROOT / "labs")
 
 
 def test_every_lab_has_a_learner_copy_in_sync():
     """A learner copy that differs from what the generator makes now fails this test."""
     assert SOLUTIONS, "no lab found"
-    stale = generator.out_of_date(pipeline.ROOT / "labs")
+    stale = generator.out_of_date(runs.ROOT / "labs")
     assert not stale, f"out of date (run `{generator.REGENERATE}`): {[str(p) for p in stale]}"
 
 
@@ -46,7 +46,7 @@ def test_learner_copy_check_fails_clearly(solution, run):
     """Executing the learner copy stops at the first check with 'is not written yet' and a hint,
     or, where the learner starts from library code to edit (lab 5's slow loop), with the
     grader's list of the checks that code fails."""
-    result = pipeline.execute(generator.learner_path(solution), run)
+    result = executor.execute(generator.learner_path(solution), run)
     assert not result.ok, "the learner copy ran through although its stubs are empty"
     solved = json.loads(solution.read_text(encoding="utf-8"))
     edits = any(generator.is_solution_cell(c) and _edits_library_code(c) for c in solved["cells"])

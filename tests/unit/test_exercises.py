@@ -11,11 +11,11 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools import pipeline  # noqa: E402
 from tools.authoring import exercises, learner_generator  # noqa: E402
+from tools.execution import runs  # noqa: E402
 from tools.notebook_meta import cell_source  # noqa: E402
 
-NOTEBOOKS = pipeline.discover()
+NOTEBOOKS = runs.discover()
 
 
 def _md(source: str, tags=(), **meta) -> dict:

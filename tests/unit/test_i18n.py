@@ -12,9 +12,8 @@ import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
-from tools import i18n
+from tools import editions, i18n
 from tools.sphinx_ext import i18n as sphinx_i18n
-from tools.staging import editions
 
 GLUE = "{glue:text}`../notebooks/02_will_it_fit.ipynb::weights_gb:.1f`"
 

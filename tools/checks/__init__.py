@@ -1,4 +1,2 @@
-"""Checks of the sources: the notebooks' format, typed figures and the pages' figure references.
-
-Each runs as a script (``python tools/checks/<name>.py``).
-"""
+"""Checks of the sources: the notebooks' format (``nbcheck``), typed figures, the pages' figure
+references and the catalogues' style. ``python tools/checks/<name>.py`` runs one."""

@@ -24,15 +24,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from tools.authoring import exercises, learner_generator  # noqa: E402
-from tools.execution import references  # noqa: E402
-from tools.link_tables import (  # noqa: E402
+from tools.authoring.link_tables import (  # noqa: E402
     attendee_problems,
     fix_attendee,
     fix_readme,
     readme_problems,
 )
+from tools.execution import references  # noqa: E402
+from tools.execution.runs import RunConfig, discover, executed_path, learner_copies  # noqa: E402
 from tools.notebook_meta import ROOT, cell_source, load_config, title_of  # noqa: E402
-from tools.pipeline import RunConfig, discover, executed_path, learner_copies  # noqa: E402
 
 COLAB_TAG = "colab-setup"
 HIDE_TAG = "remove-cell"  # myst-nb drops the cell from the site

@@ -25,7 +25,7 @@ from sphinx import addnodes
 from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
-# Sphinx loads this file by module path; the editions' language data is tools.staging.editions
+# Sphinx loads this file by module path; the editions' language data is tools.editions
 if str(Path(__file__).resolve().parents[2]) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
@@ -117,7 +117,7 @@ class TranslateGluedWords(SphinxPostTransform):
     default_priority = 6
 
     def apply(self, **kwargs) -> None:
-        from tools.staging import editions
+        from tools import editions
 
         language = language_of(self.config)
         if language == "en":

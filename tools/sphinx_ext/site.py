@@ -9,8 +9,8 @@ Registered as a local extension in ``_config.yml``.
 
 from __future__ import annotations
 
-STYLESHEET = "gpulab.css"  # copied into the site's static folder by tools/pipeline.py
-# Noto Sans SC's @font-face rules, one per Unicode slice (tools/pipeline.py copies it from npm)
+STYLESHEET = "gpulab.css"  # copied into the site's static folder by tools/staging/stage.py
+# Noto Sans SC's @font-face rules, one per Unicode slice (tools/staging/stage.py copies it from npm)
 CJK_FONT_STYLESHEET = "noto-sans-sc/index.css"
 
 

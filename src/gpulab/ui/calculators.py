@@ -7,7 +7,7 @@ show is computed by the library itself, never by a JavaScript twin of it:
 - on the built site, the script (``gpulab/ui/js/calculators.mjs``, put into the snippet as it
   is) loads Pyodide and an archive of gpulab's pure layers (``python_archive``: core,
   reference, estimate and their data) from the site's own ``_static/`` folder, where
-  tools/pipeline.py copies them; no CDN. Each edit sends the inputs' text to
+  tools/staging/stage.py copies them; no CDN. Each edit sends the inputs' text to
   ``gpulab.estimate.calculator.page_outputs_json`` and writes back its outputs;
 - the snippet is rendered with the outputs of its default inputs, computed here by the same
   function, so it shows them at once, and in Jupyter (no site, no Pyodide) it keeps them and
@@ -53,7 +53,7 @@ __all__ = [
 ]
 
 # Where the site carries what the script loads, relative to its _static/ folder
-# (tools/pipeline.py puts them there; the snippet tells the script through data attributes).
+# (tools/staging/stage.py puts them there; the snippet tells the script through data attributes).
 PYODIDE_DIR = "pyodide/"  # pyodide.mjs, pyodide.asm.js/.wasm, python_stdlib.zip, pyodide-lock.json
 ARCHIVE = "gpulab/gpulab-py.zip"
 # The archive: gpulab's top-level module, its pure layers and the data they read, as patterns

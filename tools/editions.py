@@ -14,7 +14,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[1]
 LANGUAGES = ("en", "zh_CN")  # the first is the source language, whose site is the root
 LOCALES = ROOT / "locales"  # <lang>/LC_MESSAGES/<page>.po
 # Notebooks whose outputs are prose generated in the edition's language: the fact-check's

@@ -11,8 +11,8 @@ import json
 from pathlib import Path
 
 from tools.authoring.learner_generator import learner_path
+from tools.execution.runs import discover
 from tools.notebook_meta import ROOT, colab_url, load_config, title_of
-from tools.pipeline import discover
 
 README_START = "<!-- notebooks:start -->"
 README_END = "<!-- notebooks:end -->"
