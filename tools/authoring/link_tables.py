@@ -43,7 +43,9 @@ def readme_problems(config: dict, root: Path = ROOT) -> list[str]:
     if README_START not in text or README_END not in text:
         return [f"README.md lacks the {README_START} ... {README_END} markers"]
     current = text.split(README_START)[1].split(README_END)[0].strip()
-    return [] if current == readme_table(config, root) else ["README.md's notebook table is out of date"]
+    if current == readme_table(config, root):
+        return []
+    return ["README.md's notebook table is out of date"]
 
 
 def fix_readme(config: dict, root: Path = ROOT) -> None:

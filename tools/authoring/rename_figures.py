@@ -6,7 +6,7 @@ translation behind (its msgid would no longer match, and the Chinese edition wou
 to English). This tool rewrites both, so that no translation is lost:
 
     python tools/authoring/rename_figures.py OLD=NEW [OLD=NEW ...]
-    python tools/authoring/rename_figures.py --from-glue      # myst-nb's path-form glue roles -> {fig}
+    python tools/authoring/rename_figures.py --from-glue  # myst-nb's path-form glue roles -> {fig}
 
 The figure itself is renamed in its ``gpulab.course.figures_ch0N`` module by hand (its keys
 are often built in code); ``tools/checks/page_figures.py`` then names any reference left unresolved.

@@ -4,8 +4,9 @@ Every notebook and lab must have: a title, the Colab set-up cell generated from
 `_config.yml`, a papermill `parameters` cell with `device = "auto"` and `quick = False`,
 a hardware summary, a summary and exercises (each with its checked solution, saved
 collapsed: tools/authoring/exercises.py), standard metadata, and no outputs: a cell tagged
-`nbval-check-output` has its reference recorded in tests/notebooks/references (tools/execution/references.py). Learner copies
-must match their solutions, and the README's notebook table must list every notebook.
+`nbval-check-output` has its reference recorded in tests/notebooks/references
+(tools/execution/references.py). Learner copies must match their solutions, and the README's
+notebook table must list every notebook.
 
     python tools/checks/nbcheck.py        # report problems, exit 1 if any
     python tools/checks/nbcheck.py --fix  # repair what can be repaired mechanically
@@ -39,7 +40,8 @@ HIDE_TAG = "remove-cell"  # myst-nb drops the cell from the site
 PARAMETERS_TAG = "parameters"
 REFERENCE_TAG = references.REFERENCE_TAG
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-PARAMETER_LINES = (re.compile(r'^device\s*=\s*"auto"', re.M), re.compile(r"^quick\s*=\s*False", re.M))
+PARAMETER_LINES = (re.compile(r'^device\s*=\s*"auto"', re.M),
+                   re.compile(r"^quick\s*=\s*False", re.M))
 
 
 def install_spec(config: dict) -> str:
@@ -55,7 +57,8 @@ def colab_cell_source(config: dict) -> str:
         "import importlib.util, subprocess, sys\n"
         "\n"
         'if "google.colab" in sys.modules and importlib.util.find_spec("gpulab") is None:\n'
-        f'    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{install_spec(config)}"], check=True)'
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", '
+        f'"{install_spec(config)}"], check=True)'
     )
 
 
@@ -185,7 +188,8 @@ def main(argv: list[str] | None = None) -> int:
     for line in report:
         print(line)
     if report:
-        print(f"{len(report)} problem(s); `python tools/checks/nbcheck.py --fix` repairs the mechanical ones")
+        print(f"{len(report)} problem(s); `python tools/checks/nbcheck.py --fix` repairs the "
+              "mechanical ones")
         return 1
     print(f"notebook format: {len(discover()) + len(learner_copies())} notebooks ok")
     return 0

@@ -70,7 +70,8 @@ def resolve(name: str, spec: str, where: str = "") -> str:
     try:
         return format_figure(values[name], spec)
     except (TypeError, ValueError) as exc:
-        raise FigureError(f"{where}spec {spec!r} does not apply to {values[name]!r}: {exc}") from None
+        raise FigureError(f"{where}spec {spec!r} does not apply to {values[name]!r}: "
+                          f"{exc}") from None
 
 
 def parse(text: str, page: str) -> list[FigRef]:
