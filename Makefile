@@ -36,9 +36,9 @@ help:
 	@echo "make gpu-wheels  the wheels the GPU check carries to the device (CPython 3.12, manylinux) into .whl/"
 	@echo "make clean     remove the build folder and the venv"
 
-# Each step prints one line as it starts and its time as it ends (tools/step.py): pip stays
+# Each step prints one line as it starts and its time as it ends (tools/execution/step.py): pip stays
 # quiet, and the first install takes minutes.
-STEP = $(BOOTSTRAP_PYTHON) tools/step.py
+STEP = $(BOOTSTRAP_PYTHON) tools/execution/step.py
 
 $(STAMP): pyproject.toml constraints.txt
 	@test -x $(VENV_PYTHON) || $(STEP) "creating the virtual environment $(VENV)" -- $(BOOTSTRAP_PYTHON) -m venv $(VENV)
@@ -97,7 +97,7 @@ lab: setup $(LAB_STAMP)
 lint: setup widgets-js
 	$(VENV_PYTHON) -m ruff check src tests tools benchmarks workshop labs/07_distributed
 	$(VENV)/bin/lint-imports --no-cache
-	$(VENV_PYTHON) tools/nbcheck.py
+	$(VENV_PYTHON) tools/checks/nbcheck.py
 	node_modules/.bin/eslint --max-warnings=0 .
 	@# the GitHub workflows (.github/workflows; its runner labels in .github/actionlint.yaml)
 	@if [ "$$(uname -s)-$$(uname -m)" = Linux-x86_64 ]; then $(VENV)/bin/actionlint; \
@@ -107,8 +107,8 @@ lint: setup widgets-js
 # fails instead of skipping (tests/helpers.py). `gpu` tests skip with their reason on a CPU.
 test: export GPULAB_STRICT := 1
 # torch's OpenMP threads wait by sleeping, not spinning: on a busy machine spinning threads
-# take the time slices their peers need, and a notebook ran 6 times slower (tools/pipeline.py,
-# quick_run_environment)
+# take the time slices their peers need, and a notebook ran 6 times slower
+# (tools/execution/executor.py, quick_run_environment)
 test: export OMP_WAIT_POLICY ?= PASSIVE
 test: setup widgets-js lint
 	GPULAB_QUICK=1 $(VENV_PYTHON) -m pytest tests/unit

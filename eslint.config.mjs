@@ -21,8 +21,8 @@ export default [
     rules: strict,
   },
   {
-    // classic scripts the site loads beside require.js (tools/pipeline.py copies them)
-    files: ["tools/site_static/**/*.js"],
+    // classic scripts the site loads beside require.js (tools/staging/stage.py copies them)
+    files: ["tools/staging/static/**/*.js"],
     languageOptions: { ecmaVersion: 2022, sourceType: "script",
                        globals: { ...globals.browser, require: "readonly" } },
     rules: strict,

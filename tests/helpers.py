@@ -50,13 +50,37 @@ def has_module(name: str) -> bool:
     return importlib.util.find_spec(name) is not None
 
 
-def raw_fact_check() -> dict:
-    """The fact-check registry as stored (data/fact_check.json), before any validation."""
+def raw_data(name: str) -> dict:
+    """A packaged data file (gpulab/data/<name>) as stored, before any validation."""
     import json
     from importlib import resources
 
-    text = (resources.files("gpulab") / "data" / "fact_check.json").read_text(encoding="utf-8")
-    return json.loads(text)
+    return json.loads((resources.files("gpulab") / "data" / name).read_text(encoding="utf-8"))
+
+
+def raw_fact_check() -> dict:
+    """The fact-check registry as stored (data/fact_check.json), before any validation."""
+    return raw_data("fact_check.json")
+
+
+def provenance_problems(prov: object, require_gpu: bool = True) -> list[str]:
+    """What is wrong with a measured section's provenance (empty when nothing is).
+
+    The check that guards src/gpulab/data/measured/: every field of
+    gpulab.measured.REQUIRED_PROVENANCE, and a GPU device unless `require_gpu` is False.
+    """
+    from gpulab.reference.measured import REQUIRED_PROVENANCE
+
+    if not isinstance(prov, dict):
+        return ["provenance is not an object"]
+    # a CPU run has no driver or CUDA version: those keys must be there, possibly None
+    problems = [f"provenance lacks {key!r}" for key in REQUIRED_PROVENANCE if not prov.get(key)
+                and key not in ("driver", "cuda")]
+    problems += [f"provenance lacks {key!r}" for key in ("driver", "cuda") if key not in prov]
+    if require_gpu and prov.get("device") not in ("cuda", "rocm"):
+        problems.append(f"device={prov.get('device')!r}: only figures measured on a GPU "
+                        "(cuda or rocm) belong in the package's data/measured/")
+    return problems
 
 
 # The team's folder of the articles beside the checkout: the one path outside the repository

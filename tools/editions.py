@@ -121,3 +121,9 @@ def language_css() -> str:
             "   the language needs first (Noto Sans SC has Latin letters too): after a system font,\n"
             "   Chromium drew the sidebar's semibold current-page link as empty boxes. */\n"
             + "".join(rules))
+
+
+def other_editions(where) -> str:
+    """The translated editions and where each lies: "中文: <where(folder)>", joined by "; "."""
+    return "; ".join(f"{languages.get(code).button}: {where(languages.get(code).folder)}"
+                     for code in LANGUAGES[1:])

@@ -11,7 +11,7 @@ The pipeline's gettext build (``tools/pipeline.py site``) writes one template pe
 - nothing the build resolves is lost: the figure roles, claim references, links, substitutions
   and inline code of a msgid are all in its msgstr, and none is added; every equation is there
   with the same structure (its \\text{} labels may be translated, a gloss may be added);
-- style (tools/catalogue_style.py): as many bold and italic spans as rendered, no English left
+- style (tools/checks/catalogue_style.py): as many bold and italic spans as rendered, no English left
   untranslated, and the accepted term of the glossary in STYLE.md.
 
     python tools/i18n.py update            # after a site build: new messages, fuzzy changes
@@ -32,9 +32,9 @@ from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))  # `tools.catalogue_style` when this file runs as a script
+sys.path.insert(0, str(ROOT))  # `tools.checks.catalogue_style` when this file runs as a script
 from gpulab.reference import languages  # noqa: E402
-from tools import catalogue_style  # noqa: E402
+from tools.checks import catalogue_style  # noqa: E402
 
 LOCALES = ROOT / "locales"
 LANG = languages.translated()[0]  # the language the functions below take when given none

@@ -1,8 +1,8 @@
 """What the notebooks' tools share: the book's configuration, Colab addresses, titles.
 
-Imported by ``tools/nbcheck.py`` (the format check), ``tools/link_tables.py`` (the generated
-tables of notebooks) and, through the latter, ``workshop/attendee_links.py``; it imports none
-of them, so the tools import one way.
+Imported by ``tools/checks/nbcheck.py`` (the format check),
+``tools/authoring/link_tables.py`` (the generated tables of notebooks) and, through the latter,
+``workshop/attendee_links.py``; it imports none of them, so the tools import one way.
 """
 
 from __future__ import annotations
@@ -23,7 +23,8 @@ def colab_url(config: dict, rel_path: str) -> str:
     """The "Open in Colab" address of a notebook in the configured repository."""
     repo = config["repository"]
     owner_repo = repo["url"].rstrip("/").removeprefix("https://github.com/")
-    return f"{config['launch_buttons']['colab_url']}/github/{owner_repo}/blob/{repo.get('branch', 'main')}/{rel_path}"
+    branch = repo.get("branch", "main")
+    return f"{config['launch_buttons']['colab_url']}/github/{owner_repo}/blob/{branch}/{rel_path}"
 
 
 def cell_source(cell: dict) -> str:

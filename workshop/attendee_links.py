@@ -2,8 +2,8 @@
 
 ``python workshop/attendee_links.py`` checks that ``book/workshop/attendee.md`` holds the table
 for every notebook the pipeline discovers; ``--fix`` rewrites it between its markers. The table
-is made by ``tools/link_tables.py``, like the README's (the Colab addresses from
-``_config.yml``); ``tools/nbcheck.py`` checks both.
+is made by ``tools/authoring/link_tables.py``, like the README's (the Colab addresses from
+``_config.yml``); ``tools/checks/nbcheck.py`` checks both.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script: make `tools` importable
     sys.path.insert(0, str(ROOT))
 
-from tools.link_tables import attendee_problems, fix_attendee  # noqa: E402
+from tools.authoring.link_tables import attendee_problems, fix_attendee  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -40,7 +40,8 @@ LAYERS: dict[str, tuple[str, ...]] = {
     "ui": ("tables", "plots", "widgets", "calculators", "listing", "predict", "candidates",
            "alt_text", "cli"),
     "course": ("labs", "slowloop", "training_loops", "slowloop_grading", "slowloop_profile", "textdata",
-               "derivations", "exercises", "claims_hardware", "claims_models", "factcheck", "factcheck_words", "figures",
+               "derivations", "claims_hardware", "claims_models", "factcheck", "factcheck_words",
+               "figures",
                "figures_ch01", "figures_ch02", "figures_ch03", "figures_ch04", "figures_ch05",
                "figures_ch06", "figures_ch07", "figure_formats"),
 }

@@ -17,7 +17,8 @@ from pathlib import Path
 import pytest
 
 from gpulab import measured
-from tools import pipeline
+from tests.helpers import provenance_problems
+from tools.execution import executor
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_"))
@@ -64,9 +65,9 @@ def test_written_figures_carry_a_cpu_provenance(bench_runs, name):
     stored = measured.section(name, out)
     assert len(stored) == 1
     entry = next(iter(stored.values()))
-    assert measured.provenance_problems(entry["provenance"], require_gpu=False) == []
+    assert provenance_problems(entry["provenance"], require_gpu=False) == []
     assert entry["provenance"]["device"] == "cpu"
-    assert measured.provenance_problems(entry["provenance"], require_gpu=True)  # not a GPU's
+    assert provenance_problems(entry["provenance"], require_gpu=True)  # not a GPU's
     assert entry["provenance"]["command"].endswith(f"--out {out}")
     json.dumps(entry["figures"], allow_nan=False)  # strict JSON: no NaN reaches a page
 
@@ -101,7 +102,7 @@ def test_notebooks_render_the_measured_figures(bench_runs, tmp_path, monkeypatch
     entry = next(iter(measured.section(section, out).values()))
     device_name = entry["provenance"]["gpu"]
     monkeypatch.setenv(measured.ENV_VAR, str(out))  # the kernel inherits this process's env
-    pipeline.kernel_environment()
+    executor.kernel_environment()
     path = ROOT / notebook
     executed = tmp_path / path.name
     papermill.execute_notebook(str(path), str(executed), kernel_name="gpulab-cpu",

@@ -3,7 +3,7 @@
 // like a page of the built site; start() loads Pyodide (from node_modules) and the archive of
 // gpulab that the site carries, then the test types inputs and reads the outputs back.
 // What they must show comes from tests/js/expected.py: gpulab in CPython, through
-// memory_expected / cost_expected, on the seeded inputs the browser test uses too.
+// tests/calculator_oracle.py, on the seeded inputs the browser test uses too.
 //
 //   node --test tests/js/          (make test runs it; PYTHON= names the interpreter)
 import { test, before, after } from "node:test";

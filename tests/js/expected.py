@@ -5,7 +5,7 @@
 OUT_DIR gets gpulab-py.zip (``gpulab.calculators.python_archive()``, the archive the site
 carries) and gpulab-py.zip.js (its carrier for file:// pages, ``payload_script``), memory.html and cost.html (the snippets notebook 06 displays) and expected.json:
 the seeded inputs of tests/js/samples.py as the page's inputs hold them (text), with what
-gpulab computes for them here in CPython through ``memory_expected`` and ``cost_expected``,
+gpulab computes for them here in CPython through tests/calculator_oracle.py,
 which do not go through the page's function, and the inputs the page must refuse.
 The node test runs this script itself, so its fixtures are never stale.
 """
@@ -21,6 +21,7 @@ sys.path[:0] = [str(ROOT / "src"), str(ROOT)]
 
 from gpulab import calculator, calculators  # noqa: E402
 from gpulab.core.errors import GpulabConfigError  # noqa: E402
+from tests import calculator_oracle as oracle  # noqa: E402
 from tests.js import samples  # noqa: E402
 
 MEMORY_DEFAULTS = {"model": "Llama-3-8B", "weights": "int4", "kv_cache": "bf16",
@@ -34,7 +35,7 @@ def _texts(values: dict) -> dict:
 def memory_cases() -> list[dict]:
     cases = []
     for values in samples.memory_samples():
-        want = calculators.memory_expected(values["model"], values["weights"], values["context"],
+        want = oracle.memory_expected(values["model"], values["weights"], values["context"],
                                            values["users"], values["gpu"], values["kv_cache"])
         cases.append({"inputs": _texts(values), "expected": want})
     return cases
@@ -44,7 +45,7 @@ def cost_cases() -> list[dict]:
     cases = []
     for values in samples.cost_samples():
         cases.append({"inputs": _texts(values) | {"currency": "CNY"},
-                      "expected": calculators.cost_expected(values)})
+                      "expected": oracle.cost_expected(values)})
     return cases
 
 
@@ -60,7 +61,7 @@ def bad_cases() -> list[dict]:
         out.append({"kind": "cost", "inputs": cost_defaults() | {field: text}, "field": field})
         if text:
             try:
-                calculators.cost_expected(calculators.COST_DEFAULTS | {field: float(text)})
+                oracle.cost_expected(calculators.COST_DEFAULTS | {field: float(text)})
             except GpulabConfigError as err:
                 assert err.field == field, (field, err)
             else:

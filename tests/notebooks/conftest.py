@@ -8,23 +8,24 @@ from __future__ import annotations
 
 import pytest
 
-from tools import pipeline
+from tools.execution import executor, runs
+from tools.execution import report as timing_report
 
-RUN = pipeline.RunConfig.from_env()
-_RESULTS: dict[str, pipeline.NotebookResult] = {}
+RUN = runs.RunConfig.from_env()
+_RESULTS: dict[str, runs.NotebookResult] = {}
 
 
-def execute_once(notebook, lang: str = "en") -> pipeline.NotebookResult:
+def execute_once(notebook, lang: str = "en") -> runs.NotebookResult:
     """Execute a notebook the first time a test asks for it (in the edition language `lang`:
     tools/editions.PER_LANGUAGE); later tests reuse the result."""
     key = str(notebook) if lang == "en" else f"{notebook} [{lang}]"
     if key not in _RESULTS:
-        _RESULTS[key] = pipeline.execute(notebook, RUN, lang)
+        _RESULTS[key] = executor.execute(notebook, RUN, lang)
     return _RESULTS[key]
 
 
 @pytest.fixture(scope="session")
-def run() -> pipeline.RunConfig:
+def run() -> runs.RunConfig:
     """The pipeline run this session tests."""
     return RUN
 
@@ -35,8 +36,8 @@ def pytest_terminal_summary(terminalreporter):
     results = [r for k, r in _RESULTS.items() if "/learner/" not in k and not k.endswith("]")]
     if not results:
         return
-    path = pipeline.write_report(results, RUN)
+    path = timing_report.write_report(results, RUN)
     rows = [r.row() for r in results]
     terminalreporter.section(f"notebook wall times ({RUN.mode}, kernel {RUN.kernel}, device {RUN.device})")
-    terminalreporter.write_line(pipeline.format_table(rows))
+    terminalreporter.write_line(timing_report.format_table(rows))
     terminalreporter.write_line(f"report: {path}")

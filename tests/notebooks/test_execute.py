@@ -9,28 +9,29 @@ import re
 import pytest
 
 from tests.notebooks.conftest import execute_once
-from tools import editions, pipeline
+from tools import editions
+from tools.execution import runs
 
-NOTEBOOKS = pipeline.discover()
+NOTEBOOKS = runs.discover()
 
 
 def test_notebooks_are_found():
     """Discovery finds the chapter notebooks and the lab solutions, not the learner copies."""
-    names = [p.relative_to(pipeline.ROOT).as_posix() for p in NOTEBOOKS]
+    names = [p.relative_to(runs.ROOT).as_posix() for p in NOTEBOOKS]
     assert "notebooks/00_check_your_setup.ipynb" in names
     assert "labs/00_first_kernel_lab.ipynb" in names
     assert not any("/learner/" in n for n in names)
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.relative_to(pipeline.ROOT).as_posix())
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.relative_to(runs.ROOT).as_posix())
 def test_notebook_runs(notebook, run):
     """The notebook executes without error; a failure names the notebook and the cell."""
     result = execute_once(notebook)
     assert result.ok, f"{result.notebook} failed in {result.error}"
-    assert pipeline.executed_path(notebook, run).exists()
+    assert runs.executed_path(notebook, run).exists()
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.relative_to(pipeline.ROOT).as_posix())
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.relative_to(runs.ROOT).as_posix())
 def test_notebook_within_cpu_budget(notebook, run):
     """In quick mode each notebook's kernel stays within its CPU-time budget.
 
@@ -58,15 +59,15 @@ def _markdown_outputs(path) -> str:
 
 
 @pytest.mark.parametrize(("notebook", "lang"), editions.per_language_runs(),
-                         ids=lambda v: v if isinstance(v, str) else v.relative_to(pipeline.ROOT).as_posix())
+                         ids=lambda v: v if isinstance(v, str) else v.relative_to(runs.ROOT).as_posix())
 def test_a_notebook_with_words_per_edition_runs_in_each_language(notebook, lang, run):
     """The fact-check runs once more for the Chinese site: its entries are in Chinese, and
     each computed headline shows the very figures the English page shows."""
     assert execute_once(notebook).ok
     result = execute_once(notebook, lang)
     assert result.ok, f"{result.notebook} [{lang}] failed in {result.error}"
-    english = _markdown_outputs(pipeline.executed_path(notebook, run))
-    translated = _markdown_outputs(pipeline.executed_path(notebook, run, lang))
+    english = _markdown_outputs(runs.executed_path(notebook, run))
+    translated = _markdown_outputs(runs.executed_path(notebook, run, lang))
     assert re.search(r"[\u4e00-\u9fff]{20}", translated)
     # each headline's figures, by derivation: the edition words (and orders) them, the numbers
     # are the same
@@ -92,13 +93,13 @@ def _output_text(cell: dict) -> str:
     return "\n".join(parts)
 
 
-@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.relative_to(pipeline.ROOT).as_posix())
+@pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: p.relative_to(runs.ROOT).as_posix())
 def test_no_page_prints_a_maintainer_instruction_or_a_warning(notebook, run):
     """The executed notebook's outputs hold no benchmark command, source path or warning."""
     result = execute_once(notebook)
     assert result.ok
 
-    cells = json.loads(pipeline.executed_path(notebook, run).read_text(encoding="utf-8"))["cells"]
+    cells = json.loads(runs.executed_path(notebook, run).read_text(encoding="utf-8"))["cells"]
     found = [f"cell {i}: {text!r}" for i, c in enumerate(cells) for text in MAINTAINER_TEXT
              if text in _output_text(c)]
     assert found == []

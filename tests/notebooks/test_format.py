@@ -1,4 +1,4 @@
-"""The notebook format check, the Colab cell and the README table (tools/nbcheck.py)."""
+"""The notebook format check, the Colab cell and the README table (tools/checks/nbcheck.py)."""
 
 from __future__ import annotations
 
@@ -10,20 +10,23 @@ import types
 
 import pytest
 
-from tools import link_tables, nbcheck, notebook_meta, pipeline
+from tools import notebook_meta
+from tools.authoring import link_tables
+from tools.checks import nbcheck
+from tools.execution import runs
 
 CONFIG = notebook_meta.load_config()
 
 
 def test_every_notebook_passes_the_format_check():
     """No notebook in the repository has a format problem."""
-    problems = {str(p): nbcheck.problems(p, CONFIG) for p in pipeline.discover()}
-    problems |= {str(p): nbcheck.problems(p, CONFIG, learner=True) for p in pipeline.learner_copies()}
+    problems = {str(p): nbcheck.problems(p, CONFIG) for p in runs.discover()}
+    problems |= {str(p): nbcheck.problems(p, CONFIG, learner=True) for p in runs.learner_copies()}
     assert not {k: v for k, v in problems.items() if v}
     assert link_tables.readme_problems(CONFIG) == []
 
 
-@pytest.mark.parametrize("notebook", pipeline.discover(), ids=lambda p: p.name)
+@pytest.mark.parametrize("notebook", runs.discover(), ids=lambda p: p.name)
 def test_papermill_sees_both_parameters(notebook):
     """papermill parses `device` and `quick` from the parameters cell (else it warns and injects blind)."""
     import papermill
@@ -72,7 +75,7 @@ def _write(path, cells, **meta):
     return path
 
 
-# One exercise with its checked solution, as every notebook ends (gpulab.course.exercises).
+# One exercise with its checked solution, as every notebook ends (tools/authoring/exercises.py).
 EXERCISE = [
     {"cell_type": "markdown", "id": "e", "metadata": {"tags": ["exercise"],
                                                     "gpulab": {"exercise": "ch99-sum"}},

@@ -7,9 +7,9 @@ import json
 import pytest
 
 from tests.notebooks.conftest import execute_once
-from tools import pipeline, references
+from tools.execution import references, runs
 
-WITH_REFERENCES = [p for p in pipeline.discover()
+WITH_REFERENCES = [p for p in runs.discover()
                    if references.reference_cells(json.loads(p.read_text(encoding="utf-8")))]
 
 
@@ -19,14 +19,14 @@ def test_some_notebook_has_reference_cells():
 
 
 @pytest.mark.parametrize("notebook", WITH_REFERENCES,
-                         ids=lambda p: p.relative_to(pipeline.ROOT).as_posix())
+                         ids=lambda p: p.relative_to(runs.ROOT).as_posix())
 def test_reference_outputs_unchanged(notebook, run):
     """Each tagged cell's new output equals its committed reference (after sanitizing)."""
     if run.mode != "quick":
         pytest.skip("references are recorded in quick mode")
     result = execute_once(notebook)
     assert result.ok, f"{result.notebook} failed in {result.error}"
-    failures = references.compare(notebook, pipeline.executed_path(notebook, run))
+    failures = references.compare(notebook, runs.executed_path(notebook, run))
     assert not failures, f"{notebook.name}: reference output changed:\n" + "\n".join(failures)
 
 

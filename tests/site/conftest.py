@@ -15,13 +15,13 @@ import pytest
 from playwright import sync_api  # a dev dependency: imported plainly, never skipped
 
 from tests.helpers import missing
-from tools import pipeline
+from tools.execution import runs
 
 
 @pytest.fixture(scope="session")
 def site() -> Path:
     """The built site's HTML folder; fails with what to run when it is missing."""
-    html = pipeline.html_dir(pipeline.RunConfig.from_env(mode="quick"))
+    html = runs.html_dir(runs.RunConfig.from_env(mode="quick"))
     if not (html / "index.html").exists():
         pytest.fail(f"no built site at {html}: run `make test` (or tools/pipeline.py site --mode quick)")
     return html

@@ -16,9 +16,9 @@ from __future__ import annotations
 import pytest
 
 from tests.site.conftest import open_offline
-from tools import pipeline
+from tools.execution import runs
 
-AXE = pipeline.ROOT / "node_modules" / "axe-core" / "axe.min.js"  # self-hosted, from npm
+AXE = runs.ROOT / "node_modules" / "axe-core" / "axe.min.js"  # self-hosted, from npm
 WINDOW = {"width": 1200, "height": 900}  # the theme lays the article out 688 px wide here
 COLUMN_PX = 688
 # A lab page, the scenario tables of notebook 06, chapter pages with wide tables and math,
@@ -130,7 +130,7 @@ def test_setup_page_renders_its_result_plot_widget_and_math(browser, site, site_
     assert not outside
 
 
-CJK_FONT = '"Noto Sans SC Variable"'  # the site's own CJK font (tools/pipeline.py, from npm)
+CJK_FONT = '"Noto Sans SC Variable"'  # the site's own CJK font (tools/staging/stage.py, from npm)
 GLYPHS = """async (font) => {
   await document.fonts.ready;
   const article = document.querySelector('article.bd-article');

@@ -3,7 +3,7 @@
 The page loads Pyodide and the archive of gpulab from the site's own _static folder and runs
 the library there (gpulab.calculators). Once both calculators say they are ready, the test
 types the seeded random inputs of tests/js/samples.py, reads what the page shows and compares
-it with what gpulab computes here in CPython (gpulab.calculators.memory_expected and
+it with what gpulab computes here in CPython (tests/calculator_oracle.py's memory_expected and
 cost_expected). `data-value` holds the page's unrounded number, compared tightly; the
 visible text is compared within its display rounding. No request may leave the machine.
 """
@@ -18,6 +18,7 @@ import pytest
 from gpulab import calculator, calculators
 from gpulab.core.errors import GpulabConfigError
 from gpulab.estimate import answers
+from tests import calculator_oracle as oracle
 from tests.js import samples
 from tests.site.conftest import open_offline
 
@@ -108,7 +109,7 @@ def test_memory_calculator_matches_gpulab(page):
     assert len(options) >= 10 and "RTX 4090 (24 GB)" in gpus and "RTX 4060 (8 GB)" in gpus
     for values in samples.memory_samples():
         _set(page, MEMORY, values)
-        want = calculators.memory_expected(values["model"], values["weights"], values["context"],
+        want = oracle.memory_expected(values["model"], values["weights"], values["context"],
                                            values["users"], values["gpu"], values["kv_cache"])
         where = str(values)
         assert _out(page, MEMORY, "error")[0] == "", where
@@ -139,7 +140,7 @@ def test_changing_a_memory_input_changes_the_result(page):
     page.fill(f'{MEMORY} [data-in="users"]', "20")
     after = float(_out(page, MEMORY, "total")[0])
     assert after > before
-    assert after == calculators.memory_expected("Llama-3-8B", "int4", 8192, 20, "RTX 4090")["total"]
+    assert after == oracle.memory_expected("Llama-3-8B", "int4", 8192, 20, "RTX 4090")["total"]
 
 
 @pytest.mark.parametrize("field, text", samples.BAD_MEMORY)
@@ -159,7 +160,7 @@ def test_cost_calculator_matches_gpulab(page):
     never = 0
     for values in samples.cost_samples():
         _set(page, COST, values)
-        want = calculators.cost_expected(values)
+        want = oracle.cost_expected(values)
         assert _out(page, COST, "error")[0] == "", values
         for key in COST_KEYS:
             value, text = _out(page, COST, key)
@@ -179,12 +180,12 @@ def test_changing_a_cost_input_changes_the_result(page):
     """The seed's example, then a dearer rental: the break-even moves to gpulab's new value."""
     _set(page, COST, calculators.COST_DEFAULTS)
     before = float(_out(page, COST, "break_even_months")[0])
-    assert before == pytest.approx(calculators.cost_expected(calculators.COST_DEFAULTS)["break_even_months"])
+    assert before == pytest.approx(oracle.cost_expected(calculators.COST_DEFAULTS)["break_even_months"])
     months = page.get_attribute(f'{COST} [data-out="chart"]', "data-months")
     dearer = calculators.COST_DEFAULTS | {"price_per_hour": 12}
     page.fill(f'{COST} [data-in="price_per_hour"]', "12")
     after = float(_out(page, COST, "break_even_months")[0])
-    assert after == pytest.approx(calculators.cost_expected(dearer)["break_even_months"], rel=1e-9)
+    assert after == pytest.approx(oracle.cost_expected(dearer)["break_even_months"], rel=1e-9)
     assert after < before
     assert page.get_attribute(f'{COST} [data-out="chart"]', "data-months") != months
     page.select_option(f'{COST} [data-in="currency"]', "USD")
@@ -197,7 +198,7 @@ def test_cost_calculator_refuses_what_gpulab_refuses(page, field, text):
     """Bad input shows an error naming the field, where gpulab raises one naming it too."""
     if text:
         with pytest.raises(GpulabConfigError, match=field):
-            calculators.cost_expected(calculators.COST_DEFAULTS | {field: float(text)})
+            oracle.cost_expected(calculators.COST_DEFAULTS | {field: float(text)})
     _set(page, COST, calculators.COST_DEFAULTS)
     page.fill(f'{COST} [data-in="{field}"]', text)
     message = _out(page, COST, "error")[1]
@@ -220,7 +221,7 @@ def test_outside_the_site_the_snippet_shows_its_defaults_and_loads_nothing(brows
             assert tab.locator(f"{root} [data-in]:disabled").count() == tab.locator(
                 f"{root} [data-in]").count()
         assert "gpulab.widgets.memory_calculator()" in tab.inner_text(f"{MEMORY} [data-status]")
-        want = calculators.memory_expected("Llama-3-8B", "int4", 8192, 1, "RTX 4090")
+        want = oracle.memory_expected("Llama-3-8B", "int4", 8192, 1, "RTX 4090")
         assert float(_out(tab, MEMORY, "total")[0]) == want["total"]
     tab.close()
 
@@ -240,17 +241,17 @@ def test_both_calculators_start_from_the_path_make_book_prints(browser, site, ed
             except Exception:
                 pytest.fail(f"{root} from file:// is not ready: "
                             f"{tab.inner_text(f'{root} [data-status]')!r}")
-        want = calculators.memory_expected("Llama-3-8B", "int4", 8192, 1, "RTX 4090")
+        want = oracle.memory_expected("Llama-3-8B", "int4", 8192, 1, "RTX 4090")
         assert float(_out(tab, MEMORY, "total")[0]) == pytest.approx(want["total"], rel=1e-9)
         values = MEMORY_DEFAULTS | {"model": "Llama-3-70B", "users": 4}
         _set(tab, MEMORY, values)
-        want = calculators.memory_expected("Llama-3-70B", "int4", 8192, 4, "RTX 4090")
+        want = oracle.memory_expected("Llama-3-70B", "int4", 8192, 4, "RTX 4090")
         assert float(_out(tab, MEMORY, "total")[0]) == pytest.approx(want["total"], rel=1e-9)
         assert _out(tab, MEMORY, "tps_total") == ("", answers.NO_SPEED)  # 70B: not on a 4090
         dearer = calculators.COST_DEFAULTS | {"price_per_hour": 12}
         tab.fill(f'{COST} [data-in="price_per_hour"]', "12")
         assert float(_out(tab, COST, "break_even_months")[0]) == pytest.approx(
-            calculators.cost_expected(dearer)["break_even_months"], rel=1e-9)
+            oracle.cost_expected(dearer)["break_even_months"], rel=1e-9)
         if not edition:
             tab.locator(MEMORY).screenshot(path=str(site.parent / "calculators_from_file.png"))
     tab.close()
@@ -270,7 +271,7 @@ def test_from_a_file_a_calculator_that_cannot_start_says_to_serve_the_site(brows
     status = tab.inner_text(f"{MEMORY} [data-status]")
     assert "could not start" in status and "pyodide.js did not load" in status, status
     assert "make serve" in status, status
-    want = calculators.memory_expected("Llama-3-8B", "int4", 8192, 1, "RTX 4090")
+    want = oracle.memory_expected("Llama-3-8B", "int4", 8192, 1, "RTX 4090")
     assert float(_out(tab, MEMORY, "total")[0]) == want["total"]
     assert not outside
     tab.close()

@@ -16,7 +16,10 @@ import pytest
 from babel.messages.pofile import read_po
 
 from tests.site.test_site import _pages, _parse
-from tools import i18n, pipeline
+from tools import i18n
+from tools.execution import report as timing_report
+from tools.execution import runs
+from tools.staging import build as site_build
 
 ZH = "zh_CN"
 CHAPTERS = sorted(p.with_suffix(".html").as_posix() for p in Path("book").glob("0*.md"))
@@ -73,7 +76,7 @@ def test_every_page_links_the_same_page_in_the_other_edition(site, edition):
 def test_the_catalogues_translate_the_pages(site):
     """At least 98% of the messages translated, none fuzzy, none losing a role, a link, math,
     code or a substitution, none with a typed number (tools/i18n.py)."""
-    pot_dir = pipeline.catalogue_dir(pipeline.RunConfig.from_env(mode="quick"))
+    pot_dir = site_build.catalogue_dir(runs.RunConfig.from_env(mode="quick"))
     pages = {p.relative_to(pot_dir).with_suffix(".html").as_posix() for p in pot_dir.rglob("*.pot")}
     # one template per page, and sphinx.pot for the theme's own words
     assert pages == set(_english_pages(site)) - {"genindex.html", "search.html", "index.html"} | {"sphinx.html"}
@@ -128,8 +131,8 @@ def test_the_chinese_fact_check_renders_the_registrys_chinese_text(site):
 
     html = (site / ZH / "book" / "appendix" / "fact_check.html").read_text(encoding="utf-8")
     text = _text(site / ZH / "book" / "appendix" / "fact_check.html")
-    data = json.loads((pipeline.ROOT / "src/gpulab/data/fact_check.json").read_text(encoding="utf-8"))
-    words = json.loads((pipeline.ROOT / f"src/gpulab/data/words/{ZH}.json").read_text(encoding="utf-8"))
+    data = json.loads((runs.ROOT / "src/gpulab/data/fact_check.json").read_text(encoding="utf-8"))
+    words = json.loads((runs.ROOT / f"src/gpulab/data/words/{ZH}.json").read_text(encoding="utf-8"))
     chinese = words["factcheck"]["claims"]  # each claim's Chinese, by id
     for entry in data["claims"]:
         assert f'id="claim-{entry["id"]}"' in html, entry["id"]
@@ -170,8 +173,8 @@ def test_the_pipelines_own_sentences_are_in_the_editions_language(site):
     the backend statuses of chapter 4 in Chinese words."""
     from gpulab.reference import measured
 
-    run = pipeline.RunConfig.from_env(mode="quick")
-    times = pipeline.machine_times(run)
+    run = runs.RunConfig.from_env(mode="quick")
+    times = timing_report.machine_times(run)
     for notebook, shown in times.items():
         if notebook.startswith("notebooks/"):
             page = (site / ZH / notebook).with_suffix(".html").read_text(encoding="utf-8").replace("\u00a0", " ")
@@ -185,7 +188,7 @@ def test_the_chinese_table_of_contents_names_the_parts_in_chinese(site):
     """The sidebar's part captions come from _toc.yml through the root page's catalogue."""
     import yaml
 
-    captions = [part["caption"] for part in yaml.safe_load((pipeline.ROOT / "_toc.yml").read_text())["parts"]]
+    captions = [part["caption"] for part in yaml.safe_load((runs.ROOT / "_toc.yml").read_text())["parts"]]
     with (i18n.LOCALES / ZH / "LC_MESSAGES" / "book" / "intro.po").open("rb") as f:
         catalog = read_po(f)
     html = (site / ZH / "notebooks" / "03_inference_vs_training.html").read_text(encoding="utf-8")

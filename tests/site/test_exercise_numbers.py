@@ -1,6 +1,6 @@
-"""Exercises are numbered on each page from 1 (tools/sphinx_numbers.py), as the notebook numbers
+"""Exercises are numbered on each page from 1 (tools/sphinx_ext/numbers.py), as the notebook numbers
 them: the oracle is each notebook's own headings ("### Exercise 2: ..."), which
-gpulab.course.exercises checks count 1, 2, 3 in the notebook."""
+tools.authoring.exercises checks count 1, 2, 3 in the notebook."""
 
 from __future__ import annotations
 
@@ -9,15 +9,15 @@ import re
 
 import pytest
 
-from gpulab.course import exercises
-from tools import pipeline
+from tools.authoring import exercises
+from tools.execution import runs
 
 ZH = "zh_CN"
 # sphinx-exercise's title number, and the one in a solution's title (its link to the exercise)
 TITLE = re.compile(r'<span class="caption-number">(?:Exercise|练习) (\d+) </span>')
 SOLUTION = re.compile(r'<p class="admonition-title">(?:Solution to|解答)\s*<a [^>]*>\s*(?:Exercise|练习) (\d+)')
 NUMBERED = {nb: [g.number for g in exercises.exercises(json.loads(nb.read_text(encoding="utf-8")))]
-            for nb in pipeline.discover()}
+            for nb in runs.discover()}
 
 
 def test_the_notebooks_number_their_exercises_from_one():
@@ -36,7 +36,7 @@ def test_each_page_numbers_its_exercises_from_one(site, edition):
     for notebook, numbers in NUMBERED.items():
         if not numbers:
             continue
-        page = root / notebook.relative_to(pipeline.ROOT).with_suffix(".html")
+        page = root / notebook.relative_to(runs.ROOT).with_suffix(".html")
         html = page.read_text(encoding="utf-8")
         titles = [int(n) for n in TITLE.findall(html)]
         solutions = [int(n) for n in SOLUTION.findall(html)]

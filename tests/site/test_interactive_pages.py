@@ -16,8 +16,8 @@ import re
 
 import pytest
 
-from gpulab import calculators
 from gpulab.ui import widgets
+from tests import calculator_oracle as oracle
 from tests.site.conftest import open_offline
 
 WIDGET_VIEW = 'type="application/vnd.jupyter.widget-view+json"'
@@ -149,7 +149,7 @@ def test_chapter_2s_calculator_answers_a_change_of_model_with_gpulabs_figures(br
     tab.select_option(f'{NB02_CALCULATOR} [data-in="model"]', "Llama-3-70B")
     held = _inputs(tab, NB02_CALCULATOR)
     assert held["model"] == "Llama-3-70B" and held["memory_gb"] == "", held
-    want = calculators.memory_expected(held["model"], held["weights"], int(held["context"]),
+    want = oracle.memory_expected(held["model"], held["weights"], int(held["context"]),
                                        int(held["users"]), held["gpu"], held["kv_cache"])
     assert total.get_attribute("data-value") != before
     assert float(total.get_attribute("data-value")) == pytest.approx(want["total"], rel=1e-9)

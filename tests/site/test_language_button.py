@@ -1,5 +1,5 @@
 """The language button opens the same page of the other edition at the same place: the page's
-#hash goes with it (tools/site_static/language-link.js), in the same tab. Clicked in Chromium;
+#hash goes with it (tools/staging/static/language-link.js), in the same tab. Clicked in Chromium;
 the oracle is the URL the browser lands on, and the anchor being there."""
 
 from __future__ import annotations

@@ -9,11 +9,13 @@ from urllib.parse import unquote, urlsplit
 
 import pytest
 
-from tools import notebook_meta, pipeline
+from tools import notebook_meta
+from tools.execution import report as timing_report
+from tools.execution import runs
 
 CONFIG = notebook_meta.load_config()
 COLAB = re.compile(r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/([^/]+)/(.+\.ipynb)")
-NBSP = "\u00a0"  # what holds a unit to its number on the pages (tools/sphinx_numbers.py)
+NBSP = "\u00a0"  # what holds a unit to its number on the pages (tools/sphinx_ext/numbers.py)
 
 
 class _Links(HTMLParser):
@@ -49,8 +51,8 @@ def _pages(site: Path) -> list[Path]:
 
 def test_every_notebook_has_a_page(site):
     """Each notebook and lab solution found by the pipeline was rendered as a page."""
-    missing = [str(nb.relative_to(pipeline.ROOT)) for nb in pipeline.discover()
-               if not (site / nb.relative_to(pipeline.ROOT)).with_suffix(".html").exists()]
+    missing = [str(nb.relative_to(runs.ROOT)) for nb in runs.discover()
+               if not (site / nb.relative_to(runs.ROOT)).with_suffix(".html").exists()]
     assert not missing, f"notebooks without a page (add them to _toc.yml): {missing}"
 
 
@@ -92,10 +94,10 @@ def test_colab_links_name_existing_notebooks(site):
     assert found, "no Colab link on the site"
     for page, repository, branch, path in found:
         assert repository == owner_repo and branch == repo["branch"], f"{page.name}: {repository}@{branch}"
-        assert (pipeline.ROOT / path).is_file(), f"{page.name} links to {path}, not in the repository"
+        assert (runs.ROOT / path).is_file(), f"{page.name} links to {path}, not in the repository"
     linked = {path for *_, path in found}
-    for notebook in pipeline.discover():
-        assert str(notebook.relative_to(pipeline.ROOT)) in linked, f"{notebook.name} has no Colab button"
+    for notebook in runs.discover():
+        assert str(notebook.relative_to(runs.ROOT)) in linked, f"{notebook.name} has no Colab button"
 
 
 def test_site_loads_no_third_party_script(site):
@@ -130,10 +132,11 @@ def test_plots_appear_on_the_site(site, page, least):
 def test_the_site_shows_every_figure_the_library_computes(site, page, edition):
     """Every {fig} of a page, in both editions, is on the built page with the library's value
     (its words in Chinese in the Chinese edition), named by the role; no raw role is left."""
-    from tools import editions, page_figures
+    from tools import editions
+    from tools.checks import page_figures
 
     rel = page.as_posix()
-    # a number's unit is held to it by a no-break space (tools/sphinx_numbers.py)
+    # a number's unit is held to it by a no-break space (tools/sphinx_ext/numbers.py)
     html = (site / edition / rel).with_suffix(".html").read_text(encoding="utf-8").replace(NBSP, " ")
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
     assert "{fig}" not in text and "{claim}" not in text and "{verdict}" not in text
@@ -147,21 +150,21 @@ def test_the_site_shows_every_figure_the_library_computes(site, page, edition):
     assert (pasted if not edition else sorted(pasted)) == (expected if not edition else sorted(expected))
 
 
-@pytest.mark.parametrize("notebook", pipeline.discover(),
-                         ids=lambda p: str(p.relative_to(pipeline.ROOT)))
+@pytest.mark.parametrize("notebook", runs.discover(),
+                         ids=lambda p: str(p.relative_to(runs.ROOT)))
 def test_every_exercise_is_a_block_with_a_collapsed_executed_solution(site, notebook):
     """Each exercise of the notebook is a sphinx-exercise block on its page, labelled, and its
     solution a collapsed dropdown that holds the solution's executed code cells."""
     import json
 
-    from gpulab.course import exercises
+    from tools.authoring import exercises
 
     nb = json.loads(notebook.read_text(encoding="utf-8"))
     groups = exercises.exercises(nb)
-    page = (site / notebook.relative_to(pipeline.ROOT)).with_suffix(".html").read_text(encoding="utf-8")
+    page = (site / notebook.relative_to(runs.ROOT)).with_suffix(".html").read_text(encoding="utf-8")
     assert page.count('class="exercise admonition"') == len(groups)
     assert page.count('class="solution dropdown admonition"') == len(groups)
-    ids = _parse((site / notebook.relative_to(pipeline.ROOT)).with_suffix(".html")).ids
+    ids = _parse((site / notebook.relative_to(runs.ROOT)).with_suffix(".html")).ids
     assert {g.label for g in groups} <= ids
     # the solution's code ran: its cells are on the page with their outputs, inside the dropdown
     for block in re.findall(r'class="solution dropdown admonition".*?(?=class="exercise admonition"|$)',
@@ -188,16 +191,16 @@ def test_the_flag_check_can_fail():
     assert EN_DASH_FLAG.findall("pages 3\u20135 and 2024\u20132025") == []
 
 
-@pytest.mark.parametrize("notebook", pipeline.discover(),
-                         ids=lambda p: str(p.relative_to(pipeline.ROOT)))
+@pytest.mark.parametrize("notebook", runs.discover(),
+                         ids=lambda p: str(p.relative_to(runs.ROOT)))
 def test_a_page_shows_one_parameters_cell_with_the_values_it_ran_with(site, notebook):
     """papermill's injected cell is hidden; the notebook's own cell names the values used."""
-    page = (site / notebook.relative_to(pipeline.ROOT)).with_suffix(".html").read_text(encoding="utf-8")
+    page = (site / notebook.relative_to(runs.ROOT)).with_suffix(".html").read_text(encoding="utf-8")
     assert "tag_injected-parameters" not in page
     assert page.count("tag_parameters") == 1 and "this page was built with" in page
 
 
-@pytest.mark.parametrize("lab", [p for p in pipeline.discover() if p.parent.name == "labs"],
+@pytest.mark.parametrize("lab", [p for p in runs.discover() if p.parent.name == "labs"],
                          ids=lambda p: p.name)
 def test_a_lab_page_opens_the_exercise_before_the_solution(site, lab):
     """The page is the solution; the learner's copy is offered first, in Colab and to download."""
@@ -214,9 +217,9 @@ def test_a_lab_page_opens_the_exercise_before_the_solution(site, lab):
 def test_machine_times_come_from_the_timing_report(site):
     """Each notebook page states its machine time apart from its reading time, and the
     instructor guide's agendas show the same figures: both read the build's timing report."""
-    run = pipeline.RunConfig.from_env(mode="quick")
-    times = pipeline.machine_times(run)
-    assert set(times) == {str(p.relative_to(pipeline.ROOT)) for p in pipeline.discover()}
+    run = runs.RunConfig.from_env(mode="quick")
+    times = timing_report.machine_times(run)
+    assert set(times) == {str(p.relative_to(runs.ROOT)) for p in runs.discover()}
     for notebook, shown in times.items():
         page = (site / notebook).with_suffix(".html").read_text(encoding="utf-8").replace(NBSP, " ")
         assert re.search(r"Machine time:</strong> " + re.escape(shown) + r" to run every cell", page)
@@ -226,7 +229,7 @@ def test_machine_times_come_from_the_timing_report(site):
     rows = re.findall(r"((?:notebooks|labs)/\w+\.ipynb)\s*\d+ min\s*(\d+ s)", guide)
     assert len(rows) >= 20  # every agenda row that names a notebook
     assert [(nb, t) for nb, t in rows if times[nb] != t] == []
-    assert pipeline.time_key("notebooks/02_will_it_fit.ipynb") == "time_nb_02_will_it_fit"
+    assert timing_report.time_key("notebooks/02_will_it_fit.ipynb") == "time_nb_02_will_it_fit"
 
 
 def test_backend_pages_say_where_the_course_has_run(site):

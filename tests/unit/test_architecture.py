@@ -3,12 +3,14 @@
 The import direction itself is checked by import-linter (`lint-imports` in `make lint`,
 contracts in pyproject.toml); these tests check what it cannot: every module belongs to a
 layer, short names are unique and importable the documented way, no flat module is left at
-the top, the contributor's map matches the code, and modules stay small.
+the top, the contributor's map matches the code, and modules stay small, the library's and
+the tools' alike.
 """
 
 from __future__ import annotations
 
 import importlib
+import math
 import re
 import subprocess
 import sys
@@ -20,8 +22,10 @@ import gpulab
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "src" / "gpulab"
+TOOLS = ROOT / "tools"
 CONTRIBUTING = (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
 MAX_LINES = 500
+LINE_WIDTH = 100  # ruff's line length: a tools module's longer line counts as several
 
 
 def _module_files() -> dict[str, Path]:
@@ -101,4 +105,25 @@ def test_modules_stay_small_except_those_contributing_lists_with_a_reason():
     long = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines())
             for p in _module_files().values()}
     over = {name: n for name, n in long.items() if n > MAX_LINES and name not in allowed}
+    assert over == {}
+
+
+def _size(text: str) -> int:
+    """A module's length in lines of at most LINE_WIDTH characters: a longer line counts as as
+    many lines as it would take wrapped, so that no module fits by packing long lines."""
+    return sum(max(1, math.ceil(len(line) / LINE_WIDTH)) for line in text.splitlines())
+
+
+def test_a_long_line_counts_as_the_lines_it_would_take():
+    assert _size("x = 1\n\n" + "y" * 100 + "\n" + "z" * 101 + "\n" + "w" * 250) == 1 + 1 + 1 + 2 + 3
+
+
+def test_tools_modules_stay_small_except_those_contributing_lists_with_a_reason():
+    """tools/ follows the library's rule, counted in lines of at most 100 characters."""
+    allowed = set(re.findall(r"^- `(tools/\S+\.py)`: ", CONTRIBUTING, flags=re.M))
+    assert len(allowed) <= 3
+    sizes = {str(p.relative_to(ROOT)): _size(p.read_text(encoding="utf-8"))
+             for p in sorted(TOOLS.rglob("*.py"))}
+    assert "tools/pipeline.py" in sizes and "tools/checks/nbcheck.py" in sizes  # found at all
+    over = {name: n for name, n in sizes.items() if n > MAX_LINES and name not in allowed}
     assert over == {}

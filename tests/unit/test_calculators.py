@@ -21,6 +21,7 @@ import pytest
 from gpulab import calculators, cost, memory, models, specs
 from gpulab.core.errors import GpulabConfigError
 from gpulab.estimate import calculator
+from tests import calculator_oracle as oracle
 from tests.js import samples
 
 if sys.version_info >= (3, 11):
@@ -48,7 +49,7 @@ def test_memory_outputs_agree_with_memory_perf_and_specs():
         got = calculator.page_outputs("memory", _texts(values))
         assert got["error"] == "", values
         out = got["outputs"]
-        want = calculators.memory_expected(values["model"], values["weights"], values["context"],
+        want = oracle.memory_expected(values["model"], values["weights"], values["context"],
                                            values["users"], values["gpu"], values["kv_cache"])
         for key in ("total", "weights", "kv", "other"):
             assert out[key]["value"] == want[key], (values, key)
@@ -69,7 +70,7 @@ def test_memory_outputs_agree_with_memory_perf_and_specs():
             assert float(typical["attrs"]["data-low"]) == pytest.approx(low, rel=1e-12)
             assert float(typical["attrs"]["data-high"]) == pytest.approx(high, rel=1e-12)
     # the samples cover both outcomes
-    assert {calculators.memory_expected(v["model"], v["weights"], v["context"], v["users"],
+    assert {oracle.memory_expected(v["model"], v["weights"], v["context"], v["users"],
                                         v["gpu"], v["kv_cache"])["fits"]
             for v in samples.memory_samples()} == {True, False}
 
@@ -119,7 +120,7 @@ def test_cost_outputs_are_gpulab_cost():
 def test_cost_outputs_agree_with_cost_expected_on_seeded_inputs():
     for values in samples.cost_samples():
         out = calculator.page_outputs("cost", _texts(values) | {"currency": "USD"})["outputs"]
-        want = calculators.cost_expected(values, "USD")
+        want = oracle.cost_expected(values, "USD")
         for key, value in want.items():
             assert out[key]["value"] == (None if value is None else pytest.approx(value, rel=1e-12)), \
                 (values, key)

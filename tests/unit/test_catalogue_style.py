@@ -1,4 +1,4 @@
-"""tools/catalogue_style.py: bold as rendered, English left in Chinese, the glossary's terms.
+"""tools/checks/catalogue_style.py: bold as rendered, English left in Chinese, the glossary's terms.
 
 The oracles are CommonMark's rules worked by hand on each example, and sentences written out
 below; every catalogue the repository holds must pass, and a catalogue with each fault must not.
@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from tools import catalogue_style, i18n
+from tools import i18n
+from tools.checks import catalogue_style
 
 STYLE = i18n.LOCALES / i18n.LANG / "STYLE.md"
 CATALOGUES = sorted((i18n.LOCALES / i18n.LANG / "LC_MESSAGES").rglob("*.po"))

@@ -1,5 +1,5 @@
 """Every exercise has an executed, checked solution; the site gets sphinx-exercise blocks; a
-learner copy keeps the questions and none of the answers (gpulab.course.exercises)."""
+learner copy keeps the questions and none of the answers (tools/authoring/exercises.py)."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.course import exercises, labs
-
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools import pipeline  # noqa: E402
+from tools.authoring import exercises, learner_generator  # noqa: E402
+from tools.execution import runs  # noqa: E402
+from tools.notebook_meta import cell_source  # noqa: E402
 
-NOTEBOOKS = pipeline.discover()
+NOTEBOOKS = runs.discover()
 
 
 def _md(source: str, tags=(), **meta) -> dict:
@@ -94,7 +94,7 @@ def test_normalise_saves_solutions_collapsed_once():
 def test_the_site_copy_holds_sphinx_exercise_blocks_around_the_same_cells():
     nb = _nb(*_exercise(1, "ch02-sum"), *_exercise(2, "ch02-more"))
     site = exercises.to_sphinx_exercise(nb)
-    sources = [exercises._source(c) for c in site["cells"]]
+    sources = [cell_source(c) for c in site["cells"]]
     assert sources[1].startswith("::::{exercise} sum\n:label: ch02-sum\n")
     assert sources[1].rstrip().endswith("::::") and "Add two and two." in sources[1]
     assert sources[2].startswith(":::{solution-start} ch02-sum\n:class: dropdown\n:::")
@@ -110,7 +110,7 @@ def test_strip_solutions_keeps_the_question_only():
     gated = [_md(":::{solution-start} ch02-x\n:::"), _code("print(1)"), _md(":::{solution-end}\n:::")]
     nb = _nb(*_exercise(1, "ch02-sum"), *gated, _md("after"))
     stripped = exercises.strip_solutions(nb)
-    assert [exercises._source(c) for c in stripped["cells"]] == [
+    assert [cell_source(c) for c in stripped["cells"]] == [
         "## Exercises", nb["cells"][1]["source"], "after"]
     assert exercises.holds_solution(nb) and not exercises.holds_solution(stripped)
 
@@ -133,13 +133,13 @@ def test_no_exercise_is_without_a_solution_and_labels_are_unique_in_the_book():
     assert len(set(labels)) == len(labels)
 
 
-@pytest.mark.parametrize("solution", labs.solutions(ROOT / "labs"), ids=lambda p: p.name)
+@pytest.mark.parametrize("solution", learner_generator.solutions(ROOT / "labs"), ids=lambda p: p.name)
 def test_a_learner_copy_keeps_every_question_and_no_answer(solution):
     nb = json.loads(solution.read_text(encoding="utf-8"))
-    learner = labs.make_learner_copy(nb, f"labs/{solution.name}")
+    learner = learner_generator.make_learner_copy(nb, f"labs/{solution.name}")
     assert not exercises.holds_solution(learner)
-    questions = [exercises._source(c) for c in learner["cells"]
+    questions = [cell_source(c) for c in learner["cells"]
                  if exercises.EXERCISE_TAG in c.get("metadata", {}).get("tags", [])]
-    assert questions == [exercises._source(nb["cells"][g.index]) for g in exercises.exercises(nb)]
-    committed = json.loads(labs.learner_path(solution).read_text(encoding="utf-8"))
+    assert questions == [cell_source(nb["cells"][g.index]) for g in exercises.exercises(nb)]
+    committed = json.loads(learner_generator.learner_path(solution).read_text(encoding="utf-8"))
     assert not exercises.holds_solution(committed)

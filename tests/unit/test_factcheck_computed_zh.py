@@ -19,7 +19,7 @@ import pytest
 from gpulab import factcheck
 from gpulab.core.errors import GpulabConfigError
 from gpulab.course import factcheck_words
-from tools import catalogue_style
+from tools.checks import catalogue_style
 
 ZH = "zh_CN"
 DIGITS = re.compile(r"\d+(?:[.,]\d+)*")

@@ -16,7 +16,7 @@ from gpulab import factcheck
 from gpulab.core.errors import GpulabConfigError
 from gpulab.reference import models
 from tests.helpers import raw_fact_check
-from tools import typed_figures
+from tools.checks import typed_figures
 
 UNFILLED = re.compile(r"\{[A-Za-z_]\w*(?::[^{}]*)?\}")  # a placeholder left in rendered text
 
@@ -55,7 +55,7 @@ def test_computed_claims_fill_their_figures_from_the_derivation(claims, texts):
 
 
 def test_no_figure_is_typed_into_the_explanation_fields(claims):
-    """The raw templates carry no number with a unit (tools/typed_figures.py's detector)."""
+    """The raw templates carry no number with a unit (tools/checks/typed_figures.py's detector)."""
     for c in claims.values():
         for field in ("correct_value", "reason"):
             found = typed_figures.figures_in_text(getattr(c, field), f"claim {c.id}")

@@ -9,7 +9,7 @@ import pytest
 
 from gpulab.course.figure_formats import FORMATS
 from gpulab.course.figures import all_figures
-from tools import figure_names
+from tools.checks import figure_names
 
 ROOT = Path(__file__).resolve().parents[2]
 FIG = re.compile(r"\{fig\}`([a-z][a-z0-9_]*)")

@@ -18,7 +18,7 @@ import pytest
 from gpulab import specs
 from gpulab.core.errors import GpulabConfigError
 from gpulab.course import derivations, factcheck, figures_ch01
-from tools import page_figures, typed_figures
+from tools.checks import page_figures, typed_figures
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = "book/01_why_gpus_are_fast.md"

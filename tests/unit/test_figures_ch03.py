@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from gpulab.course import figures_ch03
-from tools import page_figures
+from tools.checks import page_figures
 
 PAGE = Path(page_figures.ROOT) / "book" / "03_inference_vs_training.md"
 NOTEBOOK = "notebooks/03_inference_vs_training.ipynb"

@@ -12,7 +12,7 @@ import pytest
 
 from gpulab.course import figures_ch07
 from gpulab.reference import formats
-from tools import page_figures
+from tools.checks import page_figures
 
 PAGES = ("book/07_beyond_one_gpu.md", "book/workshop/instructor_guide.md")
 NOTEBOOK = "notebooks/07_beyond_one_gpu.ipynb"

@@ -139,20 +139,20 @@ def test_memory_calculators_bundle_carries_the_in_page_calculator_for_the_site()
     are the library's; the site's copy keeps only that calculator."""
     from IPython.core.interactiveshell import InteractiveShell
 
-    from gpulab import calculators
-    from tools import pipeline
+    from tests import calculator_oracle as oracle
+    from tools.staging import site_copy
 
     data, metadata = InteractiveShell.instance().display_formatter.format(
         widgets.memory_calculator(None, default_model="Llama-3-70B"))
-    assert pipeline.WIDGET_VIEW in data and metadata == {"gpulab": {"site": "text/html"}}
+    assert site_copy.WIDGET_VIEW in data and metadata == {"gpulab": {"site": "text/html"}}
     page = data["text/html"]
     assert f'id="{widgets.SITE_CALCULATOR_UID}"' in page
     assert widgets.SITE_CALCULATOR_UID != "gpulab-memory-calculator"  # chapter 6's
     # the widget starts at int4 weights, a bf16 KV cache, 4096 tokens and batch 1
-    want = calculators.memory_expected("Llama-3-70B", "int4", 4096, 1, "RTX 4090")
+    want = oracle.memory_expected("Llama-3-70B", "int4", 4096, 1, "RTX 4090")
     assert f'data-out="total" data-value="{want["total"]}"' in page
     assert '<option value="Llama-3-70B" selected>' in page
     nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [
         {"output_type": "display_data", "data": data, "metadata": metadata}]}], "metadata": {}}
-    pipeline.keep_site_representations(nb)
+    site_copy.keep_site_representations(nb)
     assert nb["cells"][0]["outputs"][0]["data"] == {"text/html": page}

@@ -85,7 +85,7 @@ def full_gpu(name: str, uuid: str) -> dict:
 
 
 class FakeNVML:
-    """Enough of the pynvml module for nvml.nvml_gpus; ``fail`` names calls that raise."""
+    """Enough of the pynvml module for nvml.nvml_read; ``fail`` names calls that raise."""
 
     NVMLError = FakeNVMLError
     NVMLError_LibraryNotFound = FakeLibraryNotFound
@@ -208,7 +208,7 @@ ALL = parse_visible_devices(None)
 
 def test_no_pynvml_installed(monkeypatch):
     monkeypatch.setitem(sys.modules, "pynvml", None)  # makes `import pynvml` raise ImportError
-    gpus, present, notes = nvml.nvml_gpus(ALL)
+    gpus, present, notes = nvml.nvml_read(ALL)
     assert gpus is None and present == 0
     assert notes == ["nvidia-ml-py (pynvml) is not installed"]
 
@@ -223,7 +223,7 @@ def test_no_pynvml_installed_detect_still_works(monkeypatch, tmp_path):
 def test_nvml_library_missing_with_fake_classes(monkeypatch):
     fake = FakeNVML(init_error=FakeLibraryNotFound("NVML Shared Library Not Found"))
     monkeypatch.setitem(sys.modules, "pynvml", fake)  # detect() imports it by name
-    gpus, present, notes = nvml.nvml_gpus(ALL)
+    gpus, present, notes = nvml.nvml_read(ALL)
     assert gpus is None and present == 0
     assert notes == ["NVML library not found (no NVIDIA driver installed?)"]
 
@@ -231,28 +231,28 @@ def test_nvml_library_missing_with_fake_classes(monkeypatch):
 def test_nvml_library_missing_with_real_pynvml_exceptions():
     fake = FakeNVML(init_error=pynvml.NVMLError(pynvml.NVML_ERROR_LIBRARY_NOT_FOUND))
     fake.NVMLError_LibraryNotFound = pynvml.NVMLError_LibraryNotFound
-    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_read(ALL, fake)
     assert gpus is None
     assert "NVML library not found" in notes[0]
 
 
 def test_nvml_driver_not_loaded():
     fake = FakeNVML(init_error=FakeDriverNotLoaded("Driver Not Loaded"))
-    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_read(ALL, fake)
     assert gpus is None
     assert "not loaded" in notes[0]
 
 
 def test_nvml_other_error_keeps_its_message():
     fake = FakeNVML(init_error=FakeNVMLError("Insufficient Permissions"))
-    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_read(ALL, fake)
     assert gpus is None
     assert notes == ["NVML could not start: Insufficient Permissions"]
 
 
 def test_two_gpus_full_data_parsed():
     fake = two_gpus()
-    gpus, present, notes = nvml.nvml_gpus(ALL, fake)
+    gpus, present, notes = nvml.nvml_read(ALL, fake)
     assert present == 2 and notes == []
     assert [g.name for g in gpus] == ["NVIDIA GeForce RTX 4090", "NVIDIA GeForce RTX 4080"]
     g = gpus[0]
@@ -284,7 +284,7 @@ def test_cuda_version_from_int(raw, expected):
 
 def test_nvml_call_failing_in_the_middle():
     fake = two_gpus(fail={("memory", 0)})
-    gpus, present, notes = nvml.nvml_gpus(ALL, fake)
+    gpus, present, notes = nvml.nvml_read(ALL, fake)
     assert present == 2
     assert gpus[0].name == "NVIDIA GeForce RTX 4090"  # read before the failing call
     assert gpus[0].memory_total_bytes is None and gpus[0].memory_free_bytes is None
@@ -296,7 +296,7 @@ def test_nvml_call_failing_in_the_middle():
 
 def test_nvml_unsupported_field_is_none_with_a_note():
     fake = two_gpus(fail={("power_mw", "unsupported")})
-    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_read(ALL, fake)
     assert gpus[0].power_draw_w is None and gpus[0].power_limit_w == pytest.approx(450.0)
     assert "GPU 0 power draw: not supported by this GPU or driver" in notes
 
@@ -315,7 +315,7 @@ def test_decode_throttle_reasons_old_names_and_missing_constants():
 def test_throttle_reasons_fall_back_to_the_old_call():
     fake = two_gpus()
     fake.nvmlDeviceGetCurrentClocksEventReasons = None  # an nvidia-ml-py before 12.535
-    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_read(ALL, fake)
     assert gpus[0].throttle_reasons == ["SwPowerCap", "HwThermalSlowdown"] and notes == []
 
 
@@ -326,19 +326,19 @@ def test_throttle_reasons_fall_back_when_the_new_call_fails():
         raise FakeNVMLError("Function Not Found")
 
     fake.nvmlDeviceGetCurrentClocksEventReasons = new_call_fails  # old driver, new library
-    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_read(ALL, fake)
     assert gpus[1].throttle_reasons == ["SwPowerCap", "HwThermalSlowdown"] and notes == []
 
 
 def test_throttle_reasons_unreadable_are_none_with_a_note():
     fake = two_gpus(fail={("clocks_event_reasons", "unsupported")})
-    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_read(ALL, fake)
     assert gpus[0].throttle_reasons is None
     assert "GPU 0 clock throttle reasons: not supported by this GPU or driver" in notes
     fake = two_gpus()
     fake.nvmlDeviceGetCurrentClocksEventReasons = None
     fake.nvmlDeviceGetCurrentClocksThrottleReasons = None
-    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_read(ALL, fake)
     assert gpus[0].throttle_reasons is None
     assert "GPU 0 clock throttle reasons: this nvidia-ml-py has no call for them" in notes
 
@@ -346,13 +346,13 @@ def test_throttle_reasons_unreadable_are_none_with_a_note():
 def test_no_throttle_reason_is_an_empty_list():
     fake = two_gpus()
     fake.gpus[0]["clocks_event_reasons"] = 0
-    gpus, _, _ = nvml.nvml_gpus(ALL, fake)
+    gpus, _, _ = nvml.nvml_read(ALL, fake)
     assert gpus[0].throttle_reasons == []
 
 
 def test_utilization_and_processes_unreadable_are_none():
     fake = two_gpus(fail={("utilization", 0), ("processes", 0)})
-    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_read(ALL, fake)
     assert gpus[0].utilization_gpu_percent is None
     assert gpus[0].other_processes_memory_bytes is None
     assert gpus[0].throttle_reasons == ["SwPowerCap", "HwThermalSlowdown"]  # read on its own
@@ -367,14 +367,14 @@ def test_utilization_and_processes_unreadable_are_none():
 def test_no_other_process_is_zero_bytes():
     fake = two_gpus()
     fake.gpus[0]["processes"] = [SimpleNamespace(pid=os.getpid(), usedGpuMemory=5 * GIB)]
-    gpus, _, _ = nvml.nvml_gpus(ALL, fake)
+    gpus, _, _ = nvml.nvml_read(ALL, fake)
     assert gpus[0].other_processes_memory_bytes == 0
 
 
 def test_nvml_shutdown_even_when_listing_fails():
     fake = two_gpus()
     fake.nvmlDeviceGetHandleByIndex = None  # calling None raises TypeError inside the listing
-    gpus, _, notes = nvml.nvml_gpus(ALL, fake)
+    gpus, _, notes = nvml.nvml_read(ALL, fake)
     assert gpus == []
     assert fake.shutdown_calls == 1
     assert notes
@@ -384,7 +384,7 @@ def test_nvml_shutdown_even_when_listing_fails():
 
 
 def visible_gpus(value: str):
-    return nvml.nvml_gpus(parse_visible_devices(value), two_gpus())
+    return nvml.nvml_read(parse_visible_devices(value), two_gpus())
 
 
 def test_visible_devices_empty_hides_all():
@@ -800,7 +800,7 @@ class OddNVML(FakeNVML):
     ({"utilization": SimpleNamespace(gpu=-3)}, "utilization", "utilization_gpu_percent"),
 ])
 def test_one_odd_nvml_value_keeps_the_gpu_and_loses_only_that_field(odd, field, unknown):
-    gpus, present, notes = nvml.nvml_gpus(ALL, OddNVML(odd))
+    gpus, present, notes = nvml.nvml_read(ALL, OddNVML(odd))
     assert present == 1 and len(gpus) == 1
     gpu = gpus[0]
     assert getattr(gpu, unknown) is None
@@ -809,7 +809,7 @@ def test_one_odd_nvml_value_keeps_the_gpu_and_loses_only_that_field(odd, field, 
 
 
 def test_an_undecodable_name_keeps_the_gpu():
-    gpus, _, _ = nvml.nvml_gpus(ALL, OddNVML({"name": b"\xffRTX \xfe4090"}))
+    gpus, _, _ = nvml.nvml_read(ALL, OddNVML({"name": b"\xffRTX \xfe4090"}))
     assert len(gpus) == 1 and "RTX" in gpus[0].name and gpus[0].memory_total_bytes == 24 * GIB
 
 
@@ -834,7 +834,7 @@ def test_an_absurd_device_count_is_bounded():
                 raise FakeNVMLError("Invalid Argument")
             return i
 
-    gpus, present, notes = nvml.nvml_gpus(ALL, Countless([full_gpu("NVIDIA L4", UUID0)]))
+    gpus, present, notes = nvml.nvml_read(ALL, Countless([full_gpu("NVIDIA L4", UUID0)]))
     assert present == nvml.MAX_GPUS and len(gpus) == 1
     assert any("reading the first 64" in n for n in notes)
 
@@ -845,11 +845,11 @@ def test_an_unreadable_device_count_means_no_gpus_and_a_note(count):
         def nvmlDeviceGetCount(self):
             return count
 
-    gpus, present, notes = nvml.nvml_gpus(ALL, Odd([full_gpu("NVIDIA L4", UUID0)]))
+    gpus, present, notes = nvml.nvml_read(ALL, Odd([full_gpu("NVIDIA L4", UUID0)]))
     assert gpus == [] and present == 0
 
 
-def test_a_hung_driver_times_out_and_detection_falls_back_to_torch():
+def test_a_hung_driver_times_out_and_detection_falls_back_to_torch(tmp_path):
     import threading
 
     class Hung(FakeNVML):
@@ -857,10 +857,12 @@ def test_a_hung_driver_times_out_and_detection_falls_back_to_torch():
             threading.Event().wait(60)  # a driver that never answers
 
     start = time.perf_counter()
-    gpus, present, notes = nvml.nvml_gpus(ALL, Hung(), timeout_s=0.2)
+    report = detect(environ={"GPULAB_DETECT_TIMEOUT_S": "0.2"}, nvml=Hung(),
+                    torch_module=fake_torch(), dev_dir=str(tmp_path))
     # a hang guard, not a timing: the driver hangs 60 s, and 20 s is 100 times the limit
     assert time.perf_counter() - start < 20
-    assert gpus is None and present == 0 and "did not answer within 0.2 s" in notes[0]
+    assert any(n.startswith("NVML did not answer within 0.2 s") for n in report.notes)
+    assert report.gpus and all(g.source == "torch" for g in report.gpus), report
 
 
 @pytest.mark.parametrize("module, error", [
@@ -877,7 +879,7 @@ def test_a_library_that_raises_on_import_is_a_note_not_a_crash(monkeypatch, tmp_
         found, why = nvml.import_nvml()
         assert found is None and why.endswith(error)
     else:
-        found, why = torch_probe.import_torch()
+        found, why, _ = torch_probe.import_torch_traced()
         assert found is None and why == error
         info, notes = torch_probe.torch_info(None, why)
         assert not info.installed and info.import_error == error

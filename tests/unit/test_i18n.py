@@ -12,7 +12,8 @@ import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
-from tools import editions, i18n, sphinx_i18n
+from tools import editions, i18n
+from tools.sphinx_ext import i18n as sphinx_i18n
 
 GLUE = "{glue:text}`../notebooks/02_will_it_fit.ipynb::weights_gb:.1f`"
 
@@ -183,12 +184,12 @@ def test_only_the_fact_check_runs_once_more_and_in_chinese():
 
 
 def test_every_word_a_chapter_pastes_reads_in_chinese():
-    """Each pasted figure of the book's pages that is words, as tools/page_figures.py resolves
+    """Each pasted figure of the book's pages that is words, as tools/checks/page_figures.py resolves
     it from the chapters' figures, has a Chinese rendering; numbers and GPU names pass through."""
     import re
 
     from gpulab.reference import specs
-    from tools import page_figures
+    from tools.checks import page_figures
 
     names = set(specs.load_gpus())
     english = set()

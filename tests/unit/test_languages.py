@@ -61,14 +61,16 @@ def test_an_unknown_language_or_part_names_what_there_is():
 
 
 # Run in the copy: the registry's view of the scratch language, then one page built in English
-# and in it, with the course's extensions and configure() as tools/pipeline.py stages a site.
+# and in it, with the course's extensions and configure() as tools/staging/stage.py stages a site.
 BUILD = r'''
 import json, shutil, subprocess, sys
 from pathlib import Path
 import yaml
 from gpulab.course import factcheck
 from gpulab.reference import measured
-from tools import editions, pipeline, sphinx_site
+from tools import editions
+from tools.sphinx_ext import site as sphinx_site
+from tools.staging import build, stage
 
 root = editions.ROOT
 seen = {"languages": list(editions.LANGUAGES), "factcheck": list(factcheck.LANGS),
@@ -79,8 +81,8 @@ for edition in ("en", "fr"):
     (src / "book").mkdir(parents=True)
     shutil.copytree(root / "book" / "_templates", src / "book" / "_templates")
     shutil.copy(root / "book" / "favicon.svg", src / "book")
-    static = src / pipeline.SITE_STATIC
-    shutil.copytree(pipeline.COURSE_ASSETS, static)
+    static = src / stage.SITE_STATIC
+    shutil.copytree(stage.COURSE_ASSETS, static)
     (static / sphinx_site.LANGUAGE_STYLESHEET).write_text(editions.language_css(), encoding="utf-8")
     (src / "index.md").write_text("# A page\n\nOne sentence.\n", encoding="utf-8")
     (src / "_toc.yml").write_text("format: jb-book\nroot: index\n", encoding="utf-8")
@@ -89,7 +91,7 @@ for edition in ("en", "fr"):
     extensions.update({name: str(root / path) for name, path in extensions.items()})
     editions.configure(config, edition, src)
     (src / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    done = subprocess.run(pipeline.jupyter_book_command(src, src, "html"), capture_output=True, text=True)
+    done = subprocess.run(build.jupyter_book_command(src, src, "html"), capture_output=True, text=True)
     if done.returncode:
         sys.exit(done.stdout[-3000:] + done.stderr[-3000:])
 print(json.dumps(seen, ensure_ascii=False))

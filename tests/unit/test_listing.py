@@ -15,7 +15,7 @@ from gpulab import listing, memory, timing
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools import pipeline  # noqa: E402
+from tools.execution import runs  # noqa: E402
 
 SRC = ROOT / "src" / "gpulab"
 FENCE = re.compile(r"^(```+|~~~+)[^\n]*\n(.*?)^\1", re.MULTILINE | re.DOTALL)
@@ -91,7 +91,7 @@ def test_the_copy_detector_finds_a_copy_and_passes_prose():
     assert copies_of_library_code("```python\nx = torch.randn(4096, 4096)\n```", bodies) == []
 
 
-NOTEBOOKS = [*pipeline.discover(), *pipeline.learner_copies()]
+NOTEBOOKS = [*runs.discover(), *runs.learner_copies()]
 
 
 @pytest.mark.parametrize("notebook", NOTEBOOKS, ids=lambda p: str(p.relative_to(ROOT)))

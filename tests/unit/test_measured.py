@@ -8,6 +8,7 @@ import pytest
 
 from gpulab import measured, record
 from gpulab.core.errors import GpulabConfigError
+from tests.helpers import provenance_problems
 
 
 def test_save_and_load_with_provenance(tmp_path):
@@ -37,19 +38,19 @@ def test_packaged_folder_holds_only_figures_measured_on_a_gpu():
         data = json.loads(path.read_text())
         assert path.name == f"{measured.slug(data['gpu'])}.json"
         for name, sec in data["sections"].items():
-            assert measured.provenance_problems(sec["provenance"]) == [], (path.name, name)
+            assert provenance_problems(sec["provenance"]) == [], (path.name, name)
 
 
 def test_provenance_check_rejects_a_cpu_or_incomplete_provenance():
     """The check that guards data/measured/ fails for what must not be there."""
     good = record.provenance("NVIDIA H200", "570.86", "cuda", command="x.py")
-    assert measured.provenance_problems(good) == []
+    assert provenance_problems(good) == []
     cpu = record.provenance("AMD EPYC", None, "cpu", command="x.py")
-    assert any("device='cpu'" in p for p in measured.provenance_problems(cpu))
-    assert measured.provenance_problems(cpu, require_gpu=False) == []
+    assert any("device='cpu'" in p for p in provenance_problems(cpu))
+    assert provenance_problems(cpu, require_gpu=False) == []
     partial = {k: v for k, v in good.items() if k != "command"}
-    assert measured.provenance_problems(partial) == ["provenance lacks 'command'"]
-    assert measured.provenance_problems("not a dict") == ["provenance is not an object"]
+    assert provenance_problems(partial) == ["provenance lacks 'command'"]
+    assert provenance_problems("not a dict") == ["provenance is not an object"]
 
 
 def test_the_folder_can_be_pointed_elsewhere(monkeypatch, tmp_path):

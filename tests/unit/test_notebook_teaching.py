@@ -13,10 +13,10 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools import pipeline  # noqa: E402
+from tools.execution import runs  # noqa: E402
 
 CHAPTERS = sorted((ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-ALL = pipeline.discover()
+ALL = runs.discover()
 # Where a page explains a piece of library code, it shows that code: notebook -> the functions
 # (as written in the `listing.show(...)` call) it must show.
 SHOWN = {

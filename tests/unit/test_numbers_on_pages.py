@@ -1,5 +1,5 @@
 """A number kept with its unit (gpulab.core.units.keep_with_unit) and exercises counted per page
-(tools/sphinx_numbers.py), each against examples written out by hand."""
+(tools/sphinx_ext/numbers.py), each against examples written out by hand."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import pytest
 from docutils import nodes
 
 from gpulab.core.units import keep_with_unit
-from tools import sphinx_numbers
+from tools.sphinx_ext import numbers as sphinx_numbers
 
 NBSP = "\u00a0"
 

@@ -174,12 +174,12 @@ def test_compare_refuses_a_bool_or_non_finite_guess_naming_the_variable(bad):
                                         ("users", 1.5)])
 def test_memory_expected_names_its_own_parameters(field, bad):
     """memory_expected(users=0) names `users`, not gpulab.memory's `batch`."""
-    from gpulab.ui import calculators
+    from tests import calculator_oracle as oracle
 
     args = {"model": "Llama-3.1-8B", "weights": "bf16", "context": 4096, "users": 1,
             "gpu": "RTX 4090"} | {field: bad}
     with pytest.raises(GpulabConfigError) as err:
-        calculators.memory_expected(**args)
+        oracle.memory_expected(**args)
     assert err.value.field == field
     assert field in str(err.value)
 
@@ -234,18 +234,18 @@ def test_sampling_order_refuses_zero_steps_and_keeps_a_real_run():
 
 
 def test_the_out_of_date_hint_names_a_command_that_runs(tmp_path, capsys):
-    """The hint for a stale learner copy names `python tools/nbcheck.py --fix`, which exists."""
-    from gpulab.course import labs
+    """The hint for a stale learner copy names `python tools/checks/nbcheck.py --fix`, which exists."""
+    from tools.authoring import learner_generator
 
     labs_dir = tmp_path / "labs"
     labs_dir.mkdir()
     (labs_dir / "learner").mkdir()
     (labs_dir / "learner" / "01_gone_lab.ipynb").write_text("{}", encoding="utf-8")  # an orphan
-    assert labs.main(["--check", str(labs_dir)]) == 1
+    assert learner_generator.main(["--check", str(labs_dir)]) == 1
     out = capsys.readouterr().out
-    assert "python tools/nbcheck.py --fix" in out and "gpulab.labs`" not in out
-    assert labs.REGENERATE == "python tools/nbcheck.py --fix"
-    script, option = labs.REGENERATE.split()[1:]
+    assert "python tools/checks/nbcheck.py --fix" in out and "gpulab.labs`" not in out
+    assert learner_generator.REGENERATE == "python tools/checks/nbcheck.py --fix"
+    script, option = learner_generator.REGENERATE.split()[1:]
     result = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True,
                             text=True, timeout=120)
     assert result.returncode == 0, result.stderr[-2000:]

@@ -192,8 +192,8 @@ def test_doctor_reports_when_the_pynvml_import_calls_sys_exit(tmp_path):
     assert "SystemExit: 3" in text
 
 
-@pytest.mark.parametrize("module, importer", [("pynvml", nvml.import_nvml),
-                                              ("torch", torch_probe.import_torch)])
+@pytest.mark.parametrize("module, importer", [
+    ("pynvml", nvml.import_nvml), ("torch", lambda: torch_probe.import_torch_traced()[:2])])
 def test_an_import_that_calls_sys_exit_is_a_reason_not_an_exit(monkeypatch, tmp_path, module,
                                                                  importer):
     (tmp_path / f"{module}.py").write_text(EXITING_IMPORT)
@@ -224,24 +224,6 @@ def test_a_bad_detection_time_limit_falls_back_to_the_default_with_a_note(value)
     assert len(report.gpus) == 1  # detection ran
     expected = f"GPULAB_DETECT_TIMEOUT_S={value!r} is not a number of seconds above 0"
     assert any(n.startswith(expected) and "the default, 60 s" in n for n in report.notes), report.notes
-
-
-def test_nvml_gpus_keeps_its_own_timeout_parameter():
-    release = threading.Event()
-    try:
-        gpus, present, notes = nvml.nvml_gpus(ALL, FakeNVML(hang=release), timeout_s=0.3)
-    finally:
-        release.set()
-    assert gpus is None and present == 0 and notes[0].startswith("NVML did not answer within 0.3 s")
-
-
-# --------------------------------------------------------------------------- 15. odd timeouts
-
-
-@pytest.mark.parametrize("timeout", [math.inf, math.nan, -1.0])
-def test_nvml_gpus_with_an_odd_timeout_does_not_raise(timeout):
-    gpus, present, _ = nvml.nvml_gpus(ALL, FakeNVML(), timeout_s=timeout)
-    assert present == 1 and [g.name for g in gpus] == ["NVIDIA L4"]
 
 
 # --------------------------------------------------------------------------- 2. CPU peak
@@ -376,7 +358,7 @@ def test_a_non_ascii_digit_ends_the_list_like_any_invalid_entry():
 
 def test_more_free_memory_than_the_card_has_is_dropped_with_a_note():
     odd = FakeNVML(memory=SimpleNamespace(total=24 * GIB, free=200 * GIB))
-    gpus, _, notes = nvml.nvml_gpus(ALL, odd)
+    gpus, _, notes = nvml.nvml_read(ALL, odd)
     assert gpus[0].memory_total_bytes == 24 * GIB and gpus[0].memory_free_bytes is None
     note = next(n for n in notes if n.startswith("GPU 0 free memory"))
     assert "200.0 GiB" in note and "24.0 GiB" in note

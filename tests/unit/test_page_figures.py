@@ -22,7 +22,8 @@ from tests.helpers import need_module
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools import page_figures, rename_figures  # noqa: E402
+from tools.authoring import rename_figures  # noqa: E402
+from tools.checks import page_figures  # noqa: E402
 
 
 @pytest.mark.parametrize("value, spec, expected", [
@@ -101,7 +102,7 @@ def test_changing_one_constant_changes_every_page_that_shows_a_figure_from_it(tm
 
     def rendered() -> dict[str, str]:
         code = ("import json, sys; sys.path[:0] = ['src', '.']\n"
-                "from tools import page_figures as p\n"
+                "from tools.checks import page_figures as p\n"
                 "print(json.dumps({str(f.relative_to(p.ROOT)): p.render(f) for f in p.pages()}))")
         out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, check=True,
                              capture_output=True, text=True, env={"PATH": "/usr/bin:/bin"})

@@ -19,10 +19,10 @@ from tests.helpers import need_module
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools import pipeline  # noqa: E402
+from tools.execution import runs  # noqa: E402
 
 PAGES = sorted((ROOT / "book").rglob("*.md"))
-NOTEBOOKS = [*pipeline.discover(), *pipeline.learner_copies()]
+NOTEBOOKS = [*runs.discover(), *runs.learner_copies()]
 CLAIM_ROLE = re.compile(r"\{(?:claim|verdict)\}`[^`]*`")
 ANY_ROLE = re.compile(r"\{[\w:.-]+\}`[^`]*`")
 INLINE_CODE = re.compile(r"`[^`]*`")

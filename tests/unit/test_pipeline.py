@@ -6,25 +6,28 @@ import json
 
 import pytest
 
-from tools import install_kernels, pipeline
+from tools import install_kernels
+from tools.execution import executor, runs
+from tools.execution import report as timing_report
+from tools.staging import site_copy
 
 
 def test_run_config_rejects_unknown_mode_and_kernel():
     """A mistyped mode or kernel is named with the allowed values."""
     with pytest.raises(ValueError, match="mode='fast'.*'quick' or 'full'"):
-        pipeline.RunConfig(mode="fast")
+        runs.RunConfig(mode="fast")
     with pytest.raises(ValueError, match="kernel='python3'"):
-        pipeline.RunConfig(kernel="python3")
+        runs.RunConfig(kernel="python3")
 
 
 def test_run_config_from_env(monkeypatch):
     """make test-gpu's variables select the GPU kernel and device; folders do not collide."""
     monkeypatch.setenv("GPULAB_KERNEL", "gpulab")
     monkeypatch.setenv("GPULAB_DEVICE", "cuda")
-    run = pipeline.RunConfig.from_env()
+    run = runs.RunConfig.from_env()
     assert run.parameters == {"quick": True, "device": "cuda"}
     assert run.run_dir.name == "quick-gpulab" and run.budget_s == 60.0
-    assert pipeline.RunConfig(mode="full").budget_s is None
+    assert runs.RunConfig(mode="full").budget_s is None
 
 
 def test_discover_finds_new_notebooks_without_listing(tmp_path):
@@ -32,7 +35,7 @@ def test_discover_finds_new_notebooks_without_listing(tmp_path):
     for rel in ["notebooks/09_new.ipynb", "labs/09_new_lab.ipynb", "labs/learner/09_new_lab.ipynb"]:
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text("{}")
-    found = [p.relative_to(tmp_path).as_posix() for p in pipeline.discover(tmp_path)]
+    found = [p.relative_to(tmp_path).as_posix() for p in runs.discover(tmp_path)]
     assert found == ["notebooks/09_new.ipynb", "labs/09_new_lab.ipynb"]
 
 
@@ -48,7 +51,7 @@ def test_report_table_marks_failures_and_budget():
         {"notebook": "d.ipynb", "seconds": 50.0, "ok": True, "budget_s": 60, "over_budget": False,
          "cpu_seconds": 130.0, "cpu_budget_s": 120, "over_cpu_budget": True},
     ]
-    lines = pipeline.format_table(rows).splitlines()
+    lines = timing_report.format_table(rows).splitlines()
     status = {line.split()[0]: line for line in lines[2:]}
     assert status["a.ipynb"].endswith("  ok")
     assert status["b.ipynb"].endswith("slow: over 60 s of wall time")
@@ -60,20 +63,20 @@ def test_report_table_marks_failures_and_budget():
 def test_cpu_budget_not_wall_time_decides():
     """A notebook that waited (wall time over budget, CPU time within) is not over budget;
     one whose kernel worked too long is, however fast the machine ran it."""
-    waited = pipeline.NotebookResult("a", 95.0, True, budget_s=60, cpu_seconds=70.0,
+    waited = runs.NotebookResult("a", 95.0, True, budget_s=60, cpu_seconds=70.0,
                                      cpu_budget_s=120)
-    worked = pipeline.NotebookResult("b", 40.0, True, budget_s=60, cpu_seconds=121.0,
+    worked = runs.NotebookResult("b", 40.0, True, budget_s=60, cpu_seconds=121.0,
                                      cpu_budget_s=120)
     assert waited.over_budget and not waited.over_cpu_budget
     assert worked.over_cpu_budget and not worked.over_budget
-    assert pipeline.NotebookResult("c", 1.0, True, cpu_budget_s=120).over_cpu_budget is False
+    assert runs.NotebookResult("c", 1.0, True, cpu_budget_s=120).over_cpu_budget is False
 
 
 def test_cpu_budget_is_per_usable_core(monkeypatch):
     """Quick runs allow 60 CPU seconds per core the kernel may use; full runs have no budget."""
-    monkeypatch.setattr(pipeline, "usable_cores", lambda: 2)
-    assert pipeline.RunConfig(mode="quick").cpu_budget_s == 120.0
-    assert pipeline.RunConfig(mode="full").cpu_budget_s is None
+    monkeypatch.setattr(runs, "usable_cores", lambda: 2)
+    assert runs.RunConfig(mode="quick").cpu_budget_s == 120.0
+    assert runs.RunConfig(mode="full").cpu_budget_s is None
 
 
 def test_a_kernels_cpu_time_is_measured(tmp_path, monkeypatch):
@@ -81,8 +84,8 @@ def test_a_kernels_cpu_time_is_measured(tmp_path, monkeypatch):
     and a cell that sleeps 1.5 s does not."""
     import nbformat
 
-    monkeypatch.setattr(pipeline, "BUILD", tmp_path / "build")
-    monkeypatch.setattr(pipeline, "ROOT", tmp_path)
+    monkeypatch.setattr(runs, "BUILD", tmp_path / "build")
+    monkeypatch.setattr(runs, "ROOT", tmp_path)
     times = {}
     for name, code in [("spin", "import time\nend = time.process_time() + 1.5\n"
                                 "while time.process_time() < end: pass"),
@@ -91,7 +94,7 @@ def test_a_kernels_cpu_time_is_measured(tmp_path, monkeypatch):
         nb.metadata["kernelspec"] = {"name": "gpulab-cpu", "display_name": "x", "language": "python"}
         path = tmp_path / f"{name}.ipynb"
         nbformat.write(nb, path)
-        result = pipeline.execute(path, pipeline.RunConfig())
+        result = executor.execute(path, runs.RunConfig())
         assert result.ok, result.error
         times[name] = result
     assert times["spin"].cpu_seconds >= 1.5  # the spin alone, plus the kernel's start
@@ -104,9 +107,9 @@ def test_a_hung_cell_is_stopped_and_its_notebook_run_once_more(tmp_path, monkeyp
     and a second run that passes is the notebook's result."""
     import nbformat
 
-    monkeypatch.setattr(pipeline, "BUILD", tmp_path / "build")
-    monkeypatch.setattr(pipeline, "ROOT", tmp_path)
-    monkeypatch.setattr(pipeline, "CELL_TIMEOUT_S", {"quick": 2, "full": 2})
+    monkeypatch.setattr(runs, "BUILD", tmp_path / "build")
+    monkeypatch.setattr(runs, "ROOT", tmp_path)
+    monkeypatch.setattr(runs, "CELL_TIMEOUT_S", {"quick": 2, "full": 2})
     # the first run sleeps past the timeout and leaves a mark; the second finds it and ends
     code = ("import pathlib, time\nmark = pathlib.Path('ran-once')\n"
             "if not mark.exists():\n    mark.touch()\n    time.sleep(30)")
@@ -114,30 +117,30 @@ def test_a_hung_cell_is_stopped_and_its_notebook_run_once_more(tmp_path, monkeyp
     nb.metadata["kernelspec"] = {"name": "gpulab-cpu", "display_name": "x", "language": "python"}
     path = tmp_path / "hangs_once.ipynb"
     nbformat.write(nb, path)
-    first = pipeline._execute_once(path, pipeline.RunConfig(), "en")
+    first = executor._execute_once(path, runs.RunConfig(), "en")
     assert (first.ok, first.hung) == (False, True) and first.seconds < 25, first
     (tmp_path / "ran-once").unlink()
-    result = pipeline.execute(path, pipeline.RunConfig())
+    result = executor.execute(path, runs.RunConfig())
     assert result.ok and not result.hung, result
     assert "hangs_once.ipynb hung" in capsys.readouterr().out
 
 
 def test_write_report_merges_results(tmp_path, monkeypatch):
     """Reports of one run accumulate per notebook (a rerun replaces that notebook's row)."""
-    monkeypatch.setattr(pipeline, "BUILD", tmp_path)
-    run = pipeline.RunConfig()
-    pipeline.write_report([pipeline.NotebookResult("a", 1.0, True, budget_s=60)], run)
-    path = pipeline.write_report([pipeline.NotebookResult("b", 61.0, True, budget_s=60)], run)
+    monkeypatch.setattr(runs, "BUILD", tmp_path)
+    run = runs.RunConfig()
+    timing_report.write_report([runs.NotebookResult("a", 1.0, True, budget_s=60)], run)
+    path = timing_report.write_report([runs.NotebookResult("b", 61.0, True, budget_s=60)], run)
     rows = json.loads(path.read_text())["notebooks"]
     assert [(r["notebook"], r["over_budget"]) for r in rows] == [("a", False), ("b", True)]
-    assert json.loads(path.read_text())["cpu_budget_s"] == pipeline.RunConfig().cpu_budget_s
+    assert json.loads(path.read_text())["cpu_budget_s"] == runs.RunConfig().cpu_budget_s
 
 
 def test_failure_description_names_the_cell():
     """A papermill failure is summarised with the cell, its first line and the error."""
     class Fake(Exception):
         cell_index, exec_count, ename, evalue, source = 4, 3, "ValueError", "bad", "x = f()\ny"
-    assert pipeline._describe_failure(Fake()) == "cell 4 (execution count 3): `x = f()` raised ValueError: bad"
+    assert executor._describe_failure(Fake()) == "cell 4 (execution count 3): `x = f()` raised ValueError: bad"
 
 
 def test_install_kernels_writes_absolute_python(tmp_path):
@@ -150,18 +153,18 @@ def test_install_kernels_writes_absolute_python(tmp_path):
 
 def test_progress_line_names_notebook_time_and_status():
     """Each finished notebook prints one line: its place, its seconds, its status, the total so far."""
-    ok = pipeline.NotebookResult("notebooks/00_x.ipynb", 12.34, True, budget_s=None)
-    late = pipeline.NotebookResult("labs/01_y.ipynb", 75.0, True, budget_s=60)
-    line = pipeline.progress_line(ok, 3, 17, 150.0)
+    ok = runs.NotebookResult("notebooks/00_x.ipynb", 12.34, True, budget_s=None)
+    late = runs.NotebookResult("labs/01_y.ipynb", 75.0, True, budget_s=60)
+    line = timing_report.progress_line(ok, 3, 17, 150.0)
     assert line.startswith("[ 3/17] notebooks/00_x.ipynb") and "12.3 s" in line
     assert line.rstrip().endswith("ok      (elapsed 2.5 min)")
-    assert "slow: over 60 s of wall time" in pipeline.progress_line(late, 4, 17, 200.0)
-    heavy = pipeline.NotebookResult("labs/01_y.ipynb", 30.0, True, budget_s=60, cpu_seconds=150.0,
+    assert "slow: over 60 s of wall time" in timing_report.progress_line(late, 4, 17, 200.0)
+    heavy = runs.NotebookResult("labs/01_y.ipynb", 30.0, True, budget_s=60, cpu_seconds=150.0,
                                     cpu_budget_s=120)
-    assert "CPU  150.0 s  FAILED: over its CPU budget (120 s)" in pipeline.progress_line(
+    assert "CPU  150.0 s  FAILED: over its CPU budget (120 s)" in timing_report.progress_line(
         heavy, 4, 17, 200.0)
-    failed = pipeline.NotebookResult("a.ipynb", 1.0, False, "cell 2 raised X")
-    assert "FAILED" in pipeline.progress_line(failed, 1, 1, 1.0)
+    failed = runs.NotebookResult("a.ipynb", 1.0, False, "cell 2 raised X")
+    assert "FAILED" in timing_report.progress_line(failed, 1, 1, 1.0)
 
 
 def test_kernel_started_as_the_pipeline_starts_it_prints_no_warning(capfd):
@@ -169,8 +172,8 @@ def test_kernel_started_as_the_pipeline_starts_it_prints_no_warning(capfd):
     printed on the kernel's stderr once per notebook, never reaches the build log."""
     from jupyter_client.manager import KernelManager
 
-    pipeline.kernel_environment()
-    km = KernelManager(kernel_name="gpulab-cpu", config=pipeline.kernel_config())
+    executor.kernel_environment()
+    km = KernelManager(kernel_name="gpulab-cpu", config=executor.kernel_config())
     km.start_kernel()
     kc = km.client()
     kc.start_channels()
@@ -187,10 +190,10 @@ def test_kernel_started_as_the_pipeline_starts_it_prints_no_warning(capfd):
 
 
 def test_step_prints_its_label_then_its_time(capfd):
-    """tools/step.py: one line as a step starts, its time as it ends, the failure's exit status."""
+    """tools/execution/step.py: one line as a step starts, its time as it ends, the failure's exit status."""
     import sys
 
-    from tools import step
+    from tools.execution import step
 
     assert step.run_step("saying hello", [sys.executable, "-c", "print('hello')"]) == 0
     assert step.run_step("failing", [sys.executable, "-c", "raise SystemExit(3)"]) == 3
@@ -210,7 +213,7 @@ def test_figures_alt_text_moves_from_the_outputs_to_the_cell_options():
     nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [image("line chart: A.")]},
                     {"cell_type": "code", "metadata": {}, "outputs": [image("a."), image("b.")]},
                     {"cell_type": "code", "metadata": {}, "outputs": []}]}
-    pipeline.add_image_alt_text(nb)
+    site_copy.add_image_alt_text(nb)
     assert nb["cells"][0]["metadata"]["mystnb"]["image"]["alt"] == "line chart: A."
     assert nb["cells"][1]["metadata"]["mystnb"]["image"]["alt"] == "Figure 1 of 2: a. Figure 2 of 2: b."
     assert nb["cells"][2]["metadata"] == {}
@@ -230,12 +233,12 @@ def test_a_finished_notebooks_kernel_is_shut_down_without_an_interrupt(monkeypat
         signals.append(signum)
 
     monkeypatch.setattr(KernelManager, "_async_signal_kernel", record_signal)
-    manager = pipeline.kernel_manager_class()
+    manager = executor.kernel_manager_class()
     assert issubclass(manager, AsyncKernelManager)
 
     async def scenario():
-        pipeline.kernel_environment()
-        km = manager(kernel_name="gpulab-cpu", config=pipeline.kernel_config())
+        executor.kernel_environment()
+        km = manager(kernel_name="gpulab-cpu", config=executor.kernel_config())
         await km.start_kernel()
         try:
             await km.interrupt_kernel()  # a timeout's interrupt: sent
@@ -254,7 +257,7 @@ def test_a_finished_notebooks_kernel_is_shut_down_without_an_interrupt(monkeypat
 def _widget_output(model_id: str, **extra) -> dict:
     """A display_data output showing a widget's view, with any other representation."""
     return {"output_type": "display_data", "metadata": extra.pop("metadata", {}),
-            "data": {pipeline.WIDGET_VIEW: {"version_major": 2, "version_minor": 0,
+            "data": {site_copy.WIDGET_VIEW: {"version_major": 2, "version_minor": 0,
                                             "model_id": model_id},
                      "text/plain": "VBox(...)", **extra}}
 
@@ -266,7 +269,7 @@ def _model(name: str, **state) -> dict:
 
 def _notebook(*outputs: dict, state: dict) -> dict:
     return {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [o]} for o in outputs],
-            "metadata": {"widgets": {pipeline.WIDGET_STATE: {"version_major": 2,
+            "metadata": {"widgets": {site_copy.WIDGET_STATE: {"version_major": 2,
                                                              "version_minor": 0, "state": state}}}}
 
 
@@ -289,15 +292,15 @@ def test_the_site_keeps_the_marked_representation_and_the_state_still_shown():
     }
     nb = _notebook(marked, tabs, state=state)
     unmarked = json.loads(json.dumps(nb["cells"][1]))
-    pipeline.keep_site_representations(nb)
+    site_copy.keep_site_representations(nb)
     assert nb["cells"][0]["outputs"][0]["data"] == {"text/html": "<div>in-page</div>"}
     assert nb["cells"][1] == unmarked
-    kept = nb["metadata"]["widgets"][pipeline.WIDGET_STATE]["state"]
+    kept = nb["metadata"]["widgets"][site_copy.WIDGET_STATE]["state"]
     assert set(kept) == {"tab", "html", "tab-layout", "html-layout"}
     # the Output widget's own view keeps what it shows
     nb = _notebook(_widget_output("out"), state=state)
-    pipeline.keep_site_representations(nb)
-    assert set(nb["metadata"]["widgets"][pipeline.WIDGET_STATE]["state"]) == {"out", "inner"}
+    site_copy.keep_site_representations(nb)
+    assert set(nb["metadata"]["widgets"][site_copy.WIDGET_STATE]["state"]) == {"out", "inner"}
 
 
 def test_a_notebook_left_without_a_widget_view_loses_its_widget_state():
@@ -307,14 +310,14 @@ def test_a_notebook_left_without_a_widget_view_loses_its_widget_state():
     site = {"gpulab": {"site": "text/html"}}
     nb = _notebook(_widget_output("calc", metadata=site, **{"text/html": "<p>x</p>"}),
                    state={"calc": _model("VBoxModel")})
-    pipeline.keep_site_representations(nb)
+    site_copy.keep_site_representations(nb)
     assert "widgets" not in nb["metadata"]
     odd = _widget_output("calc", metadata={"gpulab": {"site": "image/png"}})
     nb = _notebook(odd, state={"calc": _model("VBoxModel")})
-    pipeline.keep_site_representations(nb)
-    assert pipeline.WIDGET_VIEW in nb["cells"][0]["outputs"][0]["data"]
-    assert set(nb["metadata"]["widgets"][pipeline.WIDGET_STATE]["state"]) == {"calc"}
+    site_copy.keep_site_representations(nb)
+    assert site_copy.WIDGET_VIEW in nb["cells"][0]["outputs"][0]["data"]
+    assert set(nb["metadata"]["widgets"][site_copy.WIDGET_STATE]["state"]) == {"calc"}
     plain = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "x"}], "metadata": {}}
-    pipeline.keep_site_representations(plain)
+    site_copy.keep_site_representations(plain)
     assert plain == {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "x"}],
                      "metadata": {}}

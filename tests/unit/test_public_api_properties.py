@@ -67,7 +67,6 @@ LENIENT = {
     "gpulab.reference.drivers.version_tuple": "reads any version text a driver reports",
     "gpulab.reference.links.pcie_peak_bytes_per_s": "reads NVML's link values; None when unknown",
     "gpulab.reference.measured.slug": "file names of the library's own data",
-    "gpulab.reference.measured.provenance_problems": "is itself a check",
     "gpulab.reference.measured.save": "writes the library's own data",
     "gpulab.reference.measured.load_all": "reads the library's own data",
     "gpulab.reference.measured.section": "reads the library's own data",

@@ -1,5 +1,5 @@
-"""The site build's terminal output (tools/step.run_logged, tools/pipeline.build_site) and
-`make serve`'s server (pipeline.serve): Sphinx's output goes to a log, its warnings and errors
+"""The site build's terminal output (tools/execution/step.run_logged,
+tools/staging/build.build_site) and `make serve`'s server (tools/staging/serve.serve): Sphinx's output goes to a log, its warnings and errors
 to the terminal, and the last line says where the site is and how to open it."""
 
 from __future__ import annotations
@@ -15,7 +15,10 @@ import urllib.request
 import pytest
 
 from tests.helpers import need_module
-from tools import pipeline, step
+from tools import pipeline
+from tools.execution import runs, step
+from tools.staging import build as site_build
+from tools.staging import serve as site_serve
 
 # What Jupyter Book prints, in its colours: Sphinx's progress on standard output, then its
 # message box naming the folder it built into; warnings and errors on standard error.
@@ -51,7 +54,7 @@ def fake_jupyter_book(tmp_path, monkeypatch):
     def command(src, out, *builder):
         return [sys.executable, str(script), str(out), outcome["result"]]
 
-    monkeypatch.setattr(pipeline, "jupyter_book_command", command)
+    monkeypatch.setattr(site_build, "jupyter_book_command", command)
     return outcome
 
 
@@ -60,12 +63,12 @@ def test_run_logged_logs_everything_and_shows_only_the_warnings_and_errors(tmp_p
     """Standard output goes to the log only (colours and the message box left out); both
     warning lines reach the terminal and the log; the exit status is the command's."""
     log = tmp_path / "reports" / "site_build.log"
-    command = pipeline.jupyter_book_command(tmp_path, tmp_path / "out", "html")
+    command = site_build.jupyter_book_command(tmp_path, tmp_path / "out", "html")
     assert step.run_logged(command, log) == (0, [])
     terminal = capfd.readouterr()
     assert terminal.out == terminal.err == ""
     fake_jupyter_book["result"] = "fail"
-    command = pipeline.jupyter_book_command(tmp_path, tmp_path / "out", "html")
+    command = site_build.jupyter_book_command(tmp_path, tmp_path / "out", "html")
     code, shown = step.run_logged(command, log)
     terminal = capfd.readouterr()
     assert code == 1
@@ -80,18 +83,18 @@ def test_run_logged_logs_everything_and_shows_only_the_warnings_and_errors(tmp_p
     assert text.count(f"$ {sys.executable} ") == 2  # each run's command heads its part
 
 
-def _executed_run(tmp_path, monkeypatch, mode="full", kernel="gpulab") -> pipeline.RunConfig:
+def _executed_run(tmp_path, monkeypatch, mode="full", kernel="gpulab") -> runs.RunConfig:
     """A run in a temporary build folder whose report says one notebook passed."""
-    monkeypatch.setattr(pipeline, "BUILD", tmp_path / "_build")
-    run = pipeline.RunConfig(mode=mode, kernel=kernel)
-    report = pipeline.report_path(run)
+    monkeypatch.setattr(runs, "BUILD", tmp_path / "_build")
+    run = runs.RunConfig(mode=mode, kernel=kernel)
+    report = runs.report_path(run)
     report.parent.mkdir(parents=True)
     report.write_text(json.dumps({"notebooks": [{"notebook": "notebooks/00_x.ipynb", "ok": True}]}))
     return run
 
 
 def _staged_without_notebooks(monkeypatch, tmp_path) -> None:
-    monkeypatch.setattr(pipeline, "stage_site", lambda run, edition="en": tmp_path / edition)
+    monkeypatch.setattr(site_build, "stage_site", lambda run, edition="en": tmp_path / edition)
     monkeypatch.chdir(tmp_path)
 
 
@@ -101,7 +104,7 @@ def test_the_site_step_prints_a_few_lines_and_ends_naming_the_site_and_make_serv
     the first naming the log and the last naming index.html and `make serve`."""
     run = _executed_run(tmp_path, monkeypatch)
     _staged_without_notebooks(monkeypatch, tmp_path)
-    index = pipeline.build_site(run)
+    index = site_build.build_site(run)
     lines = capfd.readouterr().out.splitlines()
     assert len(lines) <= 6, lines
     assert "_build/full-gpulab/reports/site_build.log" in lines[0]
@@ -111,7 +114,7 @@ def test_the_site_step_prints_a_few_lines_and_ends_naming_the_site_and_make_serv
     assert "build_zh_CN" not in "\n".join(lines)  # the folder the Chinese edition left
     assert (index.parent / "zh_CN" / "index.html").is_file()
     assert not (run.run_dir / "build_zh_CN").exists()
-    log = pipeline.site_log(run).read_text()
+    log = runs.site_log(run).read_text()
     assert log.count("reading sources... ") == 600  # catalogues, English, Chinese
     assert f"moved {run.run_dir / 'build_zh_CN' / '_build' / 'html'} to {index.parent / 'zh_CN'}" in log
 
@@ -123,7 +126,7 @@ def test_a_warning_fails_the_site_step_and_is_shown_with_the_log(tmp_path, monke
     _staged_without_notebooks(monkeypatch, tmp_path)
     fake_jupyter_book["result"] = "fail"
     with pytest.raises(SystemExit) as stop:
-        pipeline.build_site(run)
+        site_build.build_site(run)
     assert str(stop.value).startswith("FAILED: the message catalogues (exit status 1): the "
                                       "warnings and errors above fail it")
     assert str(stop.value).endswith("_build/quick/reports/site_build.log")
@@ -142,7 +145,7 @@ def test_a_broken_reference_fails_a_real_jupyter_book_build_and_shows_its_warnin
     (src / "intro.md").write_text("# Intro\n\nSee {ref}`nowhere`.\n")
     log = tmp_path / "site_build.log"
     with pytest.raises(SystemExit) as stop:
-        pipeline._jupyter_book(src, tmp_path / "out", "html", log=log, what="the tiny book")
+        site_build._jupyter_book(src, tmp_path / "out", "html", log=log, what="the tiny book")
     assert str(stop.value).startswith("FAILED: the tiny book (exit status 1)")
     terminal = capfd.readouterr()
     assert terminal.out == ""
@@ -157,7 +160,7 @@ def test_a_broken_reference_fails_a_real_jupyter_book_build_and_shows_its_warnin
 def test_the_site_step_without_executed_notebooks_says_what_executes_them(
         tmp_path, monkeypatch, mode, kernel, names):
     """No timing report in the run: one line naming the folder and the command, nothing built."""
-    monkeypatch.setattr(pipeline, "BUILD", tmp_path / "_build")
+    monkeypatch.setattr(runs, "BUILD", tmp_path / "_build")
     monkeypatch.chdir(tmp_path)
     with pytest.raises(SystemExit) as stop:
         pipeline.main(["site", "--mode", mode])
@@ -170,14 +173,14 @@ def test_the_site_step_without_executed_notebooks_says_what_executes_them(
 def test_serve_without_a_site_says_what_builds_it(tmp_path, monkeypatch, capsys):
     """`make serve` before `make book`: exit status 1 and a line naming `make book`; when
     `make test` has built the quick site, the line says how to serve that one."""
-    monkeypatch.setattr(pipeline, "BUILD", tmp_path / "_build")
+    monkeypatch.setattr(runs, "BUILD", tmp_path / "_build")
     monkeypatch.chdir(tmp_path)
-    monkeypatch.setattr(pipeline.os, "execv", lambda *a: pytest.fail("no server without a site"))
+    monkeypatch.setattr(site_serve.os, "execv", lambda *a: pytest.fail("no server without a site"))
     assert pipeline.main(["serve", "--mode", "full"]) == 1
     err = capsys.readouterr().err
     assert "no site built in _build/full-gpulab/_build/html yet: `make book` builds it" in err
     assert "MODE=quick" not in err
-    quick = pipeline.html_dir(pipeline.RunConfig(mode="quick"))
+    quick = runs.html_dir(runs.RunConfig(mode="quick"))
     quick.mkdir(parents=True)
     (quick / "index.html").write_text("")
     assert pipeline.main(["serve", "--mode", "full", "--port", "8123"]) == 1
@@ -207,12 +210,12 @@ def test_serve_serves_both_editions_over_http_on_127_0_0_1(tmp_path, monkeypatch
     """The command `serve` hands the process to serves the site folder: English at the root,
     Chinese under zh_CN/, on the loopback address only; the line before says what to open."""
     run = _executed_run(tmp_path, monkeypatch, mode="quick", kernel="gpulab-cpu")
-    html = pipeline.html_dir(run)
+    html = runs.html_dir(run)
     (html / "zh_CN").mkdir(parents=True)
     (html / "index.html").write_text("<p>English</p>")
     (html / "zh_CN" / "index.html").write_text("<p>中文</p>", encoding="utf-8")
     handed = []
-    monkeypatch.setattr(pipeline.os, "execv", lambda path, argv: handed.append((path, argv)))
+    monkeypatch.setattr(site_serve.os, "execv", lambda path, argv: handed.append((path, argv)))
     port = _free_port()
     pipeline.main(["serve", "--port", str(port)])
     (path, argv), = handed
@@ -232,10 +235,10 @@ def test_serve_on_a_taken_port_says_so_in_one_line(tmp_path, monkeypatch, capsys
     """Another server on the port: exit status 1 and a line naming another PORT, where
     http.server would print a traceback."""
     run = _executed_run(tmp_path, monkeypatch, mode="quick", kernel="gpulab-cpu")
-    html = pipeline.html_dir(run)
+    html = runs.html_dir(run)
     html.mkdir(parents=True)
     (html / "index.html").write_text("")
-    monkeypatch.setattr(pipeline.os, "execv", lambda *a: pytest.fail("the port is taken"))
+    monkeypatch.setattr(site_serve.os, "execv", lambda *a: pytest.fail("the port is taken"))
     with socket.socket() as other:
         other.bind(("127.0.0.1", 0))
         other.listen()

@@ -11,10 +11,10 @@ import pytest
 
 from gpulab import roofline, specs
 from gpulab.core.errors import GpulabConfigError
-from gpulab.estimate.roofline import spec_table
 from gpulab.machine.hardware import CPUInfo, GPUInfo, HardwareReport, TorchInfo, detect
 from gpulab.machine.peaks import CPUPeakEstimate, cpu_peak, device_peak
 from gpulab.reference.specs import DTYPES, GPUSpec, find_gpu, get_gpu, load_gpus
+from tests.helpers import raw_data
 
 GPUS = load_gpus()
 ROWS = sorted(GPUS)
@@ -215,14 +215,15 @@ def test_get_gpu_exact_then_reported_then_error():
         get_gpu("RTX4090")
 
 
-def test_spec_table_rows():
-    rows = spec_table(["RTX 4090", "T4"])
-    assert [r["name"] for r in rows] == ["RTX 4090", "T4"]
-    assert rows[0]["ridge_flop_per_byte"] == pytest.approx(163.888, rel=1e-4)
-    assert rows[1]["ridge_dtype"] == "fp16" and rows[1]["bf16_tflops"] is None
-    assert all(r["source"] for r in spec_table())
+def test_ridge_points_and_sources_of_the_rows():
+    """The RTX 4090's bf16 ridge point; the T4 (Turing) has no bf16 peak; every row cites."""
+    ridge = roofline.gpu_ridge_point(get_gpu("RTX 4090"), "bf16")
+    assert ridge == pytest.approx(163.888, rel=1e-4)
+    assert "bf16" not in get_gpu("T4").peak_tflops
+    assert roofline.gpu_ridge_point("T4", "bf16") is None and roofline.gpu_ridge_point("T4", "fp16")
+    assert all(g.source for g in load_gpus().values())
     with pytest.raises(GpulabConfigError):
-        spec_table(["no such GPU"])
+        get_gpu("no such GPU")
 
 
 # --------------------------------------------------------------------------- CPU estimate
@@ -358,7 +359,8 @@ def test_cpu_peak_arithmetic_of_the_articles_cpu():
 
 def test_cpu_table_rows_have_sources_and_bad_input_is_named():
     """Every CPU row cites a source; unknown names and clocks are refused clearly."""
-    assert all(c.source for c in specs.load_cpus().values())
+    names = raw_data("cpu_specs.json")["cpus"]  # every row as stored, read through get_cpu
+    assert names and all(specs.get_cpu(name).source for name in names)
     with pytest.raises(GpulabConfigError, match="name='Pentium 4' is not a CPU in the table"):
         specs.get_cpu("Pentium 4")
     with pytest.raises(GpulabConfigError, match="clock='max'"):
@@ -433,7 +435,8 @@ REPORTED_MIB = {"RTX 4090": 24564, "RTX 3090": 24576, "A100 80GB SXM": 81920, "H
 
 def test_every_row_has_a_reported_capacity_with_its_source():
     """memory_bytes comes from a per-row MiB figure, with a published source or the reason."""
-    reported = specs.reported_memory()
+    reported = {name: row["memory_reported"]  # the rows as stored, not as gpulab reads them
+                for name, row in raw_data("gpu_specs.json")["gpus"].items()}
     assert set(reported) == set(specs.load_gpus())
     for name, row in reported.items():
         assert row["kind"] in ("reported", "nominal-gib"), name
@@ -452,7 +455,7 @@ def test_geforce_cards_report_about_their_marketed_figure_in_gib_and_ecc_cards_i
     """The rule behind the nominal-GiB rows: GDDR cards without ECC report their GB as GiB."""
     for name in ("RTX 3060 12GB", "RTX 3090", "RTX 4090", "RTX 5090"):
         g = specs.get_gpu(name)
-        assert specs.reported_memory()[name]["kind"] == "reported"
+        assert g.memory_kind == "reported"
         assert g.memory_bytes / (g.memory_gb * 2**30) == pytest.approx(1, abs=0.005), name
     for name in ("T4", "L4"):  # ECC takes its share: within 1% of the marketed decimal GB
         g = specs.get_gpu(name)

@@ -20,7 +20,7 @@ def test_each_row_cites_its_figures_and_has_what_the_calculators_read(name):
     assert len(g.source) > 200 and g.note  # names where each figure comes from
     assert g.launch_date and g.board_power_w and g.bandwidth_gbs and g.peak_tflops["fp32"]
     assert g.derived_bandwidth_gbs() == pytest.approx(g.bandwidth_gbs, rel=0.01)
-    assert specs.reported_memory()[name]["source"]
+    assert g.memory_source
     assert g.memory_mib in (8188, 8192, 12288, 16384)
 
 

@@ -12,8 +12,9 @@ import torch
 import torch.nn.functional as F
 from torch.utils.data import DataLoader
 
-from gpulab import labs, slowloop, slowloop_grading, training_loops
+from gpulab import slowloop, slowloop_grading, training_loops
 from gpulab.course.slowloop import class_weights
+from tools.authoring import learner_generator
 
 ROOT = Path(__file__).resolve().parents[2]
 LAB = ROOT / "labs" / "05_fix_slow_training_loop_lab.ipynb"
@@ -102,11 +103,11 @@ def test_the_lab_shows_the_library_loops_as_they_are():
     assert shown == inspect.getsource(training_loops.slow_training_loop).rstrip("\n")
     solution = "".join(_cell(nb, "fixed-loop")["source"])
     assert solution == inspect.getsource(training_loops.fixed_training_loop).rstrip("\n")
-    assert labs.refresh_generated(json.loads(LAB.read_text(encoding="utf-8"))) is False
+    assert learner_generator.refresh_generated(json.loads(LAB.read_text(encoding="utf-8"))) is False
 
 
 def test_the_learner_starts_from_a_copy_of_the_slow_loop_to_edit():
-    learner = json.loads(labs.learner_path(LAB).read_text(encoding="utf-8"))
+    learner = json.loads(learner_generator.learner_path(LAB).read_text(encoding="utf-8"))
     start = "".join(_cell(learner, "fixed-loop")["source"])
     body = inspect.getsource(training_loops.slow_training_loop).replace(
         "def slow_training_loop(", "def fixed_training_loop(", 1).rstrip("\n")
@@ -117,7 +118,7 @@ def test_the_learner_starts_from_a_copy_of_the_slow_loop_to_edit():
 def test_a_stale_library_cell_is_refreshed_and_reported():
     nb = json.loads(LAB.read_text(encoding="utf-8"))
     _cell(nb, "slow-loop-source")["source"] = "def slow_training_loop(run):\n    return []"
-    assert labs.refresh_generated(nb) is True
+    assert learner_generator.refresh_generated(nb) is True
     assert "".join(_cell(nb, "slow-loop-source")["source"]).startswith("def slow_training_loop(run: LoopRun)")
     with pytest.raises(ValueError, match="no function 'nope'"):
-        labs.library_source("gpulab.course.training_loops:nope")
+        learner_generator.library_source("gpulab.course.training_loops:nope")

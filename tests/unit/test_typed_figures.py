@@ -1,10 +1,10 @@
-"""No figure is typed by hand into the pages (tools/typed_figures.py); its detector, by cases."""
+"""No figure is typed by hand into the pages (tools/checks/typed_figures.py); its detector, by cases."""
 
 from __future__ import annotations
 
 import pytest
 
-from tools import typed_figures as tf
+from tools.checks import typed_figures as tf
 
 
 def test_no_page_types_a_figure():

@@ -22,7 +22,7 @@ import yaml
 
 from tests.helpers import missing
 from tests.site.conftest import find_chromium
-from tools import pipeline
+from tools.execution import runs
 from tools.notebook_meta import load_config
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -152,14 +152,14 @@ def test_test_workflow_runs_make_test_with_chrome_and_uploads_the_reports():
     assert make[0]["timeout-minutes"] == 90
     upload = _step_using(steps, "actions/upload-artifact")
     assert upload["if"] == "always()"
-    quick = pipeline.RunConfig(mode="quick", kernel="gpulab-cpu")
-    assert upload["with"]["path"].rstrip("/") == _rel(pipeline.report_path(quick).parent)
+    quick = runs.RunConfig(mode="quick", kernel="gpulab-cpu")
+    assert upload["with"]["path"].rstrip("/") == _rel(runs.report_path(quick).parent)
     # the CPU torch is installed before make test creates anything
     assert steps.index(_torch_step(steps)) < steps.index(make[0])
 
 
 def test_pages_workflow_builds_the_book_and_deploys_the_pipelines_html():
-    """`make book`, then the folder pipeline.html_dir gives for the full gpulab run, deployed."""
+    """`make book`, then the folder runs.html_dir gives for the full gpulab run, deployed."""
     wf = _workflow("pages.yml")
     assert set(wf["on"]) == {"push", "workflow_dispatch"}
     assert wf["on"]["push"]["branches"] == ["main"]
@@ -168,7 +168,7 @@ def test_pages_workflow_builds_the_book_and_deploys_the_pipelines_html():
     assert "make book" in _run_lines(build)
     _step_using(build, "actions/configure-pages")
     upload = _step_using(build, "actions/upload-pages-artifact")
-    html = pipeline.html_dir(pipeline.RunConfig(mode="full", kernel="gpulab"))
+    html = runs.html_dir(runs.RunConfig(mode="full", kernel="gpulab"))
     assert upload["with"]["path"].rstrip("/") == _rel(html)
     assert build.index(_torch_step(build)) < build.index(
         next(s for s in build if s.get("run", "").strip() == "make book"))
@@ -192,8 +192,8 @@ def test_gpu_workflow_runs_make_test_gpu_on_the_runners_python():
     assert "constraints.txt" not in "\n".join(lines)  # the runner's CUDA torch must stay
     upload = _step_using(_steps(wf), "actions/upload-artifact")
     assert upload["if"] == "always()"
-    gpu_run = pipeline.RunConfig(mode="quick", kernel="gpulab")
-    assert upload["with"]["path"].rstrip("/") == _rel(pipeline.report_path(gpu_run).parent)
+    gpu_run = runs.RunConfig(mode="quick", kernel="gpulab")
+    assert upload["with"]["path"].rstrip("/") == _rel(runs.report_path(gpu_run).parent)
 
 
 def test_colab_workflow_runs_both_notebooks_with_papermill_on_the_installed_package():
@@ -351,7 +351,7 @@ def test_colab_install_spec_is_built_from_config_yml_as_the_colab_cell_is(tmp_pa
     env = {"PATH": f"{tmp_path / 'fakebin'}{os.pathsep}{os.environ['PATH']}", "GITHUB_OUTPUT": str(out)}
     result = _bash(step["run"], ROOT, env)
     assert result.returncode == 0, result.stdout + result.stderr
-    from tools.nbcheck import install_spec  # what writes the notebooks' Colab cell
+    from tools.checks.nbcheck import install_spec  # what writes the notebooks' Colab cell
 
     assert out.read_text().splitlines() == [f"spec={install_spec(config)}"]
     install = next(s for s in _steps(wf) if '"$SPEC"' in s.get("run", ""))

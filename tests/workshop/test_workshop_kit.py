@@ -15,7 +15,7 @@ import pytest
 
 from gpulab import rules
 from tests.helpers import need_module
-from tools import link_tables
+from tools.authoring import link_tables
 from workshop import attendee_links, singleuser
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -137,8 +137,8 @@ def test_attendee_page_links_every_notebook_to_colab():
 
 def test_attendee_table_has_a_colab_link_per_notebook():
     """One row per notebook, and a lab row links its learner copy as the exercise."""
+    from tools.execution.runs import discover
     from tools.notebook_meta import load_config
-    from tools.pipeline import discover
 
     table = link_tables.attendee_table(load_config())
     for path in discover():
@@ -191,12 +191,12 @@ def test_agenda_timings_match_what_each_notebook_states():
 def test_the_guide_sets_exercises_by_label_for_every_notebook_of_its_agendas():
     """Each notebook or lab an agenda names has exercises set by label in the checkpoints
     table, and every label the guide points to is an exercise of the book."""
-    from gpulab.course import exercises
-    from tools import pipeline
+    from tools.authoring import exercises
+    from tools.execution import runs
 
     text = GUIDE.read_text()
     by_label = {}
-    for path in pipeline.discover():
+    for path in runs.discover():
         for group in exercises.exercises(json.loads(path.read_text(encoding="utf-8"))):
             by_label[group.label] = str(path.relative_to(ROOT))
     # exercise labels: ch00-..., lab05-..., app-... (the guide's own section labels are not)

@@ -101,7 +101,6 @@ __all__ = [
     "checked",
     "check_value",
     "did_you_mean",
-    "require_positive",
     "require_positive_ints",
     "validate_fields",
 ]
@@ -481,9 +480,3 @@ def require_positive_ints(**values: object) -> None:
     """Raise GpulabConfigError naming the first value that is not a positive integer."""
     for name, value in values.items():
         check_value(name, value, PositiveInt)
-
-
-def require_positive(**values: object) -> None:
-    """Raise GpulabConfigError naming the first value that is not a positive finite number."""
-    for name, value in values.items():
-        check_value(name, value, PositiveFloat)

@@ -1,6 +1,7 @@
 """gpulab.course: teaching support, at the top of the library.
 
-What it owns: exercise checks and the learner-copy generator (``labs``), chapter 5's slow
+What it owns: the lab checks a learner runs (``labs``; the learner copies and the exercises'
+rules are authoring code, in the repository's ``tools/authoring``), chapter 5's slow
 training loop, its fixes and their grading, and its profiling (``slowloop``,
 ``slowloop_grading``, ``slowloop_profile``), the text corpus and the tiny language model
 trained on it (``textdata``), and the fact-check: the claims' registry of derivations

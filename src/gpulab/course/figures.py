@@ -1,9 +1,9 @@
 """The figures the chapter pages paste, by name, in one namespace across the chapters.
 
 A page says ``{fig}`llama70_q4km_gb:.1f``` and the site build pastes the value of that name,
-formatted by the spec after the last ":" (tools/sphinx_figures.py). The values are computed in
+formatted by the spec after the last ":" (tools/sphinx_ext/figures.py). The values are computed in
 one place, each chapter's ``figures_ch0N.figures()``, so a constant changed in gpulab changes
-every page that shows a figure derived from it; ``tools/page_figures.py`` resolves the same
+every page that shows a figure derived from it; ``tools/checks/page_figures.py`` resolves the same
 references without building the site, for the tests.
 """
 

@@ -1,9 +1,9 @@
 """Chapter 5's lab as plain code: the slow training loop as first written, and the same loop fixed.
 
 The lab's notebook shows ``slow_training_loop`` in an editable cell whose source the lab
-generator copies from here (``gpulab.course.labs``; a test fails when the two differ), and the
-solution cell is ``fixed_training_loop``; the learner copy starts from a copy of the slow loop.
-``benchmarks/slow_loop.py`` times these same two functions, and
+generator copies from here (``tools/authoring/learner_generator.py``; a test fails when the two
+differ), and the solution cell is ``fixed_training_loop``; the learner copy starts from a copy
+of the slow loop. ``benchmarks/slow_loop.py`` times these same two functions, and
 ``gpulab.course.slowloop_grading.grade_loop`` grades a learner's loop against them by running it.
 
 A loop receives a ``LoopRun`` (the data, its order, the model, the optimizer, the device, the

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import OneOf, PositiveFloat, PositiveInt, check_value, checked
 from gpulab.reference.formats import DTYPE_BYTES
-from gpulab.reference.specs import GPUSpec, PeakDtype, load_gpus, resolve_gpu
+from gpulab.reference.specs import GPUSpec, PeakDtype, resolve_gpu
 
 
 @dataclass(frozen=True)
@@ -195,31 +195,3 @@ def gpu_ridge_point(gpu: GPUSpec | str, dtype: PeakDtype = "bf16") -> float | No
     return None if peak is None else ridge_point(peak, spec.bandwidth_bytes_per_s)
 
 
-def _short_source(source: str, limit: int = 70) -> str:
-    """The start of a source string, cut at a word boundary."""
-    if len(source) <= limit:
-        return source
-    return source[:limit].rsplit(" ", 1)[0] + " ..."
-
-
-@checked
-def spec_table(names: list[str] | None = None) -> list[dict[str, Any]]:
-    """Rows for a notebook table: memory, bandwidth, fp32/bf16 peaks, ridge point, source."""
-    specs = list(load_gpus().values()) if names is None else [resolve_gpu(n, "names") for n in names]
-    rows = []
-    for spec in specs:
-        # Turing (T4) has no bf16: its ridge point is the fp16 one, and the row says so.
-        ridge_dtype = "bf16" if "bf16" in spec.peak_tflops else "fp16"
-        rows.append(
-            {
-                "name": spec.name,
-                "memory_gb": spec.memory_gb,
-                "bandwidth_gbs": spec.bandwidth_gbs,
-                "fp32_tflops": spec.peak_tflops.get("fp32"),
-                "bf16_tflops": spec.peak_tflops.get("bf16"),
-                "ridge_flop_per_byte": gpu_ridge_point(spec, ridge_dtype),
-                "ridge_dtype": ridge_dtype,
-                "source": _short_source(spec.source),
-            }
-        )
-    return rows

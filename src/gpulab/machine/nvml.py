@@ -3,13 +3,13 @@
 Defensive by design, because drivers and bindings vary: every NVML call runs in its own
 ``try``, every value is converted under its own guard (an ``"N/A"``, a NaN or an undecodable
 name makes that one field unknown, with a note, and the GPU stays in the report), the device
-count is bounded, and the whole probe, the import of pynvml included, has a time limit, so a
-hung driver or a hung binding cannot hang ``python -m gpulab doctor``.
+count is bounded, and the whole probe, the import of pynvml included, runs in a daemon thread
+under detection's time limit (``hardware.detect``), so a hung driver or a hung binding cannot
+hang ``python -m gpulab doctor``.
 """
 
 from __future__ import annotations
 
-import math
 import os
 import threading
 import time
@@ -20,11 +20,10 @@ from gpulab.core.units import GIB
 from gpulab.machine.report import THROTTLE_REASONS, GPUInfo, plausible
 from gpulab.machine.visible import VisibleDevices, select_visible
 
-__all__ = ["MAX_GPUS", "NVML_TIMEOUT_S", "import_nvml", "in_daemon_thread", "join_until",
-           "nvml_gpus", "nvml_read", "nvml_timeout_note", "throttle_reasons"]
+__all__ = ["MAX_GPUS", "import_nvml", "in_daemon_thread", "join_until", "nvml_read",
+           "nvml_timeout_note", "throttle_reasons"]
 
 MAX_GPUS = 64  # more than any one machine holds; a count above it is a driver's placeholder
-NVML_TIMEOUT_S = 10.0  # the whole probe; a healthy driver answers in well under a second
 
 
 def _text(value: Any) -> str | None:
@@ -344,33 +343,3 @@ def nvml_timeout_note(progress: dict[str, Any], timeout_s: float) -> str:
                 "hangs; `python -c \"import pynvml\"` shows whether it ever returns")
     return (f"NVML did not answer within {timeout_s:g} s (a hung driver?); "
             "`nvidia-smi` shows whether the driver responds")
-
-
-def _usable_timeout(timeout_s: Any) -> tuple[float, list[str]]:
-    """``timeout_s`` as a wait threading accepts; an odd one becomes the default, with a note."""
-    if isinstance(timeout_s, (int, float)) and not isinstance(timeout_s, bool):
-        if timeout_s == math.inf:  # "wait as long as it takes": the longest wait there is
-            return threading.TIMEOUT_MAX, []
-        if math.isfinite(timeout_s) and timeout_s > 0:
-            return min(float(timeout_s), threading.TIMEOUT_MAX), []
-    return NVML_TIMEOUT_S, [f"NVML time limit {timeout_s!r} is not a number of seconds above 0; "
-                            f"using {NVML_TIMEOUT_S:g} s"]
-
-
-def nvml_gpus(visible: VisibleDevices, nvml: Any = None,
-              timeout_s: float = NVML_TIMEOUT_S) -> tuple[list[GPUInfo] | None, int, list[str]]:
-    """List GPUs through NVML, filtered by CUDA_VISIBLE_DEVICES; never raises, never hangs.
-
-    Returns (gpus, present, notes); gpus is None when NVML itself is unavailable (or did not
-    answer within ``timeout_s``, the import of pynvml included), so that the caller can fall
-    back to torch. ``present`` counts every GPU NVML saw, hidden or not.
-    """
-    limit, notes = _usable_timeout(timeout_s)
-    progress: dict[str, Any] = {}
-    worker, result = in_daemon_thread(lambda: nvml_read(visible, nvml, progress),
-                                      "gpulab-nvml-probe")
-    join_until(worker, time.monotonic() + limit)
-    if not result:
-        return None, 0, [*notes, nvml_timeout_note(progress, limit)]
-    gpus, present, probe_notes = result[0]
-    return gpus, present, [*notes, *probe_notes]

@@ -13,22 +13,16 @@ from typing import Any
 from gpulab.machine.nvml import MAX_GPUS
 from gpulab.machine.report import GPUInfo, TorchInfo
 
-__all__ = ["backend_of", "call", "import_torch", "import_torch_traced", "torch_gpus",
+__all__ = ["backend_of", "call", "import_torch_traced", "torch_gpus",
            "torch_info", "torch_read", "torch_timeout_info"]
 
 
-def import_torch() -> tuple[Any | None, str | None]:
-    """(torch, None), or (None, why not): not installed, or installed but failing to import.
-
-    A broken install (a missing libcudnn, a wheel for another Python) raises OSError,
-    RuntimeError or worse at import time; that becomes the reason, never a traceback.
-    """
-    torch, why, _ = import_torch_traced()
-    return torch, why
-
-
 def import_torch_traced() -> tuple[Any | None, str | None, str | None]:
-    """Like ``import_torch``, plus the module that broke the import when it is not torch itself.
+    """Import torch: (torch, None, None); (None, None, None) where it is not installed.
+
+    Otherwise (None, why the import failed, the module that broke it when that is not torch
+    itself). A broken install (a missing libcudnn, a wheel for another Python) raises OSError,
+    RuntimeError or worse at import time; that becomes the reason, never a traceback.
 
     torch.cuda imports pynvml and catches only ImportError, so a pynvml that raises anything
     else (or calls sys.exit) makes `import torch` fail; the traceback says so.

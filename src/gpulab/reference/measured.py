@@ -22,7 +22,7 @@ from gpulab.core.validate import OneOf, checked
 from gpulab.reference import languages
 
 __all__ = ["BACKENDS", "ENV_VAR", "NOT_VERIFIED", "PACKAGED_DIR", "REQUIRED_PROVENANCE", "backend_status",
-           "directory", "load_all", "provenance_problems", "save", "section", "slug"]
+           "directory", "load_all", "save", "section", "slug"]
 
 ENV_VAR = "GPULAB_MEASURED_DIR"
 PACKAGED_DIR = Path(str(resources.files("gpulab") / "data" / "measured"))
@@ -45,19 +45,6 @@ def directory() -> Path:
 def slug(gpu_name: str) -> str:
     """The file name of a GPU's figures: 'NVIDIA H200' -> 'nvidia-h200'."""
     return re.sub(r"[^a-z0-9]+", "-", str(gpu_name).lower()).strip("-") or "unknown"
-
-
-def provenance_problems(prov: Any, require_gpu: bool = True) -> list[str]:
-    """What is wrong with a section's provenance (empty when nothing is)."""
-    if not isinstance(prov, dict):
-        return ["provenance is not an object"]
-    problems = [f"provenance lacks {key!r}" for key in REQUIRED_PROVENANCE if not prov.get(key)
-                and key not in ("driver", "cuda")]
-    problems += [f"provenance lacks {key!r}" for key in ("driver", "cuda") if key not in prov]
-    if require_gpu and prov.get("device") not in ("cuda", "rocm"):
-        problems.append(f"device={prov.get('device')!r}: only figures measured on a GPU "
-                        "(cuda or rocm) belong in the package's data/measured/")
-    return problems
 
 
 def save(gpu_name: str, section_name: str, figures: dict[str, Any], prov: dict[str, Any],

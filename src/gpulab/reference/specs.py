@@ -42,9 +42,7 @@ __all__ = [
     "find_gpu",
     "get_cpu",
     "get_gpu",
-    "load_cpus",
     "load_gpus",
-    "reported_memory",
     "resolve_gpu",
     "sorted_gpu_names",
     "tensor_capacity",
@@ -206,12 +204,6 @@ def _row(name: str, row: dict[str, Any]) -> GPUSpec:
 
 def _data(name: str) -> dict[str, Any]:
     return json.loads((resources.files("gpulab") / "data" / name).read_text(encoding="utf-8"))
-
-
-def reported_memory() -> dict[str, dict[str, Any]]:
-    """Each row's driver-reported capacity: {"mib", "kind", "source"}, by GPU name."""
-    return {name: {"mib": g.memory_mib, "kind": g.memory_kind, "source": g.memory_source}
-            for name, g in _table().items()}
 
 
 @lru_cache(maxsize=1)
@@ -431,11 +423,6 @@ def _cpu_table() -> dict[str, CPUSpec]:
         fields = {k: v for k, v in row.items() if k != "core_groups"}
         table[name] = CPUSpec(name=name, core_groups=groups, **fields)
     return table
-
-
-def load_cpus() -> dict[str, CPUSpec]:
-    """All CPU rows by name."""
-    return dict(_cpu_table())
 
 
 @checked

@@ -6,7 +6,7 @@ words are read off the figure's axes when it is displayed, so they cannot drift 
 
 The course's kernels load this module as an IPython extension (jupyter/kernels/*/kernel.json);
 each figure's PNG output then carries ``{"alt": ...}`` in its metadata, which the site build
-(tools/pipeline.py) hands to myst-nb as the image's alt attribute.
+(tools/staging/site_copy.py) hands to myst-nb as the image's alt attribute.
 """
 
 from __future__ import annotations

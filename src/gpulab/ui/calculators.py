@@ -7,16 +7,16 @@ show is computed by the library itself, never by a JavaScript twin of it:
 - on the built site, the script (``gpulab/ui/js/calculators.mjs``, put into the snippet as it
   is) loads Pyodide and an archive of gpulab's pure layers (``python_archive``: core,
   reference, estimate and their data) from the site's own ``_static/`` folder, where
-  tools/pipeline.py copies them; no CDN. Each edit sends the inputs' text to
+  tools/staging/stage.py copies them; no CDN. Each edit sends the inputs' text to
   ``gpulab.estimate.calculator.page_outputs_json`` and writes back its outputs;
 - the snippet is rendered with the outputs of its default inputs, computed here by the same
   function, so it shows them at once, and in Jupyter (no site, no Pyodide) it keeps them and
   says where the live calculators are (the site, or ``gpulab.widgets.memory_calculator``).
 
-``memory_expected`` and ``cost_expected`` compute what each calculator must show straight from
-``gpulab.memory``, ``gpulab.perf``, ``gpulab.specs`` and ``gpulab.cost``, a path independent
-of the page's; the unit tests, the node tests (tests/js) and the browser test (tests/site)
-compare the page with them. Every output element carries ``data-out="<key>"`` and its
+What each calculator must show is computed straight from ``gpulab.memory``, ``gpulab.perf``,
+``gpulab.specs`` and ``gpulab.cost`` by the tests' oracle (tests/calculator_oracle.py), a path
+independent of the page's; the unit tests, the node tests (tests/js) and the browser test
+(tests/site) compare the page with it. Every output element carries ``data-out="<key>"`` and its
 unrounded value in ``data-value``; the calculator's root carries ``data-state`` ("static",
 "loading", "ready" or "failed").
 """
@@ -33,8 +33,7 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import PositiveFloat, PositiveInt, checked
-from gpulab.estimate import calculator, cost, memory, perf, published_bounds
+from gpulab.estimate import calculator, cost, published_bounds
 from gpulab.reference import formats, models, specs
 
 __all__ = [
@@ -47,16 +46,14 @@ __all__ = [
     "PAYLOAD_SUFFIX",
     "PYODIDE_DIR",
     "cost_calculator_html",
-    "cost_expected",
     "memory_calculator_html",
-    "memory_expected",
     "payload_script",
     "python_archive",
     "script",
 ]
 
 # Where the site carries what the script loads, relative to its _static/ folder
-# (tools/pipeline.py puts them there; the snippet tells the script through data attributes).
+# (tools/staging/stage.py puts them there; the snippet tells the script through data attributes).
 PYODIDE_DIR = "pyodide/"  # pyodide.mjs, pyodide.asm.js/.wasm, python_stdlib.zip, pyodide-lock.json
 ARCHIVE = "gpulab/gpulab-py.zip"
 # The archive: gpulab's top-level module, its pure layers and the data they read, as patterns
@@ -118,40 +115,6 @@ def script() -> str:
     return text
 
 
-# --------------------------------------------------------------------------- what must be shown
-
-
-@checked  # checked here, so that an error names `users`, not gpulab.memory's `batch`
-def memory_expected(model: str, weights: formats.WeightFormatName, context: PositiveInt,
-                    users: PositiveInt, gpu: str, kv_cache: formats.KVFormat = "bf16",
-                    memory_gb: PositiveFloat | None = None) -> dict:
-    """What the memory calculator must show, from gpulab.memory, gpulab.perf, gpulab.specs and
-    the published runs (the page goes through gpulab.choose and gpulab.published_bounds):
-    bytes, the fits, tokens/s and the typical range (None where it does not fit), the GPUs."""
-    spec = models.get(model)
-    b = memory.estimate_inference(spec, weights, kv_cache, users, context)
-    gpus = specs.load_gpus()
-    card = specs.get_gpu(gpu)
-    fits = b.total <= card.model_memory_bytes
-    tps = perf.decode_tokens_per_s(spec, weights, kv_cache, batch=users, seq_len=context,
-                                   bandwidth_gbs=card.bandwidth_gbs)
-    # the published decode runs' measured / bound, sorted: lowest, median, highest
-    shares = sorted(c.measurement.figure / c.bound for c in published_bounds.compare_all()
-                    if c.kind == "decode" and c.bound is not None)
-    middle = len(shares) // 2
-    median = shares[middle] if len(shares) % 2 else (shares[middle - 1] + shares[middle]) / 2
-    typical = (tps * shares[0], tps * median, tps * shares[-1]) if fits and users == 1 else None
-    own = None if memory_gb is None else b.total <= (memory_gb * 1e9 - 2**29) / 1.05
-    return {
-        "total": b.total, "weights": b.weights, "kv": b.kv_cache,
-        "other": b.total - b.weights - b.kv_cache,
-        "fits": fits, "fits_own": own,
-        "fits_on": sorted(g.name for g in gpus.values() if b.total <= g.model_memory_bytes),
-        "tps_total": tps if fits else None, "tps_user": tps / users if fits else None,
-        "tps_typical": typical,
-    }
-
-
 # (key, label, default) of each cost input; the defaults are the GPU tutorial's example (seed
 # 000): a 15,000 CNY RTX 4090 build at 350 W, 10 h a day, 0.6 CNY/kWh, against renting a 4090
 # on AutoDL at 2.8 CNY/h. tokens/s is the reader's own rate (none is assumed by the library).
@@ -170,31 +133,6 @@ COST_INPUTS = tuple((key, _COST_LABEL[key], default) for key, default in (
     ("tokens_per_s", 50.0),
 ))
 COST_DEFAULTS = {key: default for key, _, default in COST_INPUTS}
-_SETUP_FIELDS = ("hardware_price", "power_load_w", "electricity_per_kwh", "hours_per_day",
-                 "power_idle_w", "utilisation", "years")
-
-
-def cost_expected(values: dict, currency: str = "CNY") -> dict:
-    """What the cost calculator must show for these inputs, computed by gpulab.cost.
-
-    Raises GpulabConfigError naming the field for input the calculator must refuse.
-    """
-    setup = cost.LocalSetup(**{k: values[k] for k in _SETUP_FIELDS}, currency=currency)
-    rate = cost.CloudRate(values["price_per_hour"], currency, values["monthly_fee"])
-    tokens_per_s = values["tokens_per_s"]
-    hours = cost.busy_hours_per_day(setup)
-    return {
-        "electricity_per_day": cost.electricity_per_day(setup),
-        "electricity_per_month": cost.electricity_per_month(setup),
-        "electricity_per_year": cost.electricity_per_year(setup),
-        "local_monthly": cost.local_monthly_cost(setup),
-        "cloud_monthly": cost.cloud_monthly_cost(rate, hours),
-        "break_even_months": cost.break_even_months(setup, rate),
-        "local_per_million": cost.cost_per_million_tokens(cost.local_cost_per_busy_hour(setup),
-                                                          tokens_per_s),
-        "cloud_per_million": cost.cost_per_million_tokens(cost.cloud_cost_per_hour(rate, hours),
-                                                          tokens_per_s),
-    }
 
 
 # --------------------------------------------------------------------------- shared pieces

@@ -46,9 +46,9 @@ def with_site_html(widget: ipywidgets.Widget, site_html: str) -> ipywidgets.Widg
     """Give a widget's display bundle a text/html version, marked as the one the site shows.
 
     A saved widget on the static site has no kernel behind it, so it looks live and does
-    nothing; tools/pipeline.py's keep_site_representations keeps only the representation the
-    output's metadata names (``{"gpulab": {"site": "text/html"}}``). Jupyter and Colab show
-    the widget, which their widget renderers prefer to the HTML.
+    nothing; tools/staging/site_copy.py's keep_site_representations keeps only the
+    representation the output's metadata names (``{"gpulab": {"site": "text/html"}}``).
+    Jupyter and Colab show the widget, which their widget renderers prefer to the HTML.
     """
     widget_bundle = widget._repr_mimebundle_
 

@@ -2,12 +2,12 @@
 
 A page says ``{fig}`llama70_q4km_gb:.1f``` (a name of ``gpulab.course.figures.all_figures()``,
 then the format spec after the last ":", which may be left out for an int or a str) and the
-site build pastes the value (tools/sphinx_figures.py, through ``resolve`` below). This tool
+site build pastes the value (tools/sphinx_ext/figures.py, through ``resolve`` below). This tool
 resolves the same references without building the site: it checks that each names a figure
 and a spec that applies to it, and renders a page as the site will say it.
 
-    python tools/page_figures.py                 # check every page's references
-    python tools/page_figures.py --render PAGE   # the page with its values pasted in
+    python tools/checks/page_figures.py                 # check every page's references
+    python tools/checks/page_figures.py --render PAGE   # the page with its values pasted in
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "book"
 FIG_ROLE = re.compile(r"\{fig\}`(?P<body>[^`]*)`")
 NAME = re.compile(r"[a-z][a-z0-9_]*")  # the names figures() gives: snake_case
@@ -71,7 +71,8 @@ def resolve(name: str, spec: str, where: str = "") -> str:
     try:  # no spec: the one the figure's table gives (gpulab.course.figure_formats)
         return format_figure(values[name], spec or default_format(name))
     except (TypeError, ValueError) as exc:
-        raise FigureError(f"{where}spec {spec!r} does not apply to {values[name]!r}: {exc}") from None
+        raise FigureError(f"{where}spec {spec!r} does not apply to {values[name]!r}: "
+                          f"{exc}") from None
 
 
 def parse(text: str, page: str) -> list[FigRef]:

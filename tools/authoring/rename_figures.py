@@ -5,10 +5,11 @@ msgstr of every catalogue entry that holds it; renaming it in the page alone wou
 translation behind (its msgid would no longer match, and the Chinese edition would fall back
 to English). This tool rewrites both, so that no translation is lost:
 
-    python tools/rename_figures.py OLD=NEW [OLD=NEW ...]
+    python tools/authoring/rename_figures.py OLD=NEW [OLD=NEW ...]
 
 The figure itself is renamed in its ``gpulab.course.figures_ch0N`` module by hand (its keys
-are often built in code); ``tools/page_figures.py`` then names any reference left unresolved.
+are often built in code); ``tools/checks/page_figures.py`` then names any reference
+left unresolved.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "book"
 CATALOGUES = ROOT / "locales"
 FIG_ROLE = re.compile(r"\{fig\}`(?P<name>[a-z][a-z0-9_]*)(?P<spec>:[^`]*)?`")

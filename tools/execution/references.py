@@ -20,7 +20,7 @@ import nbformat
 from nbval.plugin import IPyNbCell, IPyNbFile, get_sanitize_patterns, nocolors
 
 REFERENCE_TAG = "nbval-check-output"
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 SANITIZE_FILE = ROOT / "tests" / "notebooks" / "nbval_sanitize.cfg"
 STORE = ROOT / "tests" / "notebooks" / "references"
 # The keys nbval skips by default (IPyNbFile.__init__), images included (no --nbdime).

@@ -1,4 +1,4 @@
-// The language button (tools/sphinx_i18n.py) opens the same page in the other edition, in the
+// The language button (tools/sphinx_ext/i18n.py) opens the same page in the other edition, in the
 // same tab: the theme gives every header link target="_blank", which suits only outside sites.
 // It opens it at the same place: the editions share their anchors (a section's id comes from
 // the English source, a claim's is its number), so the page's current #hash is carried over.

@@ -7,7 +7,7 @@ The value comes from ``gpulab.course.figures.all_figures()`` when the site is bu
 ``tools/page_figures.resolve``, the resolver the tests use too; a name or a spec that does not
 resolve fails the build (-W). The pasted text is a ``<span class="pasted-text" data-fig=...>``,
 so that a test can read back every figure of both editions by name, and so that the Chinese
-edition renders the few words figures carry ("fits") in Chinese (tools/sphinx_i18n.py).
+edition renders the few words figures carry ("fits") in Chinese (tools/sphinx_ext/i18n.py).
 Registered as a local extension in ``_config.yml``.
 """
 
@@ -22,7 +22,7 @@ class figure_value(nodes.inline):  # noqa: N801 (docutils names node classes in 
 
 def fig_role(name, rawtext, text, lineno, inliner, options=None, content=None):
     """{fig}`name:spec`: the figure's value, formatted as the spec says."""
-    from tools import page_figures
+    from tools.checks import page_figures
 
     figure, spec = page_figures.split(text)
     try:

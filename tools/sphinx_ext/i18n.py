@@ -27,13 +27,13 @@ from sphinx import addnodes
 from sphinx.transforms import SphinxTransform
 from sphinx.transforms.post_transforms import SphinxPostTransform
 
-# Sphinx loads this file from tools/; the editions' language data is tools.editions
-if str(Path(__file__).resolve().parents[1]) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+# Sphinx loads this file by module path; the editions' language data is tools.editions
+if str(Path(__file__).resolve().parents[2]) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpulab.reference import languages  # noqa: E402
 
-LANGUAGE_LINK_JS = "language-link.js"  # opens the other edition in the same tab (tools/site_static)
+LANGUAGE_LINK_JS = "language-link.js"  # opens the other edition in the same tab (tools/staging/static)
 
 
 def language_of(config) -> str:

@@ -39,7 +39,8 @@ QUOTED = re.compile(r"“[^”]*”|‘[^’]*’|\"[^\"\n]*\"|'[^'\n]{3,}'|《[
 GLOSS = re.compile(r"[（(][^（）()]*[）)]")
 # an English label the page keeps (a part's name as the program prints it), glossed in Chinese
 # right after it: "**wait for data**（等待数据）"
-GLOSSED_AFTER = re.compile(r"(?:[\s*]*[（(][^（）()\u4e00-\u9fff]*[）)])*[\s*]*[（(][^（）()]*[\u4e00-\u9fff]")
+GLOSSED_AFTER = re.compile(r"(?:[\s*]*[（(][^（）()\u4e00-\u9fff]*[）)])*"
+                           r"[\s*]*[（(][^（）()]*[\u4e00-\u9fff]")
 LATIN_RUN = re.compile(r"(?<![\w.\-/])[A-Za-z][\w'’.\-/]*(?:[ \t]+[A-Za-z][\w'’.\-/]*){2,}")
 MIN_LATIN_WORDS = 3
 

@@ -9,10 +9,10 @@ Registered as a local extension in ``_config.yml``.
 
 from __future__ import annotations
 
-STYLESHEET = "gpulab.css"  # copied into the site's static folder by tools/pipeline.py
-# the languages' font rules (tools/editions.language_css), written there by tools/pipeline.py
+STYLESHEET = "gpulab.css"  # copied into the site's static folder by tools/staging/stage.py
+# the languages' font rules (tools/editions.language_css), written there by tools/staging/stage.py
 LANGUAGE_STYLESHEET = "gpulab-languages.css"
-# Noto Sans SC's @font-face rules, one per Unicode slice (tools/pipeline.py copies it from npm)
+# Noto Sans SC's @font-face rules, one per Unicode slice (tools/staging/stage.py copies it from npm)
 CJK_FONT_STYLESHEET = "noto-sans-sc/index.css"
 
 

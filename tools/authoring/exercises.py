@@ -2,7 +2,8 @@
 
 A notebook stays plain CommonMark, because JupyterLab and Colab show MyST directives as raw
 text. An exercise is a Markdown cell tagged ``exercise`` whose first line is
-``### Exercise N: title`` and whose metadata names a label (``"gpulab": {"exercise": "ch02-kv-by-hand"}``).
+``### Exercise N: title`` and whose metadata names a label
+(``"gpulab": {"exercise": "ch02-kv-by-hand"}``).
 Its solution is the cells right after it tagged ``exercise-solution``: a Markdown cell opening
 with ``#### Solution``, then code cells that compute the answer and check it (an ``assert`` or
 ``labs.check``). The pipeline executes the solutions like every other cell.
@@ -13,7 +14,10 @@ with ``#### Solution``, then code cells that compute the answer and check it (an
   and gated ``{solution-start}``/``{solution-end}`` blocks, collapsed (the pipeline does this to
   the executed copies it builds the site from).
 - A lab's learner copy holds the exercises and none of their solutions (``strip_solutions``).
-- ``problems`` lists what breaks these rules; ``tools/nbcheck.py`` and the tests report it.
+- ``problems`` lists what breaks these rules; ``tools/checks/nbcheck.py`` and the tests report it.
+
+It is authoring code (the checks, the site's conversion, the learner copies), so it lives in
+the repository's tools: a learner's install of gpulab does not carry it.
 """
 
 from __future__ import annotations
@@ -21,6 +25,8 @@ from __future__ import annotations
 import copy
 import re
 from dataclasses import dataclass, field
+
+from tools.notebook_meta import cell_source
 
 EXERCISE_TAG = "exercise"
 SOLUTION_TAG = "exercise-solution"
@@ -33,11 +39,6 @@ CHECK = re.compile(r"^\s*assert\b|\bcheck(_\w+)?\(", re.M)
 # gated solutions of sphinx-exercise; a learner copy drops everything between them
 GATE_START = "solution-start"
 GATE_END = "solution-end"
-
-
-def _source(cell: dict) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
 
 
 def _tags(cell: dict) -> list[str]:
@@ -72,7 +73,7 @@ def exercises(nb: dict) -> list[Exercise]:
     for i, cell in enumerate(nb.get("cells", [])):
         tags = _tags(cell)
         if EXERCISE_TAG in tags:
-            match = HEADING.match(_source(cell).splitlines()[0] if _source(cell) else "")
+            match = HEADING.match(cell_source(cell).splitlines()[0] if cell_source(cell) else "")
             number, title = (int(match[1]), match[2].strip()) if match else (0, "")
             current = Exercise(i, number, title, label_of(cell))
             found.append(current)
@@ -95,7 +96,7 @@ def problems(nb: dict) -> list[str]:
         if SOLUTION_TAG in _tags(cell) and i not in owned:
             found.append(f"cell {i} is tagged {SOLUTION_TAG!r} but does not follow an exercise")
         if cell["cell_type"] == "markdown" and EXERCISE_TAG not in _tags(cell):
-            text = _source(cell)
+            text = cell_source(cell)
             if re.search(r"^##+ .*Exercises", text, re.M) and re.search(
                     r"^\s*\d+\.\s", text.split("Exercises", 1)[1], re.M):
                 found.append(f"cell {i} lists exercises as plain text; give each its own "
@@ -119,10 +120,10 @@ def problems(nb: dict) -> list[str]:
                          "right after it)")
             continue
         first = cells[g.solution[0]]
-        if first["cell_type"] != "markdown" or not _source(first).startswith(SOLUTION_HEADING):
+        if first["cell_type"] != "markdown" or not cell_source(first).startswith(SOLUTION_HEADING):
             found.append(f"{where} ({g.label}): its solution must open with a Markdown cell "
                          f"'{SOLUTION_HEADING}'")
-        code = [_source(cells[i]) for i in g.solution if cells[i]["cell_type"] == "code"]
+        code = [cell_source(cells[i]) for i in g.solution if cells[i]["cell_type"] == "code"]
         if not any(CHECK.search(src) for src in code):
             found.append(f"{where} ({g.label}): no solution code cell checks its answer "
                          "(an assert, or labs.check)")
@@ -151,7 +152,7 @@ def strip_solutions(nb: dict) -> dict:
     out = copy.deepcopy(nb)
     cells, inside = [], False
     for cell in out["cells"]:
-        text = _source(cell)
+        text = cell_source(cell)
         if SOLUTION_TAG in _tags(cell):
             continue
         if cell["cell_type"] == "markdown" and "{" + GATE_START + "}" in text:
@@ -166,8 +167,9 @@ def strip_solutions(nb: dict) -> dict:
 
 def holds_solution(nb: dict) -> bool:
     """True when any cell of the notebook is, or is part of, an exercise's solution."""
-    return any(SOLUTION_TAG in _tags(c) or GATE_START in _source(c) or GATE_END in _source(c)
-               or _source(c).startswith(SOLUTION_HEADING) for c in nb.get("cells", []))
+    return any(SOLUTION_TAG in _tags(c) or GATE_START in cell_source(c)
+               or GATE_END in cell_source(c) or cell_source(c).startswith(SOLUTION_HEADING)
+               for c in nb.get("cells", []))
 
 
 def _markdown(source: str, cell_id: str) -> dict:
@@ -180,14 +182,14 @@ def to_sphinx_exercise(nb: dict) -> dict:
     out = copy.deepcopy(nb)
     cells = out["cells"]
     for g in reversed(exercises(nb)):  # from the end, so earlier positions stay valid
-        body = _source(cells[g.index]).split("\n", 1)
+        body = cell_source(cells[g.index]).split("\n", 1)
         text = body[1].strip("\n") if len(body) > 1 else ""
         cells[g.index]["source"] = (f"::::{{exercise}} {g.title}\n:label: {g.label}\n\n{text}\n"
                                     "::::")
         if not g.solution:
             continue
         first = cells[g.solution[0]]
-        rest = _source(first)[len(SOLUTION_HEADING):].strip("\n")
+        rest = cell_source(first)[len(SOLUTION_HEADING):].strip("\n")
         first["source"] = (f":::{{{GATE_START}}} {g.label}\n:class: dropdown\n:::\n\n{rest}"
                            ).rstrip("\n")
         first["metadata"].pop("jp-MarkdownHeadingCollapsed", None)

@@ -3,12 +3,13 @@
 Every notebook and lab must have: a title, the Colab set-up cell generated from
 `_config.yml`, a papermill `parameters` cell with `device = "auto"` and `quick = False`,
 a hardware summary, a summary and exercises (each with its checked solution, saved
-collapsed: gpulab.course.exercises), standard metadata, and no outputs: a cell tagged
-`nbval-check-output` has its reference recorded in tests/notebooks/references (tools/references.py). Learner copies
-must match their solutions, and the README's notebook table must list every notebook.
+collapsed: tools/authoring/exercises.py), standard metadata, and no outputs: a cell tagged
+`nbval-check-output` has its reference recorded in tests/notebooks/references
+(tools/execution/references.py). Learner copies must match their solutions, and the README's
+notebook table must list every notebook.
 
-    python tools/nbcheck.py        # report problems, exit 1 if any
-    python tools/nbcheck.py --fix  # repair what can be repaired mechanically
+    python tools/checks/nbcheck.py        # report problems, exit 1 if any
+    python tools/checks/nbcheck.py --fix  # repair what can be repaired mechanically
 """
 
 from __future__ import annotations
@@ -20,26 +21,27 @@ import re
 import sys
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "src"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from gpulab.course import exercises, labs  # noqa: E402
-from tools import references  # noqa: E402
-from tools.link_tables import (  # noqa: E402
+from tools.authoring import exercises, learner_generator  # noqa: E402
+from tools.authoring.link_tables import (  # noqa: E402
     attendee_problems,
     fix_attendee,
     fix_readme,
     readme_problems,
 )
+from tools.execution import references  # noqa: E402
+from tools.execution.runs import RunConfig, discover, executed_path, learner_copies  # noqa: E402
 from tools.notebook_meta import ROOT, cell_source, load_config, title_of  # noqa: E402
-from tools.pipeline import RunConfig, discover, executed_path, learner_copies  # noqa: E402
 
 COLAB_TAG = "colab-setup"
 HIDE_TAG = "remove-cell"  # myst-nb drops the cell from the site
 PARAMETERS_TAG = "parameters"
 REFERENCE_TAG = references.REFERENCE_TAG
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-PARAMETER_LINES = (re.compile(r'^device\s*=\s*"auto"', re.M), re.compile(r"^quick\s*=\s*False", re.M))
+PARAMETER_LINES = (re.compile(r'^device\s*=\s*"auto"', re.M),
+                   re.compile(r"^quick\s*=\s*False", re.M))
 
 
 def install_spec(config: dict) -> str:
@@ -55,7 +57,8 @@ def colab_cell_source(config: dict) -> str:
         "import importlib.util, subprocess, sys\n"
         "\n"
         'if "google.colab" in sys.modules and importlib.util.find_spec("gpulab") is None:\n'
-        f'    subprocess.run([sys.executable, "-m", "pip", "install", "-q", "{install_spec(config)}"], check=True)'
+        '    subprocess.run([sys.executable, "-m", "pip", "install", "-q", '
+        f'"{install_spec(config)}"], check=True)'
     )
 
 
@@ -169,7 +172,7 @@ def main(argv: list[str] | None = None) -> int:
         for path in discover():
             if fix(path, config):
                 print(f"fixed {path.relative_to(ROOT)}")
-        for path in labs.write_learner_copies(ROOT / "labs"):
+        for path in learner_generator.write_learner_copies(ROOT / "labs"):
             print(f"regenerated {path.relative_to(ROOT)}")
         fix_readme(config)
         fix_attendee()
@@ -179,13 +182,14 @@ def main(argv: list[str] | None = None) -> int:
     for path in learner_copies():
         report += [f"{path.relative_to(ROOT)}: {p}" for p in problems(path, config, learner=True)]
     report += [f"{p.relative_to(ROOT)}: out of date with its solution (run --fix)"
-               for p in labs.out_of_date(ROOT / "labs")]
+               for p in learner_generator.out_of_date(ROOT / "labs")]
     report += readme_problems(config)
     report += attendee_problems()
     for line in report:
         print(line)
     if report:
-        print(f"{len(report)} problem(s); `python tools/nbcheck.py --fix` repairs the mechanical ones")
+        print(f"{len(report)} problem(s); `python tools/checks/nbcheck.py --fix` repairs the "
+              "mechanical ones")
         return 1
     print(f"notebook format: {len(discover()) + len(learner_copies())} notebooks ok")
     return 0

@@ -1,6 +1,6 @@
 """The generated tables of notebooks with their Colab links: the README's and the attendee page's.
 
-Both are written between markers and checked by ``tools/nbcheck.py``; ``--fix`` rewrites
+Both are written between markers and checked by ``tools/checks/nbcheck.py``; ``--fix`` rewrites
 them. The Colab addresses come from ``_config.yml`` (``tools/notebook_meta.colab_url``), so a
 changed repository URL changes every link at once.
 """
@@ -8,14 +8,11 @@ changed repository URL changes every link at once.
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
+from tools.authoring.learner_generator import learner_path
+from tools.execution.runs import discover
 from tools.notebook_meta import ROOT, colab_url, load_config, title_of
-from tools.pipeline import discover
-
-sys.path.insert(0, str(ROOT / "src"))
-from gpulab.course import labs  # noqa: E402
 
 README_START = "<!-- notebooks:start -->"
 README_END = "<!-- notebooks:end -->"
@@ -25,7 +22,7 @@ def colab_links(config: dict, path: Path, root: Path = ROOT) -> str:
     """Markdown Colab link(s) for a notebook: exercise and solution for a lab, else one link."""
     rel = path.relative_to(root).as_posix()
     if path.parent.name == "labs":
-        learner = labs.learner_path(path).relative_to(root).as_posix()
+        learner = learner_path(path).relative_to(root).as_posix()
         return f"[exercise]({colab_url(config, learner)}) · [solution]({colab_url(config, rel)})"
     return f"[open]({colab_url(config, rel)})"
 
@@ -46,7 +43,9 @@ def readme_problems(config: dict, root: Path = ROOT) -> list[str]:
     if README_START not in text or README_END not in text:
         return [f"README.md lacks the {README_START} ... {README_END} markers"]
     current = text.split(README_START)[1].split(README_END)[0].strip()
-    return [] if current == readme_table(config, root) else ["README.md's notebook table is out of date"]
+    if current == readme_table(config, root):
+        return []
+    return ["README.md's notebook table is out of date"]
 
 
 def fix_readme(config: dict, root: Path = ROOT) -> None:

@@ -4,7 +4,7 @@
   counts across the whole book when no toctree is numbered ("Exercise 47" on chapter 7's
   page). Each page's exercises are renumbered 1, 2, 3 ... in their order on the page, which is
   the number the notebook's own heading gives (``### Exercise 2: ...``, checked by
-  ``gpulab.course.exercises``). The numbers are changed where Sphinx keeps them, once all pages
+  ``tools.authoring.exercises``). The numbers are changed where Sphinx keeps them, once all pages
   are read, so an exercise's title, its solution's title and every reference to it agree.
 - In the pages' prose and tables a number and its unit ("48 GB", "35 tokens/s") are joined by a
   no-break space, so a narrow column never puts the unit on the next line. Code, math and raw

@@ -5,7 +5,7 @@ build is alive and where its time goes. `run_logged` keeps a chatty tool's outpu
 in a log and shows only its warnings and errors. Standard library only: it runs before the
 venv exists.
 
-    python tools/step.py "installing the course package" -- pip install -q -e .
+    python tools/execution/step.py "installing the course package" -- pip install -q -e .
 """
 
 from __future__ import annotations
@@ -87,7 +87,7 @@ def run_logged(command: list[str], log: Path) -> tuple[int, list[str]]:
 def main(argv: list[str]) -> int:
     """Command line: a label, `--`, then the command."""
     if len(argv) < 3 or argv[1] != "--":
-        print('usage: python tools/step.py "what this step does" -- command [args...]',
+        print('usage: python tools/execution/step.py "what this step does" -- command [args...]',
               file=sys.stderr)
         return 2
     return run_step(argv[0], argv[2:])

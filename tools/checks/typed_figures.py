@@ -6,7 +6,7 @@ text by the book's toolchain (a {fig} role, a claim reference), not typed. This 
 the numbers with a unit that are typed instead, in:
 
 - the chapter pages, ``book/**/*.md``;
-- the Markdown cells of every notebook and lab (``tools.pipeline.discover``);
+- the Markdown cells of every notebook and lab (``tools.execution.runs.discover``);
 - the course's text fields of ``src/gpulab/data/fact_check.json``: ``correct_value``, ``reason``
   and a derivation's ``note`` (``quote`` and ``claim_en`` are the articles' own words, cited
   once, and are not counted).
@@ -22,8 +22,8 @@ chosen input ("a context of 8,192 tokens") and a count in a sentence carry no un
 
 None is left: ``make test`` fails on any (tests/unit/test_typed_figures.py).
 
-    python tools/typed_figures.py             # the count per file, and the total
-    python tools/typed_figures.py --show FILE # each typed figure of one file, with its line
+    python tools/checks/typed_figures.py             # the count per file, and the total
+    python tools/checks/typed_figures.py --show FILE # each typed figure of one file, with its line
 """
 
 from __future__ import annotations
@@ -35,9 +35,9 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
-from tools.pipeline import discover  # noqa: E402
+from tools.execution.runs import discover  # noqa: E402
 
 FACT_CHECK = ROOT / "src" / "gpulab" / "data" / "fact_check.json"
 FACT_CHECK_FIELDS = ("correct_value", "reason")  # quote and claim_en: the article's own words

@@ -13,7 +13,7 @@ Two names that give one value are one quantity named twice, unless they only coi
 precisions at one rate on one chip, a power of two, the extreme of a set. ``COINCIDENCES`` lists
 those pairs, each with why; tests/unit/test_figure_names.py fails on any other.
 
-    python tools/figure_names.py     # the names that break the spelling, and the shared values
+    python tools/checks/figure_names.py     # the names that break the spelling, and the shared values
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ import sys
 from collections import defaultdict
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+ROOT = Path(__file__).resolve().parents[2]
 
 # A spelling a name may not use -> the one it uses instead.
 SPELLINGS = {
