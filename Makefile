@@ -95,7 +95,9 @@ lab: setup $(LAB_STAMP)
 	$(VENV)/bin/jupyter lab --notebook-dir=$(CURDIR) --MappingKernelManager.default_kernel_name=gpulab $(ARGS)
 
 lint: setup widgets-js
+	@# ruff's style, lines of 100 at most (E501) and its formatter's layout
 	$(VENV_PYTHON) -m ruff check src tests tools benchmarks workshop labs/07_distributed
+	$(VENV_PYTHON) -m ruff format --check -q src tests tools benchmarks workshop labs/07_distributed
 	$(VENV)/bin/lint-imports --no-cache
 	$(VENV_PYTHON) tools/checks/nbcheck.py
 	node_modules/.bin/eslint --max-warnings=0 .

@@ -75,7 +75,11 @@ def operations(device, quick: bool):
     norm = torch.nn.LayerNorm(1024, device=device)
     small = torch.randn(1024, device=device)
     ops = [
-        (f"matmul {n}^3 {str(dtype).removeprefix('torch.')}", lambda: a @ b, roofline.matmul_flops(n, n, n)),
+        (
+            f"matmul {n}^3 {str(dtype).removeprefix('torch.')}",
+            lambda: a @ b,
+            roofline.matmul_flops(n, n, n),
+        ),
         (f"add {big:,}", lambda: torch.add(x, y), None),
         (f"copy {big:,}", lambda: y.copy_(x), None),
         (f"softmax {big // 1024}x1024", lambda: torch.softmax(rows, -1), None),
@@ -87,15 +91,19 @@ def operations(device, quick: bool):
 
 def main(argv: list[str] | None = None) -> int:
     """Run every op under every timer and print the comparison table."""
-    args, device, report = record.start(__doc__.splitlines()[0], argv,
-                                        lambda p: p.add_argument("--rounds", type=int, default=3, help="interleaved rounds per op"))
+    args, device, report = record.start(
+        __doc__.splitlines()[0],
+        argv,
+        lambda p: p.add_argument("--rounds", type=int, default=3, help="interleaved rounds per op"),
+    )
     threads = torch.get_num_threads()
     min_run_time = 0.2 if args.quick else 1.0
     ops, dtype = operations(device, args.quick)
     rows, figures = [], {}
     timers = {
-        "gpulab": lambda fn, name: timing.benchmark(fn, device=device, min_run_time=min_run_time,
-                                                    label=name).median,
+        "gpulab": lambda fn, name: (
+            timing.benchmark(fn, device=device, min_run_time=min_run_time, label=name).median
+        ),
         "torch.utils.benchmark": lambda fn, name: torch_timer(fn, threads, min_run_time),
         "perf_counter loop": lambda fn, name: plain_loop(fn, device, repeats=50),
     }
@@ -113,28 +121,55 @@ def main(argv: list[str] | None = None) -> int:
             ours = medians.pop("gpulab")
             for ref_name, ref in medians.items():
                 ratio = ours / ref
-                rows.append({"op": name, "reference": ref_name, "ours": ours, "theirs": ref,
-                             "ratio": ratio, "within 5%": "yes" if abs(ratio - 1) <= GOAL else "NO"})
+                rows.append(
+                    {
+                        "op": name,
+                        "reference": ref_name,
+                        "ours": ours,
+                        "theirs": ref,
+                        "ratio": ratio,
+                        "within 5%": "yes" if abs(ratio - 1) <= GOAL else "NO",
+                    }
+                )
             figures[name] = {"median_s": ours, "rate": None if flops is None else flops / ours}
-    print(f"device {device}; torch {torch.__version__}; gpulab and torch.utils.benchmark both on "
-          f"{threads} threads; perf_counter loop on the process's {torch.get_num_threads()} threads\n")
-    print(Table(rows, ["op", "reference", "ours", "theirs", "ratio", "within 5%"],
-                formats={"ours": units.format_seconds, "theirs": units.format_seconds,
-                         "ratio": lambda v: f"{v:.3f}"}))
+    print(
+        f"device {device}; torch {torch.__version__}; gpulab and torch.utils.benchmark both on "
+        f"{threads} threads; perf_counter loop on the process's {torch.get_num_threads()} threads\n"
+    )
+    print(
+        Table(
+            rows,
+            ["op", "reference", "ours", "theirs", "ratio", "within 5%"],
+            formats={
+                "ours": units.format_seconds,
+                "theirs": units.format_seconds,
+                "ratio": lambda v: f"{v:.3f}",
+            },
+        )
+    )
     misses = sum(r["within 5%"] == "NO" for r in rows)
-    print(f"\n{len(rows) - misses} of {len(rows)} comparisons within {GOAL:.0%} "
-          f"(each the median of {args.rounds} interleaved rounds)")
+    print(
+        f"\n{len(rows) - misses} of {len(rows)} comparisons within {GOAL:.0%} "
+        f"(each the median of {args.rounds} interleaved rounds)"
+    )
 
     precision = "bf16" if dtype == torch.bfloat16 else "fp32"
     peak, _, label = peaks.device_peak(report, str(device), precision)
     matmul_name, _, flops = ops[0]
     achieved = flops / figures[matmul_name]["median_s"]
     share = roofline.percent_of_peak(achieved, peak)
-    share_text = "peak unknown" if share is None else f"{share:.0f}% of {units.format_rate(peak)} ({label})"
+    share_text = (
+        "peak unknown" if share is None else f"{share:.0f}% of {units.format_rate(peak)} ({label})"
+    )
     print(f"best matmul here: {matmul_name}: {units.format_rate(achieved)}, {share_text}")
 
-    path = record.store("timing_fidelity", {"ops": figures, "matmul_peak_share_percent": share},
-                        device, report, args.out)
+    path = record.store(
+        "timing_fidelity",
+        {"ops": figures, "matmul_peak_share_percent": share},
+        device,
+        report,
+        args.out,
+    )
     print(record.stored_message(path))
     return 0
 

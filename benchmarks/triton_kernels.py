@@ -49,13 +49,22 @@ def define_kernels():
         rk = tl.arange(0, BK)
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for k in range(0, K, BK):
-            a = tl.load(a_ptr + rm[:, None] * K + (k + rk)[None, :],
-                        mask=(rm[:, None] < M) & ((k + rk)[None, :] < K), other=0.0)
-            b = tl.load(b_ptr + (k + rk)[:, None] * N + rn[None, :],
-                        mask=((k + rk)[:, None] < K) & (rn[None, :] < N), other=0.0)
+            a = tl.load(
+                a_ptr + rm[:, None] * K + (k + rk)[None, :],
+                mask=(rm[:, None] < M) & ((k + rk)[None, :] < K),
+                other=0.0,
+            )
+            b = tl.load(
+                b_ptr + (k + rk)[:, None] * N + rn[None, :],
+                mask=((k + rk)[:, None] < K) & (rn[None, :] < N),
+                other=0.0,
+            )
             acc += tl.dot(a, b)
-        tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(c_ptr.dtype.element_ty),
-                 mask=(rm[:, None] < M) & (rn[None, :] < N))
+        tl.store(
+            c_ptr + rm[:, None] * N + rn[None, :],
+            acc.to(c_ptr.dtype.element_ty),
+            mask=(rm[:, None] < M) & (rn[None, :] < N),
+        )
 
     return add, softmax, matmul
 
@@ -80,15 +89,30 @@ def main(argv: list[str] | None = None) -> int:
     m = torch.randn(rows, cols, device=dev)
     sm = torch.empty_like(m)
     dtype = torch.bfloat16 if precision == "bf16" else torch.float32
-    a, b = torch.randn(side, side, device=dev, dtype=dtype), torch.randn(side, side, device=dev, dtype=dtype)
+    a, b = (
+        torch.randn(side, side, device=dev, dtype=dtype),
+        torch.randn(side, side, device=dev, dtype=dtype),
+    )
     c = torch.empty(side, side, device=dev, dtype=dtype)
     block = 32 if args.quick else 128
     calls = {
-        "vector add": (lambda: add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024), 3 * n * 4, "B/s"),
-        "row softmax": (lambda: softmax[(rows,)](m, sm, cols, BLOCK=triton.next_power_of_2(cols)),
-                        2 * rows * cols * 4, "B/s"),
-        "tiled matmul": (lambda: matmul[(triton.cdiv(side, block), triton.cdiv(side, block))](
-            a, b, c, side, side, side, BM=block, BN=block, BK=32), 2 * side**3, "FLOP/s"),
+        "vector add": (
+            lambda: add[(triton.cdiv(n, 1024),)](x, y, out, n, BLOCK=1024),
+            3 * n * 4,
+            "B/s",
+        ),
+        "row softmax": (
+            lambda: softmax[(rows,)](m, sm, cols, BLOCK=triton.next_power_of_2(cols)),
+            2 * rows * cols * 4,
+            "B/s",
+        ),
+        "tiled matmul": (
+            lambda: matmul[(triton.cdiv(side, block), triton.cdiv(side, block))](
+                a, b, c, side, side, side, BM=block, BN=block, BK=32
+            ),
+            2 * side**3,
+            "FLOP/s",
+        ),
     }
     # what each computes, against PyTorch, before anything is timed
     for call, _, _ in calls.values():
@@ -98,15 +122,23 @@ def main(argv: list[str] | None = None) -> int:
     tol = 2e-2 if precision == "bf16" else 1e-3
     torch.testing.assert_close(c.float(), (a.float() @ b.float()), rtol=tol, atol=tol * side**0.5)
     peak_flops, peak_bw, label = peaks.device_peak(report, str(dev), precision)
-    rows_out, figures = [], {"precision": precision, "interpreted": status.interpreter, "kernels": {}}
+    rows_out, figures = (
+        [],
+        {"precision": precision, "interpreted": status.interpreter, "kernels": {}},
+    )
     for name, (call, work, unit) in calls.items():
         seconds = timing.benchmark(call, device=dev, min_run_time=run_time).median
         rate = work / seconds
         peak = peak_bw if unit == "B/s" else peak_flops
         share = None if peak is None else 100 * rate / peak
         rows_out.append({"kernel": name, "rate": units.format_rate(rate, unit), "of peak": share})
-        figures["kernels"][name] = {"seconds": seconds, "rate": rate, "unit": unit, "peak": peak,
-                                    "peak_share_percent": share}
+        figures["kernels"][name] = {
+            "seconds": seconds,
+            "rate": rate,
+            "unit": unit,
+            "peak": peak,
+            "peak_share_percent": share,
+        }
     print(f"\nlab 4's kernels on {dev}, {precision} matmul (measured here; peaks: {label})\n")
     print(Table(rows_out, ["kernel", "rate", "of peak"], formats={"of peak": ".0f %|peak unknown"}))
     if status.interpreter:

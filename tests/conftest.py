@@ -33,6 +33,9 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
     if item.get_closest_marker("gpu") is None or _cuda_device() is not None:
         return
     if os.environ.get("GPULAB_REQUIRE_GPU") == "1":
-        pytest.fail("GPULAB_REQUIRE_GPU=1 but torch sees no CUDA device: `python -m gpulab "
-                    "doctor` says why (driver, CPU-only torch, CUDA_VISIBLE_DEVICES)", pytrace=False)
+        pytest.fail(
+            "GPULAB_REQUIRE_GPU=1 but torch sees no CUDA device: `python -m gpulab "
+            "doctor` says why (driver, CPU-only torch, CUDA_VISIBLE_DEVICES)",
+            pytrace=False,
+        )
     pytest.skip("needs a CUDA GPU (run by `make test-gpu`)")

@@ -29,9 +29,11 @@ def missing(what: str, extra_or_tool: str, how: str) -> None:
     if STRICT and (extra_or_tool in INSTALLED_BY_MAKE or extra_or_tool.startswith("tool:")):
         # an extra is installed by `make setup`; a tool (Chromium) is a prerequisite the README
         # names, which CI's .ci/run installs
-        source = ("`make setup` installs it, so this is a broken install"
-                  if extra_or_tool in INSTALLED_BY_MAKE else
-                  "`make test` needs it (README, prerequisites)")
+        source = (
+            "`make setup` installs it, so this is a broken install"
+            if extra_or_tool in INSTALLED_BY_MAKE
+            else "`make test` needs it (README, prerequisites)"
+        )
         pytest.fail(f"{message}; {source}")
     pytest.skip(message)
 
@@ -74,12 +76,17 @@ def provenance_problems(prov: object, require_gpu: bool = True) -> list[str]:
     if not isinstance(prov, dict):
         return ["provenance is not an object"]
     # a CPU run has no driver or CUDA version: those keys must be there, possibly None
-    problems = [f"provenance lacks {key!r}" for key in REQUIRED_PROVENANCE if not prov.get(key)
-                and key not in ("driver", "cuda")]
+    problems = [
+        f"provenance lacks {key!r}"
+        for key in REQUIRED_PROVENANCE
+        if not prov.get(key) and key not in ("driver", "cuda")
+    ]
     problems += [f"provenance lacks {key!r}" for key in ("driver", "cuda") if key not in prov]
     if require_gpu and prov.get("device") not in ("cuda", "rocm"):
-        problems.append(f"device={prov.get('device')!r}: only figures measured on a GPU "
-                        "(cuda or rocm) belong in the package's data/measured/")
+        problems.append(
+            f"device={prov.get('device')!r}: only figures measured on a GPU "
+            "(cuda or rocm) belong in the package's data/measured/"
+        )
     return problems
 
 

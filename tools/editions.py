@@ -30,7 +30,7 @@ TITLES = {lang.code: lang.title for lang in languages.registry() if lang.title}
 TEXTS = {
     "en": {
         "machine_time": "**Machine time:** {seconds} to run every cell on the machine that built "
-                        "this site ({machine}; {mode}).",
+        "this site ({machine}; {mode}).",
         "mode_quick": "quick mode",
         "mode_full": "full mode",
         "machine": "{model}, {threads} CPU threads, {gpus}",
@@ -38,8 +38,8 @@ TEXTS = {
         "device": "device {device}",
         "unknown_machine": "the build machine",
         "do_the_lab": "**Do the lab:** open the exercise, with the parts to write left empty, "
-                      "[in Colab]({colab}) or as a {{download}}`notebook to download <{download}>`. "
-                      "This page is the lab's solution, run top to bottom.",
+        "[in Colab]({colab}) or as a {{download}}`notebook to download <{download}>`. "
+        "This page is the lab's solution, run top to bottom.",
     },
     **{lang: languages.words(lang, "pipeline") for lang in languages.translated()},
 }
@@ -50,8 +50,10 @@ TEXTS = {
 # pattern matches (a number, a GPU's name) is pasted as it is.
 # In English the value is its own rendering; each translated language's pairs are its words
 # file's "glued_words".
-GLUED_WORDS = {lang: tuple((pattern, rendering) for pattern, rendering in languages.words(lang, "glued_words"))
-               for lang in languages.translated()}
+GLUED_WORDS = {
+    lang: tuple((pattern, rendering) for pattern, rendering in languages.words(lang, "glued_words"))
+    for lang in languages.translated()
+}
 
 
 def glued_text(value: str, lang: str) -> str:
@@ -115,15 +117,21 @@ def language_css() -> str:
     for lang in languages.registry():
         if lang.fonts:
             families = ", ".join(f'"{family}"' for family in lang.fonts)
-            rules.append(f"html:lang({lang.html_lang}) {{\n  --pst-font-family-base: {families},\n"
-                         "    var(--pst-font-family-base-system), sans-serif;\n}\n")
-    return ("/* Written by tools/editions.py from gpulab's data/languages.json (its \"fonts\"). A font\n"
-            "   the language needs first (Noto Sans SC has Latin letters too): after a system font,\n"
-            "   Chromium drew the sidebar's semibold current-page link as empty boxes. */\n"
-            + "".join(rules))
+            rules.append(
+                f"html:lang({lang.html_lang}) {{\n  --pst-font-family-base: {families},\n"
+                "    var(--pst-font-family-base-system), sans-serif;\n}\n"
+            )
+    return (
+        '/* Written by tools/editions.py from gpulab\'s data/languages.json (its "fonts"). A font\n'
+        "   the language needs first (Noto Sans SC has Latin letters too): after a system font,\n"
+        "   Chromium drew the sidebar's semibold current-page link as empty boxes. */\n"
+        + "".join(rules)
+    )
 
 
 def other_editions(where) -> str:
     """The translated editions and where each lies: "中文: <where(folder)>", joined by "; "."""
-    return "; ".join(f"{languages.get(code).button}: {where(languages.get(code).folder)}"
-                     for code in LANGUAGES[1:])
+    return "; ".join(
+        f"{languages.get(code).button}: {where(languages.get(code).folder)}"
+        for code in LANGUAGES[1:]
+    )

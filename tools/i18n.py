@@ -48,7 +48,9 @@ LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
 WORD = re.compile(r"[A-Za-z]{2,}")
 # units stay as written in Chinese (STYLE.md): "16 GB" or "300 W" alone has nothing to translate
-UNITS = re.compile(r"\b(?:[kMGTP]i?B|[kMGT]?FLOP|TOPS|[mun]?s|[kMG]?Hz|[kM]?W|kWh|GT|x|min)(?:/s)?\b")
+UNITS = re.compile(
+    r"\b(?:[kMGTP]i?B|[kMGT]?FLOP|TOPS|[mun]?s|[kMG]?Hz|[kM]?W|kWh|GT|x|min)(?:/s)?\b"
+)
 
 
 NAME_TOKEN = re.compile(r"[A-Za-z0-9][\w.+-]*")
@@ -149,7 +151,9 @@ def problems(msgid: str, msgstr: str) -> list[str]:
     return found
 
 
-def translation_problems(msgid: str, msgstr: str, locales: Path = LOCALES, lang: str = LANG) -> list[str]:
+def translation_problems(
+    msgid: str, msgstr: str, locales: Path = LOCALES, lang: str = LANG
+) -> list[str]:
     """The markup problems of a translation, then its style problems against the glossary of
     its language's STYLE.md (none where a scratch set of catalogues has no STYLE.md)."""
     style = locales / lang / "STYLE.md"
@@ -238,25 +242,33 @@ def page_stats(pot: Path, pot_dir: Path, locales: Path = LOCALES, lang: str = LA
             stats.fuzzy += 1
         elif msgstr and msgstr != message.id:
             stats.translated += 1
-            stats.problems += [f"{page}: {p} in {message.id[:70]!r}"
-                               for p in translation_problems(message.id, msgstr, locales, lang)]
+            stats.problems += [
+                f"{page}: {p} in {message.id[:70]!r}"
+                for p in translation_problems(message.id, msgstr, locales, lang)
+            ]
             continue
         stats.untranslated.append(message.id)
     return stats
 
 
-def check(pot_dir: Path, locales: Path = LOCALES, min_translated: float = MIN_TRANSLATED,
-          lang: str = LANG) -> list[str]:
+def check(
+    pot_dir: Path, locales: Path = LOCALES, min_translated: float = MIN_TRANSLATED, lang: str = LANG
+) -> list[str]:
     """Every failure of one language's catalogues against the templates, in words; [] when they pass."""
     pages = [page_stats(pot, pot_dir, locales, lang) for pot in sorted(pot_dir.rglob("*.pot"))]
     total = sum(p.total for p in pages)
     translated = sum(p.translated for p in pages)
     failures = [problem for p in pages for problem in p.problems]
-    failures += [f"{p.page}: {p.fuzzy} fuzzy messages (review them, then clear the flag)"
-                 for p in pages if p.fuzzy]
+    failures += [
+        f"{p.page}: {p.fuzzy} fuzzy messages (review them, then clear the flag)"
+        for p in pages
+        if p.fuzzy
+    ]
     if total and translated / total < min_translated:
-        failures.append(f"{translated} of {total} messages translated ({translated / total:.1%}); "
-                        f"at least {min_translated:.0%} are needed")
+        failures.append(
+            f"{translated} of {total} messages translated ({translated / total:.1%}); "
+            f"at least {min_translated:.0%} are needed"
+        )
     return failures
 
 
@@ -264,12 +276,21 @@ def summary(pot_dir: Path, locales: Path = LOCALES, lang: str = LANG) -> str:
     """A table of every page's message counts in one language: total, translated, fuzzy, untranslated."""
     rows = [page_stats(pot, pot_dir, locales, lang) for pot in sorted(pot_dir.rglob("*.pot"))]
     width = max(len(r.page) for r in rows)
-    lines = [f"{'page':<{width}}  {'total':>5}  {'translated':>10}  {'fuzzy':>5}  {'untranslated':>12}"]
-    everything = PageStats("all", sum(p.total for p in rows), sum(p.translated for p in rows),
-                           sum(p.fuzzy for p in rows), [m for p in rows for m in p.untranslated])
+    lines = [
+        f"{'page':<{width}}  {'total':>5}  {'translated':>10}  {'fuzzy':>5}  {'untranslated':>12}"
+    ]
+    everything = PageStats(
+        "all",
+        sum(p.total for p in rows),
+        sum(p.translated for p in rows),
+        sum(p.fuzzy for p in rows),
+        [m for p in rows for m in p.untranslated],
+    )
     for r in [*rows, everything]:
-        lines.append(f"{r.page:<{width}}  {r.total:>5}  {r.translated:>10}  {r.fuzzy:>5}  "
-                     f"{len(r.untranslated):>12}")
+        lines.append(
+            f"{r.page:<{width}}  {r.total:>5}  {r.translated:>10}  {r.fuzzy:>5}  "
+            f"{len(r.untranslated):>12}"
+        )
     return "\n".join(lines)
 
 
@@ -279,8 +300,10 @@ def check_files(paths: list[Path]) -> list[str]:
     for path in paths:
         for message in _read(path):
             if message.id and message.string and message.string != message.id:
-                found += [f"{path.name}: {p} in {message.id[:70]!r}"
-                          for p in translation_problems(message.id, message.string)]
+                found += [
+                    f"{path.name}: {p} in {message.id[:70]!r}"
+                    for p in translation_problems(message.id, message.string)
+                ]
     return found
 
 
@@ -289,13 +312,20 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("command", choices=["update", "check", "check-po"])
     parser.add_argument("files", nargs="*", type=Path, help="check-po: the .po files to check")
-    parser.add_argument("--mode", choices=["quick", "full"], default="quick",
-                        help="the pipeline run whose templates to use (default: quick)")
+    parser.add_argument(
+        "--mode",
+        choices=["quick", "full"],
+        default="quick",
+        help="the pipeline run whose templates to use (default: quick)",
+    )
     args = parser.parse_args(argv)
     pot_dir = ROOT / "_build" / args.mode / "gettext" / "_build" / "gettext"
     if args.command != "check-po" and not list(pot_dir.rglob("*.pot")):
-        print(f"no templates in {pot_dir}: run `python tools/pipeline.py site --mode {args.mode}` "
-              "first", file=sys.stderr)
+        print(
+            f"no templates in {pot_dir}: run `python tools/pipeline.py site --mode {args.mode}` "
+            "first",
+            file=sys.stderr,
+        )
         return 2
     if args.command == "check-po":
         failures = check_files(args.files)

@@ -37,8 +37,12 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("step", choices=["execute", "site", "serve"])
     parser.add_argument("--mode", choices=["quick", "full"], default="quick")
-    parser.add_argument("--kernel", choices=["gpulab", "gpulab-cpu"], default=None,
-                        help="default: gpulab-cpu in quick mode, gpulab (sees GPUs) in full mode")
+    parser.add_argument(
+        "--kernel",
+        choices=["gpulab", "gpulab-cpu"],
+        default=None,
+        help="default: gpulab-cpu in quick mode, gpulab (sees GPUs) in full mode",
+    )
     parser.add_argument("--device", default="auto")
     parser.add_argument("--port", type=int, default=SERVE_PORT, help="serve: the port on 127.0.0.1")
     args = parser.parse_args(argv)

@@ -143,23 +143,33 @@ if AUTHENTICATOR == "shared-password":
 SERVICES, ROLES = [], []
 if _env("GPULAB_HUB_API_TOKEN"):
     SERVICES.append({"name": "workshop-admin", "api_token": _env("GPULAB_HUB_API_TOKEN")})
-    ROLES.append({
-        "name": "workshop-admin",
-        "scopes": ["admin:users", "admin:servers", "access:servers", "tokens"],
-        "services": ["workshop-admin"],
-    })
+    ROLES.append(
+        {
+            "name": "workshop-admin",
+            "scopes": ["admin:users", "admin:servers", "access:servers", "tokens"],
+            "services": ["workshop-admin"],
+        }
+    )
 if _env("GPULAB_HUB_CULL_IDLE_S"):
     # jupyterhub-idle-culler (the workshop extra) stops servers nobody used for this long.
-    SERVICES.append({
-        "name": "idle-culler",
-        "command": [sys.executable, "-m", "jupyterhub_idle_culler",
-                    f"--timeout={_env_int('GPULAB_HUB_CULL_IDLE_S', 3600, low=60)}"],
-    })
-    ROLES.append({
-        "name": "idle-culler",
-        "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
-        "services": ["idle-culler"],
-    })
+    SERVICES.append(
+        {
+            "name": "idle-culler",
+            "command": [
+                sys.executable,
+                "-m",
+                "jupyterhub_idle_culler",
+                f"--timeout={_env_int('GPULAB_HUB_CULL_IDLE_S', 3600, low=60)}",
+            ],
+        }
+    )
+    ROLES.append(
+        {
+            "name": "idle-culler",
+            "scopes": ["list:users", "read:users:activity", "read:servers", "delete:servers"],
+            "services": ["idle-culler"],
+        }
+    )
 c.JupyterHub.services = SERVICES
 c.JupyterHub.load_roles = ROLES
 

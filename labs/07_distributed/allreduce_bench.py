@@ -73,10 +73,18 @@ def is_correct(buf: torch.Tensor, ctx: distlab.Context) -> bool:
 @record
 def main() -> None:
     p = distlab.parser(__doc__.splitlines()[0])
-    p.add_argument("--max-bytes", type=int, default=None,
-                   help="largest message (default: 4 MiB quick; 64 MiB CPU; 1 GiB GPU)")
-    p.add_argument("--target-s", type=float, default=None,
-                   help="seconds of timed calls per round and size (default 0.05 quick, 0.25 full)")
+    p.add_argument(
+        "--max-bytes",
+        type=int,
+        default=None,
+        help="largest message (default: 4 MiB quick; 64 MiB CPU; 1 GiB GPU)",
+    )
+    p.add_argument(
+        "--target-s",
+        type=float,
+        default=None,
+        help="seconds of timed calls per round and size (default 0.05 quick, 0.25 full)",
+    )
     args = p.parse_args()
     with distlab.session(args) as ctx:
         measure(args, ctx)
@@ -84,8 +92,9 @@ def main() -> None:
 
 def measure(args: argparse.Namespace, ctx: distlab.Context) -> None:
     """Time an all-reduce at each message size and write the table (rank 0)."""
-    max_bytes = args.max_bytes or (4 * MIB if args.quick else
-                                   (1024 if ctx.device.type == "cuda" else 64) * MIB)
+    max_bytes = args.max_bytes or (
+        4 * MIB if args.quick else (1024 if ctx.device.type == "cuda" else 64) * MIB
+    )
     # Each rank's buffer stays within its share of a quarter of the free memory.
     share = budget.allowance(ctx.device) // (1 if ctx.device.type == "cuda" else ctx.world_size)
     max_bytes = min(max_bytes, share)
@@ -99,10 +108,21 @@ def measure(args: argparse.Namespace, ctx: distlab.Context) -> None:
         iters = int(agree(min(200, max(3, target / one)), ctx))
         seconds = time_allreduce(buf, iters, ctx, ROUNDS)
         algbw = algorithm_bandwidth(nbytes, seconds)
-        rows.append({"bytes": nbytes, "seconds": seconds, "iters": iters, "algbw": algbw,
-                     "busbw": bus_bandwidth(algbw, ctx.world_size), "correct": correct})
-        distlab.log(ctx, f"{nbytes / KIB:>9.0f} KiB  {seconds * 1e6:>10.1f} us  "
-                         f"algbw {algbw / 1e9:6.3f} GB/s  busbw {rows[-1]['busbw'] / 1e9:6.3f} GB/s")
+        rows.append(
+            {
+                "bytes": nbytes,
+                "seconds": seconds,
+                "iters": iters,
+                "algbw": algbw,
+                "busbw": bus_bandwidth(algbw, ctx.world_size),
+                "correct": correct,
+            }
+        )
+        distlab.log(
+            ctx,
+            f"{nbytes / KIB:>9.0f} KiB  {seconds * 1e6:>10.1f} us  "
+            f"algbw {algbw / 1e9:6.3f} GB/s  busbw {rows[-1]['busbw'] / 1e9:6.3f} GB/s",
+        )
         del buf
     distlab.write_json(args, ctx, {**distlab.describe(ctx), "dtype": "float32", "rows": rows})
 

@@ -39,16 +39,28 @@ class Context:
 def parser(description: str) -> argparse.ArgumentParser:
     """An argument parser with the options every lab script takes."""
     p = argparse.ArgumentParser(description=description)
-    p.add_argument("--backend", choices=("gloo", "nccl"), default="gloo",
-                   help="collective backend: gloo (CPU tensors) or nccl (one GPU per rank)")
-    p.add_argument("--timeout", type=float, default=60.0,
-                   help="seconds a rank waits in a collective before it raises")
+    p.add_argument(
+        "--backend",
+        choices=("gloo", "nccl"),
+        default="gloo",
+        help="collective backend: gloo (CPU tensors) or nccl (one GPU per rank)",
+    )
+    p.add_argument(
+        "--timeout",
+        type=float,
+        default=60.0,
+        help="seconds a rank waits in a collective before it raises",
+    )
     p.add_argument("--json", type=Path, required=True, help="where rank 0 writes the results")
     p.add_argument("--quick", action="store_true", help="tiny sizes: runs in seconds")
     p.add_argument("--fail-rank", type=int, default=None, help="inject a failure in this rank")
     p.add_argument("--fail-step", type=int, default=1, help="... at this step")
-    p.add_argument("--fail-mode", choices=FAIL_MODES, default="raise",
-                   help="raise an exception, SIGKILL the process, or hang in a sleep")
+    p.add_argument(
+        "--fail-mode",
+        choices=FAIL_MODES,
+        default="raise",
+        help="raise an exception, SIGKILL the process, or hang in a sleep",
+    )
     return p
 
 
@@ -82,8 +94,11 @@ def init(args: argparse.Namespace) -> Context:
         device = torch.device("cuda", local_rank)
     else:
         device = torch.device("cpu")
-    dist.init_process_group(args.backend, timeout=timedelta(seconds=args.timeout),
-                            **({"device_id": device} if args.backend == "nccl" else {}))
+    dist.init_process_group(
+        args.backend,
+        timeout=timedelta(seconds=args.timeout),
+        **({"device_id": device} if args.backend == "nccl" else {}),
+    )
     return Context(rank, world, local_rank, device, args.backend)
 
 
@@ -120,8 +135,12 @@ def write_json(args: argparse.Namespace, ctx: Context, results: dict) -> None:
 
 def describe(ctx: Context) -> dict:
     """The job's set-up, for the results file."""
-    info = {"backend": ctx.backend, "world_size": ctx.world_size, "device": ctx.device.type,
-            "torch": torch.__version__}
+    info = {
+        "backend": ctx.backend,
+        "world_size": ctx.world_size,
+        "device": ctx.device.type,
+        "torch": torch.__version__,
+    }
     if ctx.device.type == "cuda":
         info["gpu"] = torch.cuda.get_device_name(ctx.device)
     else:

@@ -33,8 +33,10 @@ LR = 1e-3
 def build_model(width: int, layers: int, seed: int, device: torch.device) -> nn.Sequential:
     """`layers` MLP blocks (width -> 4 width -> width) and a head to one output; same weights for a seed."""
     torch.manual_seed(seed)
-    blocks = [nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
-              for _ in range(layers)]
+    blocks = [
+        nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
+        for _ in range(layers)
+    ]
     return nn.Sequential(*blocks, nn.Linear(width, 2)).to(device)
 
 
@@ -49,7 +51,7 @@ def batch(step: int, size: int, width: int, seed: int, device: torch.device):
 def my_slice(t: torch.Tensor, ctx: distlab.Context) -> torch.Tensor:
     """This rank's equal share of the global batch (rows rank * b to (rank + 1) * b)."""
     b = t.shape[0] // ctx.world_size
-    return t[ctx.rank * b:(ctx.rank + 1) * b]
+    return t[ctx.rank * b : (ctx.rank + 1) * b]
 
 
 def wrap(model: nn.Sequential, strategy: str, ctx: distlab.Context):
@@ -65,8 +67,9 @@ def wrap(model: nn.Sequential, strategy: str, ctx: distlab.Context):
         from torch.distributed.optim import ZeroRedundancyOptimizer
 
         ddp = DDP(model, device_ids=ids, gradient_as_bucket_view=True)
-        return ddp, ZeroRedundancyOptimizer(ddp.parameters(), optimizer_class=torch.optim.AdamW,
-                                            lr=LR)
+        return ddp, ZeroRedundancyOptimizer(
+            ddp.parameters(), optimizer_class=torch.optim.AdamW, lr=LR
+        )
     fully_shard = _fully_shard()
     for block in model:  # each block its own unit: gathered for its forward, freed after
         fully_shard(block)
@@ -103,19 +106,26 @@ def held_bytes(model: nn.Module, opt) -> dict:
     params = list(model.parameters())
     inner = getattr(opt, "optim", opt)  # ZeroRedundancyOptimizer keeps its shard's optimizer here
     # AdamW's exp_avg and exp_avg_sq; its per-parameter step counters (scalars) are left out
-    states = [v for s in inner.state.values() for v in s.values()
-              if torch.is_tensor(v) and v.dim() > 0]
-    out = {"params": storage_bytes(params),
-           "grads": storage_bytes([p.grad for p in params if p.grad is not None]),
-           "optimizer": storage_bytes(states)}
+    states = [
+        v for s in inner.state.values() for v in s.values() if torch.is_tensor(v) and v.dim() > 0
+    ]
+    out = {
+        "params": storage_bytes(params),
+        "grads": storage_bytes([p.grad for p in params if p.grad is not None]),
+        "optimizer": storage_bytes(states),
+    }
     out["total"] = sum(out.values())
     return out
 
 
 def full_vector(model: nn.Module) -> torch.Tensor:
     """All the weights as one vector; sharded ones are gathered first (a collective)."""
-    return torch.cat([(p.full_tensor() if hasattr(p, "full_tensor") else p).detach().reshape(-1)
-                      for p in model.parameters()])
+    return torch.cat(
+        [
+            (p.full_tensor() if hasattr(p, "full_tensor") else p).detach().reshape(-1)
+            for p in model.parameters()
+        ]
+    )
 
 
 def max_rank_difference(vec: torch.Tensor, ctx: distlab.Context) -> float:
@@ -168,23 +178,37 @@ def train(strategy: str, args, ctx: distlab.Context, sizes: dict) -> dict:
     dist.all_gather_object(per_rank, held)
     n_params = sum(p.numel() for p in build_model(width, layers, args.seed, "meta").parameters())
     param_bytes = n_params * 4  # fp32
-    estimate = sharded_bytes_per_rank(param_bytes, param_bytes, 2 * param_bytes,
-                                      ctx.world_size, STRATEGIES[strategy])
+    estimate = sharded_bytes_per_rank(
+        param_bytes, param_bytes, 2 * param_bytes, ctx.world_size, STRATEGIES[strategy]
+    )
     step_s.sort()
-    return {"strategy": strategy, "stage": STRATEGIES[strategy],
-            "stage_meaning": ZERO_STAGES[STRATEGIES[strategy]], "losses": losses,
-            "reference_losses": ref_losses, "max_rank_difference": rank_diffs,
-            "max_reference_difference": ref_diffs, "bytes_per_rank": per_rank,
-            "full_bytes": {"params": param_bytes, "grads": param_bytes,
-                           "optimizer": 2 * param_bytes},  # one whole copy, fp32 + AdamW
-            "estimate_per_rank": estimate, "median_step_s": step_s[len(step_s) // 2]}
+    return {
+        "strategy": strategy,
+        "stage": STRATEGIES[strategy],
+        "stage_meaning": ZERO_STAGES[STRATEGIES[strategy]],
+        "losses": losses,
+        "reference_losses": ref_losses,
+        "max_rank_difference": rank_diffs,
+        "max_reference_difference": ref_diffs,
+        "bytes_per_rank": per_rank,
+        "full_bytes": {
+            "params": param_bytes,
+            "grads": param_bytes,
+            "optimizer": 2 * param_bytes,
+        },  # one whole copy, fp32 + AdamW
+        "estimate_per_rank": estimate,
+        "median_step_s": step_s[len(step_s) // 2],
+    }
 
 
 @record
 def main() -> None:
     p = distlab.parser(__doc__.splitlines()[0])
-    p.add_argument("--strategies", default="ddp,zero1,fsdp",
-                   help=f"comma-separated, from {', '.join(STRATEGIES)}")
+    p.add_argument(
+        "--strategies",
+        default="ddp,zero1,fsdp",
+        help=f"comma-separated, from {', '.join(STRATEGIES)}",
+    )
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args()
     strategies = [s for s in args.strategies.split(",") if s]
@@ -197,8 +221,11 @@ def main() -> None:
 
 def train_all(strategies: list[str], args: argparse.Namespace, ctx: distlab.Context) -> None:
     """Train with each strategy in turn and write the results (rank 0)."""
-    sizes = ({"width": 64, "layers": 2, "steps": 4, "batch": 32} if args.quick else
-             {"width": 512, "layers": 4, "steps": 20, "batch": 64})
+    sizes = (
+        {"width": 64, "layers": 2, "steps": 4, "batch": 32}
+        if args.quick
+        else {"width": 512, "layers": 4, "steps": 20, "batch": 64}
+    )
     # fp32 weights, gradients and two AdamW states (4 x 4 bytes per parameter), for the model
     # and rank 0's reference copy (x 2); a block has about 8 width^2 parameters, counted as 9 to
     # leave room for the activations: keep it within the rank's share of a quarter of free memory

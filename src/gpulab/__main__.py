@@ -33,8 +33,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     parser.add_argument("--version", action="version", version=f"gpulab {__version__}")
     # the metavar names every command, so a bare `gpulab` says what there is
-    commands = parser.add_subparsers(dest="command", metavar="{" + ",".join(COMMANDS) + "}",
-                                     required=True, title="commands")
+    commands = parser.add_subparsers(
+        dest="command", metavar="{" + ",".join(COMMANDS) + "}", required=True, title="commands"
+    )
     doctor_parser = commands.add_parser(
         "doctor",
         help="check this machine's CPU/GPU setup and say what to fix",

@@ -23,10 +23,14 @@ from tools.execution import executor
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = sorted(p for p in (ROOT / "benchmarks").glob("*.py") if not p.name.startswith("_"))
 # The section each script writes, and the notebooks that render it.
-SECTIONS = {"slow_loop": ["labs/05_fix_slow_training_loop_lab.ipynb"],
-            "timing_fidelity": ["notebooks/01_why_gpus_are_fast.ipynb"],
-            "decode_bound": [], "memory_accuracy": [], "gpu_rates": [],
-            "triton_kernels": []}
+SECTIONS = {
+    "slow_loop": ["labs/05_fix_slow_training_loop_lab.ipynb"],
+    "timing_fidelity": ["notebooks/01_why_gpus_are_fast.ipynb"],
+    "decode_bound": [],
+    "memory_accuracy": [],
+    "gpu_rates": [],
+    "triton_kernels": [],
+}
 
 
 @pytest.fixture(scope="session")
@@ -39,7 +43,12 @@ def bench_runs(tmp_path_factory) -> tuple[Path, dict[str, subprocess.CompletedPr
     for script in SCRIPTS:
         runs[script.stem] = subprocess.run(
             [sys.executable, str(script), "--quick", "--device", "cpu", "--out", str(out)],
-            capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=ROOT,
+            timeout=600,
+        )
     return out, runs
 
 
@@ -75,9 +84,22 @@ def test_written_figures_carry_a_cpu_provenance(bench_runs, name):
 def test_without_out_a_cpu_run_stores_nothing(tmp_path):
     """On a CPU, a script without --out leaves data/measured/ (or GPULAB_MEASURED_DIR) alone."""
     env = {**os.environ, "PYTHONPATH": str(ROOT / "src"), measured.ENV_VAR: str(tmp_path)}
-    result = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "slow_loop.py"), "--quick",
-                             "--device", "cpu", "--repeats", "1"],
-                            capture_output=True, text=True, env=env, cwd=ROOT, timeout=600)
+    result = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "slow_loop.py"),
+            "--quick",
+            "--device",
+            "cpu",
+            "--repeats",
+            "1",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=ROOT,
+        timeout=600,
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert "figures not stored" in result.stdout
     assert list(tmp_path.iterdir()) == []
@@ -93,8 +115,12 @@ def _outputs(cell: dict) -> str:
     return "\n".join(parts)
 
 
-@pytest.mark.parametrize("section, notebook", [(s, nb) for s, nbs in SECTIONS.items() for nb in nbs])
-def test_notebooks_render_the_measured_figures(bench_runs, tmp_path, monkeypatch, section, notebook):
+@pytest.mark.parametrize(
+    "section, notebook", [(s, nb) for s, nbs in SECTIONS.items() for nb in nbs]
+)
+def test_notebooks_render_the_measured_figures(
+    bench_runs, tmp_path, monkeypatch, section, notebook
+):
     """With GPULAB_MEASURED_DIR at the scripts' output, the measured-data cell shows those rows."""
     import papermill
 
@@ -105,12 +131,21 @@ def test_notebooks_render_the_measured_figures(bench_runs, tmp_path, monkeypatch
     executor.kernel_environment()
     path = ROOT / notebook
     executed = tmp_path / path.name
-    papermill.execute_notebook(str(path), str(executed), kernel_name="gpulab-cpu",
-                               parameters={"quick": True, "device": "cpu"}, cwd=str(path.parent),
-                               progress_bar=False, log_output=False)
+    papermill.execute_notebook(
+        str(path),
+        str(executed),
+        kernel_name="gpulab-cpu",
+        parameters={"quick": True, "device": "cpu"},
+        cwd=str(path.parent),
+        progress_bar=False,
+        log_output=False,
+    )
     cells = json.loads(executed.read_text())["cells"]
-    shown = [c for c in cells if c["cell_type"] == "code"
-             and f'measured.section("{section}")' in "".join(c["source"])]
+    shown = [
+        c
+        for c in cells
+        if c["cell_type"] == "code" and f'measured.section("{section}")' in "".join(c["source"])
+    ]
     assert len(shown) == 1, f"{notebook} has no cell reading the {section!r} section"
     text = _outputs(shown[0])
     assert device_name in text and entry["provenance"]["date"] in text

@@ -24,8 +24,14 @@ from gpulab.core.errors import GpulabConfigError  # noqa: E402
 from tests import calculator_oracle as oracle  # noqa: E402
 from tests.js import samples  # noqa: E402
 
-MEMORY_DEFAULTS = {"model": "Llama-3-8B", "weights": "int4", "kv_cache": "bf16",
-                   "context": "8192", "users": "1", "gpu": "RTX 4090"}
+MEMORY_DEFAULTS = {
+    "model": "Llama-3-8B",
+    "weights": "int4",
+    "kv_cache": "bf16",
+    "context": "8192",
+    "users": "1",
+    "gpu": "RTX 4090",
+}
 
 
 def _texts(values: dict) -> dict:
@@ -35,8 +41,14 @@ def _texts(values: dict) -> dict:
 def memory_cases() -> list[dict]:
     cases = []
     for values in samples.memory_samples():
-        want = oracle.memory_expected(values["model"], values["weights"], values["context"],
-                                           values["users"], values["gpu"], values["kv_cache"])
+        want = oracle.memory_expected(
+            values["model"],
+            values["weights"],
+            values["context"],
+            values["users"],
+            values["gpu"],
+            values["kv_cache"],
+        )
         cases.append({"inputs": _texts(values), "expected": want})
     return cases
 
@@ -44,8 +56,12 @@ def memory_cases() -> list[dict]:
 def cost_cases() -> list[dict]:
     cases = []
     for values in samples.cost_samples():
-        cases.append({"inputs": _texts(values) | {"currency": "CNY"},
-                      "expected": oracle.cost_expected(values)})
+        cases.append(
+            {
+                "inputs": _texts(values) | {"currency": "CNY"},
+                "expected": oracle.cost_expected(values),
+            }
+        )
     return cases
 
 
@@ -55,8 +71,10 @@ def cost_defaults() -> dict:
 
 def bad_cases() -> list[dict]:
     """Refused inputs; where gpulab.cost itself refuses the value, it must name the field too."""
-    out = [{"kind": "memory", "inputs": MEMORY_DEFAULTS | {f: t}, "field": f}
-           for f, t in samples.BAD_MEMORY]
+    out = [
+        {"kind": "memory", "inputs": MEMORY_DEFAULTS | {f: t}, "field": f}
+        for f, t in samples.BAD_MEMORY
+    ]
     for field, text in samples.BAD_COST:
         out.append({"kind": "cost", "inputs": cost_defaults() | {field: text}, "field": field})
         if text:
@@ -67,8 +85,10 @@ def bad_cases() -> list[dict]:
             else:
                 raise AssertionError(f"gpulab.cost accepts {field}={text}")
     defaults = {"memory": MEMORY_DEFAULTS, "cost": cost_defaults()}
-    out += [{"kind": kind, "inputs": defaults[kind] | {f: t}, "field": f, "text_box": True}
-            for kind, f, t in samples.BAD_TEXT_ONLY]
+    out += [
+        {"kind": kind, "inputs": defaults[kind] | {f: t}, "field": f, "text_box": True}
+        for kind, f, t in samples.BAD_TEXT_ONLY
+    ]
     for case in out:  # the message names the input as the page labels it
         case["label"] = calculator.LABELS[case["kind"]][case["field"]]
     return out
@@ -79,16 +99,21 @@ def main(out: Path) -> None:
     archive = calculators.python_archive()
     (out / "gpulab-py.zip").write_bytes(archive)
     # the archive's carrier, as a page opened from file:// loads it
-    (out / "gpulab-py.zip.js").write_text(calculators.payload_script("gpulab-py.zip", archive),
-                                          encoding="ascii")
+    (out / "gpulab-py.zip.js").write_text(
+        calculators.payload_script("gpulab-py.zip", archive), encoding="ascii"
+    )
     (out / "memory.html").write_text(calculators.memory_calculator_html(), encoding="utf-8")
     (out / "cost.html").write_text(calculators.cost_calculator_html(), encoding="utf-8")
-    data = {"memory": {"defaults": MEMORY_DEFAULTS, "samples": memory_cases()},
-            "cost": {"defaults": cost_defaults(), "samples": cost_cases()},
-            "bad": bad_cases(), "archive": calculators.ARCHIVE,
-            "pyodide_dir": calculators.PYODIDE_DIR}
-    (out / "expected.json").write_text(json.dumps(data, indent=1, allow_nan=False),
-                                       encoding="utf-8")
+    data = {
+        "memory": {"defaults": MEMORY_DEFAULTS, "samples": memory_cases()},
+        "cost": {"defaults": cost_defaults(), "samples": cost_cases()},
+        "bad": bad_cases(),
+        "archive": calculators.ARCHIVE,
+        "pyodide_dir": calculators.PYODIDE_DIR,
+    }
+    (out / "expected.json").write_text(
+        json.dumps(data, indent=1, allow_nan=False), encoding="utf-8"
+    )
 
 
 if __name__ == "__main__":

@@ -18,12 +18,17 @@ def memory_samples(n: int = SAMPLES, seed: int = MEMORY_SEED) -> list[dict]:
     """Model, formats, context, users and GPU: every choice offered, contexts up to 256K."""
     rng = random.Random(seed)
     gpus = list(specs.load_gpus())
-    return [{"model": rng.choice(models.names()),
-             "weights": rng.choice(list(formats.WEIGHT_FORMATS)),
-             "kv_cache": rng.choice(list(formats.KV_FORMATS)),
-             "context": rng.choice([rng.randint(1, 262_144), 1024, 4096, 8192, 32768, 131072]),
-             "users": rng.choice([1, rng.randint(1, 64)]),
-             "gpu": rng.choice(gpus)} for _ in range(n)]
+    return [
+        {
+            "model": rng.choice(models.names()),
+            "weights": rng.choice(list(formats.WEIGHT_FORMATS)),
+            "kv_cache": rng.choice(list(formats.KV_FORMATS)),
+            "context": rng.choice([rng.randint(1, 262_144), 1024, 4096, 8192, 32768, 131072]),
+            "users": rng.choice([1, rng.randint(1, 64)]),
+            "gpu": rng.choice(gpus),
+        }
+        for _ in range(n)
+    ]
 
 
 def cost_samples(n: int = SAMPLES, seed: int = COST_SEED) -> list[dict]:
@@ -32,18 +37,20 @@ def cost_samples(n: int = SAMPLES, seed: int = COST_SEED) -> list[dict]:
     out = []
     for _ in range(n):
         load = rng.choice([rng.uniform(50, 3000), 350, 450])
-        out.append({
-            "hardware_price": rng.choice([0, round(rng.uniform(500, 300_000), 2)]),
-            "power_load_w": round(load, 1),
-            "power_idle_w": round(rng.uniform(0, load * 0.3), 1),
-            "electricity_per_kwh": round(rng.uniform(0.0, 1.5), 3),
-            "hours_per_day": rng.choice([24, round(rng.uniform(0.5, 24), 2)]),
-            "utilisation": rng.choice([1, round(rng.uniform(0.05, 1), 3)]),
-            "years": rng.choice([1, 3, round(rng.uniform(0.5, 8), 1)]),
-            "price_per_hour": round(rng.uniform(0, 40), 2),
-            "monthly_fee": rng.choice([0, 9.99, 49.99]),
-            "tokens_per_s": round(rng.uniform(1, 5000), 1),
-        })
+        out.append(
+            {
+                "hardware_price": rng.choice([0, round(rng.uniform(500, 300_000), 2)]),
+                "power_load_w": round(load, 1),
+                "power_idle_w": round(rng.uniform(0, load * 0.3), 1),
+                "electricity_per_kwh": round(rng.uniform(0.0, 1.5), 3),
+                "hours_per_day": rng.choice([24, round(rng.uniform(0.5, 24), 2)]),
+                "utilisation": rng.choice([1, round(rng.uniform(0.05, 1), 3)]),
+                "years": rng.choice([1, 3, round(rng.uniform(0.5, 8), 1)]),
+                "price_per_hour": round(rng.uniform(0, 40), 2),
+                "monthly_fee": rng.choice([0, 9.99, 49.99]),
+                "tokens_per_s": round(rng.uniform(1, 5000), 1),
+            }
+        )
     return out
 
 
@@ -54,9 +61,22 @@ def text(value: object) -> str:
 
 # (field, text) the calculators must refuse, naming the field; the ones a number input cannot
 # hold ("abc") are for the node tests only, as a browser keeps them out of such an input.
-BAD_MEMORY = [("context", "0"), ("context", ""), ("users", "2.5"), ("users", "-3"),
-              ("context", "1e30")]
-BAD_COST = [("hardware_price", "-1"), ("hours_per_day", "0"), ("hours_per_day", "30"),
-            ("utilisation", "1.5"), ("price_per_hour", "-2.8"), ("tokens_per_s", "0"),
-            ("years", "0"), ("power_idle_w", "400"), ("monthly_fee", "")]
+BAD_MEMORY = [
+    ("context", "0"),
+    ("context", ""),
+    ("users", "2.5"),
+    ("users", "-3"),
+    ("context", "1e30"),
+]
+BAD_COST = [
+    ("hardware_price", "-1"),
+    ("hours_per_day", "0"),
+    ("hours_per_day", "30"),
+    ("utilisation", "1.5"),
+    ("price_per_hour", "-2.8"),
+    ("tokens_per_s", "0"),
+    ("years", "0"),
+    ("power_idle_w", "400"),
+    ("monthly_fee", ""),
+]
 BAD_TEXT_ONLY = [("memory", "users", "abc"), ("cost", "years", "three")]

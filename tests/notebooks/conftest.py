@@ -38,6 +38,8 @@ def pytest_terminal_summary(terminalreporter):
         return
     path = timing_report.write_report(results, RUN)
     rows = [r.row() for r in results]
-    terminalreporter.section(f"notebook wall times ({RUN.mode}, kernel {RUN.kernel}, device {RUN.device})")
+    terminalreporter.section(
+        f"notebook wall times ({RUN.mode}, kernel {RUN.kernel}, device {RUN.device})"
+    )
     terminalreporter.write_line(timing_report.format_table(rows))
     terminalreporter.write_line(f"report: {path}")

@@ -46,9 +46,13 @@ def test_every_notebook_checks_its_quick_parameter():
     import json
 
     for notebook in runs.discover():
-        code = ["".join(c["source"]) for c in json.loads(notebook.read_text(encoding="utf-8"))["cells"]
-                if c["cell_type"] == "code" and "parameters" not in c.get("metadata", {}).get("tags", [])
-                and "colab-setup" not in c.get("metadata", {}).get("tags", [])]
+        code = [
+            "".join(c["source"])
+            for c in json.loads(notebook.read_text(encoding="utf-8"))["cells"]
+            if c["cell_type"] == "code"
+            and "parameters" not in c.get("metadata", {}).get("tags", [])
+            and "colab-setup" not in c.get("metadata", {}).get("tags", [])
+        ]
         first_use = next(i for i, src in enumerate(code) if "quick" in src)
         assert "hardware.check_quick(quick)" in code[first_use], notebook.name
         before = code[first_use].split("hardware.check_quick(quick)")[0]

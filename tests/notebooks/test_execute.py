@@ -45,21 +45,32 @@ def test_notebook_within_cpu_budget(notebook, run):
     assert result.cpu_seconds is not None, "the kernel's CPU time could not be read"
     assert not result.over_cpu_budget, (
         f"{result.notebook} used {result.cpu_seconds:.1f} CPU seconds, over its "
-        f"{run.cpu_budget_s:.0f} s budget ({result.seconds:.1f} s of wall time)")
+        f"{run.cpu_budget_s:.0f} s budget ({result.seconds:.1f} s of wall time)"
+    )
 
 
-COMPUTED = {"en": re.compile(r"\*\*Computed in this page\*\* \(`(\w+)`\): (.+?); "),
-            "zh_CN": re.compile(r"\*\*本页计算\*\*（`(\w+)`）：(.+?)；")}
+COMPUTED = {
+    "en": re.compile(r"\*\*Computed in this page\*\* \(`(\w+)`\): (.+?); "),
+    "zh_CN": re.compile(r"\*\*本页计算\*\*（`(\w+)`）：(.+?)；"),
+}
 
 
 def _markdown_outputs(path) -> str:
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return html.unescape("\n".join("".join(out.get("data", {}).get("text/markdown", ""))
-                                   for cell in cells for out in cell.get("outputs", [])))
+    return html.unescape(
+        "\n".join(
+            "".join(out.get("data", {}).get("text/markdown", ""))
+            for cell in cells
+            for out in cell.get("outputs", [])
+        )
+    )
 
 
-@pytest.mark.parametrize(("notebook", "lang"), editions.per_language_runs(),
-                         ids=lambda v: v if isinstance(v, str) else v.relative_to(runs.ROOT).as_posix())
+@pytest.mark.parametrize(
+    ("notebook", "lang"),
+    editions.per_language_runs(),
+    ids=lambda v: v if isinstance(v, str) else v.relative_to(runs.ROOT).as_posix(),
+)
 def test_a_notebook_with_words_per_edition_runs_in_each_language(notebook, lang, run):
     """The fact-check runs once more for the Chinese site: its entries are in Chinese, and
     each computed headline shows the very figures the English page shows."""
@@ -71,17 +82,28 @@ def test_a_notebook_with_words_per_edition_runs_in_each_language(notebook, lang,
     assert re.search(r"[\u4e00-\u9fff]{20}", translated)
     # each headline's figures, by derivation: the edition words (and orders) them, the numbers
     # are the same
-    computed = {name: sorted(re.findall(r"\d+(?:[.,]\d+)*", text))
-                for name, text in COMPUTED["en"].findall(english)}
+    computed = {
+        name: sorted(re.findall(r"\d+(?:[.,]\d+)*", text))
+        for name, text in COMPUTED["en"].findall(english)
+    }
     assert len(computed) > 50
-    assert {name: sorted(re.findall(r"\d+(?:[.,]\d+)*", text))
-            for name, text in COMPUTED[lang].findall(translated)} == computed
+    assert {
+        name: sorted(re.findall(r"\d+(?:[.,]\d+)*", text))
+        for name, text in COMPUTED[lang].findall(translated)
+    } == computed
 
 
 # What only a maintainer can act on: a command to run a benchmark, a path inside the source
 # tree, a library's warning. A reader's page says what a GPU would show instead.
-MAINTAINER_TEXT = ("python benchmarks/", "src/gpulab/data", "Warning:", "UserWarning",
-                   "FutureWarning", "DeprecationWarning", "[transformers]")
+MAINTAINER_TEXT = (
+    "python benchmarks/",
+    "src/gpulab/data",
+    "Warning:",
+    "UserWarning",
+    "FutureWarning",
+    "DeprecationWarning",
+    "[transformers]",
+)
 
 
 def _output_text(cell: dict) -> str:
@@ -100,6 +122,10 @@ def test_no_page_prints_a_maintainer_instruction_or_a_warning(notebook, run):
     assert result.ok
 
     cells = json.loads(runs.executed_path(notebook, run).read_text(encoding="utf-8"))["cells"]
-    found = [f"cell {i}: {text!r}" for i, c in enumerate(cells) for text in MAINTAINER_TEXT
-             if text in _output_text(c)]
+    found = [
+        f"cell {i}: {text!r}"
+        for i, c in enumerate(cells)
+        for text in MAINTAINER_TEXT
+        if text in _output_text(c)
+    ]
     assert found == []

@@ -43,9 +43,11 @@ def _run_colab_cell(monkeypatch, on_colab: bool, installed: bool) -> list:
     else:
         monkeypatch.delitem(sys.modules, "google.colab", raising=False)
     real_find_spec = importlib.util.find_spec
-    monkeypatch.setattr(importlib.util, "find_spec",
-                        lambda name, *a: (real_find_spec(name, *a) if installed or name != "gpulab"
-                                          else None))
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: real_find_spec(name, *a) if installed or name != "gpulab" else None,
+    )
     exec(nbcheck.colab_cell_source(CONFIG), {})
     return calls
 
@@ -77,13 +79,26 @@ def _write(path, cells, **meta):
 
 # One exercise with its checked solution, as every notebook ends (tools/authoring/exercises.py).
 EXERCISE = [
-    {"cell_type": "markdown", "id": "e", "metadata": {"tags": ["exercise"],
-                                                    "gpulab": {"exercise": "ch99-sum"}},
-     "source": "### Exercise 1: a sum\n\nAdd two and two."},
-    {"cell_type": "markdown", "id": "es", "metadata": {"tags": ["exercise-solution"]},
-     "source": "#### Solution"},
-    {"cell_type": "code", "id": "ec", "metadata": {"tags": ["exercise-solution"]}, "outputs": [],
-     "execution_count": None, "source": "assert 2 + 2 == 4"},
+    {
+        "cell_type": "markdown",
+        "id": "e",
+        "metadata": {"tags": ["exercise"], "gpulab": {"exercise": "ch99-sum"}},
+        "source": "### Exercise 1: a sum\n\nAdd two and two.",
+    },
+    {
+        "cell_type": "markdown",
+        "id": "es",
+        "metadata": {"tags": ["exercise-solution"]},
+        "source": "#### Solution",
+    },
+    {
+        "cell_type": "code",
+        "id": "ec",
+        "metadata": {"tags": ["exercise-solution"]},
+        "outputs": [],
+        "execution_count": None,
+        "source": "assert 2 + 2 == 4",
+    },
 ]
 
 
@@ -91,12 +106,28 @@ def test_format_check_finds_and_fix_repairs(tmp_path):
     """A notebook with outputs and no Colab cell is reported, and --fix repairs both."""
     cells = [
         {"cell_type": "markdown", "id": "t", "metadata": {}, "source": "# Title"},
-        {"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "outputs": [],
-         "execution_count": None, "source": 'device = "auto"\nquick = False'},
-        {"cell_type": "code", "id": "h", "metadata": {}, "execution_count": 3,
-         "outputs": [{"output_type": "stream", "name": "stdout", "text": "x"}],
-         "source": "from gpulab import hardware\nhardware.detect()"},
-        {"cell_type": "markdown", "id": "s", "metadata": {}, "source": "## Summary\n\n## Exercises"},
+        {
+            "cell_type": "code",
+            "id": "p",
+            "metadata": {"tags": ["parameters"]},
+            "outputs": [],
+            "execution_count": None,
+            "source": 'device = "auto"\nquick = False',
+        },
+        {
+            "cell_type": "code",
+            "id": "h",
+            "metadata": {},
+            "execution_count": 3,
+            "outputs": [{"output_type": "stream", "name": "stdout", "text": "x"}],
+            "source": "from gpulab import hardware\nhardware.detect()",
+        },
+        {
+            "cell_type": "markdown",
+            "id": "s",
+            "metadata": {},
+            "source": "## Summary\n\n## Exercises",
+        },
         *EXERCISE,
     ]
     path = _write(tmp_path / "n.ipynb", cells, widgets={"x": 1})
@@ -114,11 +145,28 @@ def test_format_check_requires_conventions(tmp_path, missing):
     """Missing parameters, summary or title cells are each reported by name."""
     cells = [
         {"cell_type": "markdown", "id": "t", "metadata": {}, "source": "# Title"},
-        {"cell_type": "code", "id": "p", "metadata": {"tags": ["parameters"]}, "outputs": [],
-         "execution_count": None, "source": 'device = "auto"\nquick = False'},
-        {"cell_type": "code", "id": "h", "metadata": {}, "outputs": [], "execution_count": None,
-         "source": "hardware.detect()"},
-        {"cell_type": "markdown", "id": "s", "metadata": {}, "source": "## Summary\n\n## Exercises"},
+        {
+            "cell_type": "code",
+            "id": "p",
+            "metadata": {"tags": ["parameters"]},
+            "outputs": [],
+            "execution_count": None,
+            "source": 'device = "auto"\nquick = False',
+        },
+        {
+            "cell_type": "code",
+            "id": "h",
+            "metadata": {},
+            "outputs": [],
+            "execution_count": None,
+            "source": "hardware.detect()",
+        },
+        {
+            "cell_type": "markdown",
+            "id": "s",
+            "metadata": {},
+            "source": "## Summary\n\n## Exercises",
+        },
     ]
     if missing == "parameters":
         cells[1]["metadata"]["tags"] = []

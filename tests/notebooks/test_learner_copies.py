@@ -27,8 +27,9 @@ def test_learner_copy_has_no_solution_left(solution):
     assert not any(generator.BEGIN in s or generator.END in s for s in sources)
     solved = json.loads(solution.read_text(encoding="utf-8"))
     # a solution cell with a learner_source starts the learner from library code to edit
-    n_stubs = sum(generator.is_solution_cell(c) and not _edits_library_code(c)
-                  for c in solved["cells"])
+    n_stubs = sum(
+        generator.is_solution_cell(c) and not _edits_library_code(c) for c in solved["cells"]
+    )
     assert sum("raise NotImplementedError" in s for s in sources) >= n_stubs
     for cell in solved["cells"]:
         if generator.is_solution_cell(cell) and _edits_library_code(cell):
@@ -50,7 +51,10 @@ def test_learner_copy_check_fails_clearly(solution, run):
     assert not result.ok, "the learner copy ran through although its stubs are empty"
     solved = json.loads(solution.read_text(encoding="utf-8"))
     edits = any(generator.is_solution_cell(c) and _edits_library_code(c) for c in solved["cells"])
-    clear = "is not written yet" in result.error or (edits and "failed" in result.error
-                                                    and "check(s)" in result.error)
+    clear = "is not written yet" in result.error or (
+        edits and "failed" in result.error and "check(s)" in result.error
+    )
     # labs.CheckFailed, an AssertionError that Jupyter shows as one line
-    assert ("CheckFailed" in result.error or "AssertionError" in result.error) and clear, result.error
+    assert ("CheckFailed" in result.error or "AssertionError" in result.error) and clear, (
+        result.error
+    )

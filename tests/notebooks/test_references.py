@@ -9,8 +9,11 @@ import pytest
 from tests.notebooks.conftest import execute_once
 from tools.execution import references, runs
 
-WITH_REFERENCES = [p for p in runs.discover()
-                   if references.reference_cells(json.loads(p.read_text(encoding="utf-8")))]
+WITH_REFERENCES = [
+    p
+    for p in runs.discover()
+    if references.reference_cells(json.loads(p.read_text(encoding="utf-8")))
+]
 
 
 def test_some_notebook_has_reference_cells():
@@ -18,8 +21,9 @@ def test_some_notebook_has_reference_cells():
     assert WITH_REFERENCES
 
 
-@pytest.mark.parametrize("notebook", WITH_REFERENCES,
-                         ids=lambda p: p.relative_to(runs.ROOT).as_posix())
+@pytest.mark.parametrize(
+    "notebook", WITH_REFERENCES, ids=lambda p: p.relative_to(runs.ROOT).as_posix()
+)
 def test_reference_outputs_unchanged(notebook, run):
     """Each tagged cell's new output equals its committed reference (after sanitizing)."""
     if run.mode != "quick":
@@ -33,8 +37,14 @@ def test_reference_outputs_unchanged(notebook, run):
 def test_changed_value_is_caught(tmp_path):
     """A reference that differs from the new output is reported (the check can fail)."""
     outputs = [{"name": "stdout", "output_type": "stream", "text": "42\n"}]
-    cell = {"cell_type": "code", "id": "x", "metadata": {"tags": ["nbval-check-output"]},
-            "source": "print(2 * 21)", "execution_count": None, "outputs": []}
+    cell = {
+        "cell_type": "code",
+        "id": "x",
+        "metadata": {"tags": ["nbval-check-output"]},
+        "source": "print(2 * 21)",
+        "execution_count": None,
+        "outputs": [],
+    }
     changed = json.loads(json.dumps(cell)) | {"outputs": [outputs[0] | {"text": "43\n"}]}
     source, executed, store = tmp_path / "a.ipynb", tmp_path / "b.ipynb", tmp_path / "a.json"
     source.write_text(json.dumps({"cells": [cell]}))

@@ -23,7 +23,9 @@ def site() -> Path:
     """The built site's HTML folder; fails with what to run when it is missing."""
     html = runs.html_dir(runs.RunConfig.from_env(mode="quick"))
     if not (html / "index.html").exists():
-        pytest.fail(f"no built site at {html}: run `make test` (or tools/pipeline.py site --mode quick)")
+        pytest.fail(
+            f"no built site at {html}: run `make test` (or tools/pipeline.py site --mode quick)"
+        )
     return html
 
 
@@ -64,16 +66,27 @@ def find_chromium(env: Mapping[str, str] = os.environ) -> str | None:
 
 
 CHROMIUM = find_chromium()
-ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 
 
 @pytest.fixture(scope="module")
 def browser():
     """A headless Chromium driven by Playwright."""
     if CHROMIUM is None:
-        missing("Chromium", "tool:chromium", "Debian: apt-get install chromium; .ci/run installs it; "
-                "or set GPULAB_CHROMIUM to a Chromium or Chrome executable")
+        missing(
+            "Chromium",
+            "tool:chromium",
+            "Debian: apt-get install chromium; .ci/run installs it; "
+            "or set GPULAB_CHROMIUM to a Chromium or Chrome executable",
+        )
     with sync_api.sync_playwright() as p:
         b = p.chromium.launch(executable_path=CHROMIUM, headless=True, args=ARGS)
         yield b

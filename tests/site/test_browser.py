@@ -23,15 +23,24 @@ WINDOW = {"width": 1200, "height": 900}  # the theme lays the article out 688 px
 COLUMN_PX = 688
 # A lab page, the scenario tables of notebook 06, chapter pages with wide tables and math,
 # the widget and plot of the setup page, the front page.
-PAGES = ["notebooks/00_check_your_setup.html", "notebooks/05_pitfalls.html",
-         "notebooks/06_choosing_hardware.html", "labs/01_roofline_lab.html",
-         "book/02_vram.html", "book/06_choosing_hardware.html", "index.html",
-         # the Chinese edition: a chapter page with wide tables and math, a notebook with plots
-         "zh_CN/book/02_vram.html", "zh_CN/notebooks/03_inference_vs_training.html"]
-SCREENSHOTS = {"notebooks/00_check_your_setup.html": "setup_page.png",
-               "notebooks/06_choosing_hardware.html": "choosing_hardware_page.png",
-               "labs/01_roofline_lab.html": "roofline_lab_page.png",
-               "zh_CN/notebooks/03_inference_vs_training.html": "chinese_chapter_page.png"}
+PAGES = [
+    "notebooks/00_check_your_setup.html",
+    "notebooks/05_pitfalls.html",
+    "notebooks/06_choosing_hardware.html",
+    "labs/01_roofline_lab.html",
+    "book/02_vram.html",
+    "book/06_choosing_hardware.html",
+    "index.html",
+    # the Chinese edition: a chapter page with wide tables and math, a notebook with plots
+    "zh_CN/book/02_vram.html",
+    "zh_CN/notebooks/03_inference_vs_training.html",
+]
+SCREENSHOTS = {
+    "notebooks/00_check_your_setup.html": "setup_page.png",
+    "notebooks/06_choosing_hardware.html": "choosing_hardware_page.png",
+    "labs/01_roofline_lab.html": "roofline_lab_page.png",
+    "zh_CN/notebooks/03_inference_vs_training.html": "chinese_chapter_page.png",
+}
 
 LAYOUT = """() => {
   const article = document.querySelector('article.bd-article');
@@ -86,7 +95,9 @@ def open_page(browser, site_url, page_name):
     tab.on("console", lambda m: errors.append(m.text) if m.type == "error" else None)
     tab.on("pageerror", lambda e: errors.append(f"uncaught: {e}"))
     tab.on("requestfailed", lambda r: failed.append(f"{r.url} ({r.failure})"))
-    tab.on("response", lambda r: failed.append(f"{r.url} ({r.status})") if r.status >= 400 else None)
+    tab.on(
+        "response", lambda r: failed.append(f"{r.url} ({r.status})") if r.status >= 400 else None
+    )
     tab.goto(f"{site_url}/{page_name}", wait_until="networkidle")
     # the layout is measured once MathJax has typeset the page's math (where it has any)
     tab.evaluate("() => window.MathJax?.startup?.promise?.then(() => true) ?? true")
@@ -120,7 +131,9 @@ def test_setup_page_renders_its_result_plot_widget_and_math(browser, site, site_
     # the plot: an image written by matplotlib, loaded from the site, described in words
     plots = tab.evaluate("""() => [...document.querySelectorAll('article img')]
         .filter(i => i.src.includes('/_images/') && i.naturalWidth > 100).map(i => i.alt)""")
-    assert plots and all(alt.startswith("bar chart: Memory on this machine.") for alt in plots), plots
+    assert plots and all(alt.startswith("bar chart: Memory on this machine.") for alt in plots), (
+        plots
+    )
     # the widget: the saved Tab rendered by the site's own widget manager
     tab.wait_for_selector(".widget-tab, .jupyter-widget-tab", timeout=15_000)
     tabs = tab.inner_text(".widget-tab, .jupyter-widget-tab")
@@ -160,7 +173,9 @@ GLYPHS = """async (font) => {
 def test_a_chinese_chapter_page_renders_chinese_glyphs_math_and_a_plot(browser, site, site_url):
     """The Chinese notebook page of chapter 3: Chinese text drawn in the site's CJK font (its
     glyphs, not empty boxes: two characters draw differently), rendered math and its plot."""
-    tab, outside, errors, _ = open_page(browser, site_url, "zh_CN/notebooks/03_inference_vs_training.html")
+    tab, outside, errors, _ = open_page(
+        browser, site_url, "zh_CN/notebooks/03_inference_vs_training.html"
+    )
     tab.wait_for_selector("mjx-container", timeout=15_000)
     found = tab.evaluate(GLYPHS, CJK_FONT)
     tab.screenshot(path=str(site.parent / "chinese_chapter_page_top.png"))

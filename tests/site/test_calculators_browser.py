@@ -27,10 +27,23 @@ MEMORY = "#gpulab-memory-calculator"
 COST = "#gpulab-cost-calculator"
 READY_TIMEOUT_MS = 60_000  # Pyodide starts in about 3-6 s on the 2-core CI machine
 MEMORY_KEYS = ("total", "weights", "kv", "other", "tps_total", "tps_user")
-COST_KEYS = ("electricity_per_day", "electricity_per_month", "electricity_per_year",
-             "local_monthly", "cloud_monthly", "local_per_million", "cloud_per_million")
-MEMORY_DEFAULTS = {"model": "Llama-3-8B", "weights": "int4", "kv_cache": "bf16",
-                   "context": 8192, "users": 1, "gpu": "RTX 4090"}
+COST_KEYS = (
+    "electricity_per_day",
+    "electricity_per_month",
+    "electricity_per_year",
+    "local_monthly",
+    "cloud_monthly",
+    "local_per_million",
+    "cloud_per_million",
+)
+MEMORY_DEFAULTS = {
+    "model": "Llama-3-8B",
+    "weights": "int4",
+    "kv_cache": "bf16",
+    "context": 8192,
+    "users": 1,
+    "gpu": "RTX 4090",
+}
 
 
 @contextlib.contextmanager
@@ -76,8 +89,10 @@ def _shown_number(text: str) -> float:
 def _set(page, root: str, values: dict) -> None:
     """Set inputs one by one as a reader would (each edit recomputes); skip those that hold
     that text already."""
-    held = page.eval_on_selector_all(f"{root} [data-in]", "els => Object.fromEntries("
-                                     "els.map(e => [e.getAttribute('data-in'), e.value]))")
+    held = page.eval_on_selector_all(
+        f"{root} [data-in]",
+        "els => Object.fromEntries(els.map(e => [e.getAttribute('data-in'), e.value]))",
+    )
     for key, value in values.items():
         if held[key] == samples.text(value):
             continue
@@ -91,9 +106,11 @@ def _set(page, root: str, values: dict) -> None:
 def test_the_calculators_start_from_the_sites_own_files(page, site_url):
     """Pyodide and the gpulab archive came from this site's _static folder, and the inputs are live."""
     loaded = page.evaluate("performance.getEntriesByType('resource').map(r => r.name)")
-    for path in (f"_static/{calculators.PYODIDE_DIR}pyodide.asm.wasm",
-                 f"_static/{calculators.PYODIDE_DIR}python_stdlib.zip",
-                 f"_static/{calculators.ARCHIVE}"):
+    for path in (
+        f"_static/{calculators.PYODIDE_DIR}pyodide.asm.wasm",
+        f"_static/{calculators.PYODIDE_DIR}python_stdlib.zip",
+        f"_static/{calculators.ARCHIVE}",
+    ):
         assert f"{site_url}/{path}" in loaded, f"{path} was not loaded: {loaded}"
     for root in (MEMORY, COST):
         assert page.locator(f"{root} [data-in]:disabled").count() == 0
@@ -109,8 +126,14 @@ def test_memory_calculator_matches_gpulab(page):
     assert len(options) >= 10 and "RTX 4090 (24 GB)" in gpus and "RTX 4060 (8 GB)" in gpus
     for values in samples.memory_samples():
         _set(page, MEMORY, values)
-        want = oracle.memory_expected(values["model"], values["weights"], values["context"],
-                                           values["users"], values["gpu"], values["kv_cache"])
+        want = oracle.memory_expected(
+            values["model"],
+            values["weights"],
+            values["context"],
+            values["users"],
+            values["gpu"],
+            values["kv_cache"],
+        )
         where = str(values)
         assert _out(page, MEMORY, "error")[0] == "", where
         for key in MEMORY_KEYS:
@@ -120,8 +143,9 @@ def test_memory_calculator_matches_gpulab(page):
                 continue
             assert float(value) == pytest.approx(want[key], rel=1e-9), f"{key}: {where}"
             scale = 1e9 if key in ("total", "weights", "kv", "other") else 1
-            assert _shown_number(text) == pytest.approx(want[key] / scale, rel=0.006, abs=0.006), \
+            assert _shown_number(text) == pytest.approx(want[key] / scale, rel=0.006, abs=0.006), (
                 f"{key} shown as {text!r}: {where}"
+            )
         value, text = _out(page, MEMORY, "fits")
         assert value == ("yes" if want["fits"] else "no"), where
         value, _ = _out(page, MEMORY, "fits_on")
@@ -165,8 +189,9 @@ def test_cost_calculator_matches_gpulab(page):
         for key in COST_KEYS:
             value, text = _out(page, COST, key)
             assert float(value) == pytest.approx(want[key], rel=1e-9, abs=1e-9), f"{key}: {values}"
-            assert _shown_number(text) == pytest.approx(want[key], rel=0.006, abs=0.006), \
+            assert _shown_number(text) == pytest.approx(want[key], rel=0.006, abs=0.006), (
                 f"{key} shown as {text!r}: {values}"
+            )
         value, text = _out(page, COST, "break_even_months")
         if want["break_even_months"] is None:
             never += 1
@@ -180,7 +205,9 @@ def test_changing_a_cost_input_changes_the_result(page):
     """The seed's example, then a dearer rental: the break-even moves to gpulab's new value."""
     _set(page, COST, calculators.COST_DEFAULTS)
     before = float(_out(page, COST, "break_even_months")[0])
-    assert before == pytest.approx(oracle.cost_expected(calculators.COST_DEFAULTS)["break_even_months"])
+    assert before == pytest.approx(
+        oracle.cost_expected(calculators.COST_DEFAULTS)["break_even_months"]
+    )
     months = page.get_attribute(f'{COST} [data-out="chart"]', "data-months")
     dearer = calculators.COST_DEFAULTS | {"price_per_hour": 12}
     page.fill(f'{COST} [data-in="price_per_hour"]', "12")
@@ -213,13 +240,17 @@ def test_outside_the_site_the_snippet_shows_its_defaults_and_loads_nothing(brows
     the inputs stay disabled, the status line points to the live calculators, nothing fails."""
     tab, outside = open_offline(browser)
     with _guarded(tab, outside):
-        tab.set_content(calculators.memory_calculator_html() + calculators.cost_calculator_html(),
-                        wait_until="load")
+        tab.set_content(
+            calculators.memory_calculator_html() + calculators.cost_calculator_html(),
+            wait_until="load",
+        )
         tab.wait_for_timeout(300)  # the module scripts have run by now
         for root in (MEMORY, COST):
             assert tab.get_attribute(root, "data-state") == "static"
-            assert tab.locator(f"{root} [data-in]:disabled").count() == tab.locator(
-                f"{root} [data-in]").count()
+            assert (
+                tab.locator(f"{root} [data-in]:disabled").count()
+                == tab.locator(f"{root} [data-in]").count()
+            )
         assert "gpulab.widgets.memory_calculator()" in tab.inner_text(f"{MEMORY} [data-status]")
         want = oracle.memory_expected("Llama-3-8B", "int4", 8192, 1, "RTX 4090")
         assert float(_out(tab, MEMORY, "total")[0]) == want["total"]
@@ -239,8 +270,9 @@ def test_both_calculators_start_from_the_path_make_book_prints(browser, site, ed
             try:
                 tab.wait_for_selector(f'{root}[data-state="ready"]', timeout=READY_TIMEOUT_MS)
             except Exception:
-                pytest.fail(f"{root} from file:// is not ready: "
-                            f"{tab.inner_text(f'{root} [data-status]')!r}")
+                pytest.fail(
+                    f"{root} from file:// is not ready: {tab.inner_text(f'{root} [data-status]')!r}"
+                )
         want = oracle.memory_expected("Llama-3-8B", "int4", 8192, 1, "RTX 4090")
         assert float(_out(tab, MEMORY, "total")[0]) == pytest.approx(want["total"], rel=1e-9)
         values = MEMORY_DEFAULTS | {"model": "Llama-3-70B", "users": 4}
@@ -251,7 +283,8 @@ def test_both_calculators_start_from_the_path_make_book_prints(browser, site, ed
         dearer = calculators.COST_DEFAULTS | {"price_per_hour": 12}
         tab.fill(f'{COST} [data-in="price_per_hour"]', "12")
         assert float(_out(tab, COST, "break_even_months")[0]) == pytest.approx(
-            oracle.cost_expected(dearer)["break_even_months"], rel=1e-9)
+            oracle.cost_expected(dearer)["break_even_months"], rel=1e-9
+        )
         if not edition:
             tab.locator(MEMORY).screenshot(path=str(site.parent / "calculators_from_file.png"))
     tab.close()
@@ -263,8 +296,11 @@ def test_from_a_file_a_calculator_that_cannot_start_says_to_serve_the_site(brows
     page = tmp_path / "notebooks" / "page.html"
     page.parent.mkdir()
     (tmp_path / "_static").mkdir()
-    page.write_text(f'<!DOCTYPE html><html data-content_root="../"><head></head><body>'
-                    f"{calculators.memory_calculator_html()}</body></html>", encoding="utf-8")
+    page.write_text(
+        f'<!DOCTYPE html><html data-content_root="../"><head></head><body>'
+        f"{calculators.memory_calculator_html()}</body></html>",
+        encoding="utf-8",
+    )
     tab, outside = open_offline(browser)
     tab.goto(page.as_uri(), wait_until="load")
     tab.wait_for_selector(f'{MEMORY}[data-state="failed"]', timeout=READY_TIMEOUT_MS)

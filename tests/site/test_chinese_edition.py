@@ -29,7 +29,7 @@ def _text(page: Path, claims: bool = True) -> str:
     """A page's article as plain text, straight quotes for curly ones; without the {claim}
     links when `claims` is False (they quote the article in English or in Chinese)."""
     html = page.read_text(encoding="utf-8")
-    body = html[html.find('<article class="bd-article"'):html.find("</article>")]
+    body = html[html.find('<article class="bd-article"') : html.find("</article>")]
     if not claims:
         body = re.sub(r'<a class="claim reference[^"]*"[^>]*>.*?</a>', " ", body, flags=re.S)
     return _plain(html_module.unescape(re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", body))))
@@ -41,7 +41,9 @@ def _plain(text: str) -> str:
 
 
 def _english_pages(site: Path) -> list[str]:
-    return [p.relative_to(site).as_posix() for p in _pages(site) if p.relative_to(site).parts[0] != ZH]
+    return [
+        p.relative_to(site).as_posix() for p in _pages(site) if p.relative_to(site).parts[0] != ZH
+    ]
 
 
 def test_every_english_page_has_its_chinese_counterpart(site):
@@ -79,18 +81,23 @@ def test_the_catalogues_translate_the_pages(site):
     pot_dir = site_build.catalogue_dir(runs.RunConfig.from_env(mode="quick"))
     pages = {p.relative_to(pot_dir).with_suffix(".html").as_posix() for p in pot_dir.rglob("*.pot")}
     # one template per page, and sphinx.pot for the theme's own words
-    assert pages == set(_english_pages(site)) - {"genindex.html", "search.html", "index.html"} | {"sphinx.html"}
+    assert pages == set(_english_pages(site)) - {"genindex.html", "search.html", "index.html"} | {
+        "sphinx.html"
+    }
     failures = i18n.check(pot_dir)
     assert not failures, i18n.summary(pot_dir) + "\n" + "\n".join(failures[:40])
 
 
-@pytest.mark.parametrize("page", ["book/02_vram", "notebooks/05_pitfalls", "labs/03_tokens_per_second_lab"])
+@pytest.mark.parametrize(
+    "page", ["book/02_vram", "notebooks/05_pitfalls", "labs/03_tokens_per_second_lab"]
+)
 def test_a_chinese_page_shows_its_translated_title_and_language(site, page):
     """The page's <html lang> is zh-CN and its heading is its catalogue's msgstr."""
     html = (site / ZH / f"{page}.html").read_text(encoding="utf-8")
     assert '<html lang="zh-CN"' in html
-    english_title = re.search(r"<h1>(.*?)<a class=\"headerlink\"", (site / f"{page}.html").read_text(
-        encoding="utf-8")).group(1)
+    english_title = re.search(
+        r"<h1>(.*?)<a class=\"headerlink\"", (site / f"{page}.html").read_text(encoding="utf-8")
+    ).group(1)
     with (i18n.LOCALES / ZH / "LC_MESSAGES" / f"{page}.po").open("rb") as f:
         catalog = read_po(f)
     expected = catalog.get(re.sub(r"<[^>]+>", "", english_title)).string
@@ -105,7 +112,9 @@ def test_a_chinese_chapter_shows_the_english_chapters_figures(site, page):
     english = set(number.findall(_text(site / page, claims=False)))
     chinese = set(number.findall(_text(site / ZH / page, claims=False)))
     assert english, page
-    assert english <= chinese, f"{page}: figures missing in Chinese: {sorted(english - chinese)[:20]}"
+    assert english <= chinese, (
+        f"{page}: figures missing in Chinese: {sorted(english - chinese)[:20]}"
+    )
 
 
 def test_claims_quote_the_articles_own_words_and_verdicts_are_in_chinese(site):
@@ -114,15 +123,23 @@ def test_claims_quote_the_articles_own_words_and_verdicts_are_in_chinese(site):
     from gpulab.course import factcheck
 
     claims = {c.id: c for c in factcheck.load()}
-    english, chinese = _text(site / "book/01_why_gpus_are_fast.html"), _text(site / ZH / "book/01_why_gpus_are_fast.html")
-    cited = {int(i) for i in re.findall(r"\{claim\}`(\d+)`", Path("book/01_why_gpus_are_fast.md").read_text())}
+    english, chinese = (
+        _text(site / "book/01_why_gpus_are_fast.html"),
+        _text(site / ZH / "book/01_why_gpus_are_fast.html"),
+    )
+    cited = {
+        int(i)
+        for i in re.findall(r"\{claim\}`(\d+)`", Path("book/01_why_gpus_are_fast.md").read_text())
+    }
     assert cited
     for cid in cited:
         claim_en = _plain(claims[cid].claim_en)
         assert claim_en in english, cid
         assert _plain(claims[cid].quote) in chinese, cid
         assert claim_en not in chinese, cid
-    assert {factcheck.verdict_name(v, ZH) for v in ("wrong", "misleading")} <= set(re.findall(r"[\u4e00-\u9fff]+", chinese))
+    assert {factcheck.verdict_name(v, ZH) for v in ("wrong", "misleading")} <= set(
+        re.findall(r"[\u4e00-\u9fff]+", chinese)
+    )
 
 
 def test_the_chinese_fact_check_renders_the_registrys_chinese_text(site):
@@ -136,8 +153,11 @@ def test_the_chinese_fact_check_renders_the_registrys_chinese_text(site):
     chinese = words["factcheck"]["claims"]  # each claim's Chinese, by id
     for entry in data["claims"]:
         assert f'id="claim-{entry["id"]}"' in html, entry["id"]
-    missing = [e["id"] for e in data["claims"]
-               if _plain(chinese[str(e["id"])]["rubric_why"])[:30] not in text]
+    missing = [
+        e["id"]
+        for e in data["claims"]
+        if _plain(chinese[str(e["id"])]["rubric_why"])[:30] not in text
+    ]
     assert missing == []
     assert factcheck.verdict_name("misleading", ZH) in text
 
@@ -177,8 +197,16 @@ def test_the_pipelines_own_sentences_are_in_the_editions_language(site):
     times = timing_report.machine_times(run)
     for notebook, shown in times.items():
         if notebook.startswith("notebooks/"):
-            page = (site / ZH / notebook).with_suffix(".html").read_text(encoding="utf-8").replace("\u00a0", " ")
-            assert re.search(r"机器耗时：</strong> 在构建本站的机器上运行全部单元格用了 " + re.escape(shown), page)
+            page = (
+                (site / ZH / notebook)
+                .with_suffix(".html")
+                .read_text(encoding="utf-8")
+                .replace("\u00a0", " ")
+            )
+            assert re.search(
+                r"机器耗时：</strong> 在构建本站的机器上运行全部单元格用了 " + re.escape(shown),
+                page,
+            )
     text = _text(site / ZH / "book" / "04_backends.html")
     for kind in measured.BACKENDS:
         assert measured.backend_status(kind, lang=ZH) in text, kind
@@ -188,12 +216,14 @@ def test_the_chinese_table_of_contents_names_the_parts_in_chinese(site):
     """The sidebar's part captions come from _toc.yml through the root page's catalogue."""
     import yaml
 
-    captions = [part["caption"] for part in yaml.safe_load((runs.ROOT / "_toc.yml").read_text())["parts"]]
+    captions = [
+        part["caption"] for part in yaml.safe_load((runs.ROOT / "_toc.yml").read_text())["parts"]
+    ]
     with (i18n.LOCALES / ZH / "LC_MESSAGES" / "book" / "intro.po").open("rb") as f:
         catalog = read_po(f)
     html = (site / ZH / "notebooks" / "03_inference_vs_training.html").read_text(encoding="utf-8")
-    start = html.find('bd-docs-nav')
-    nav = html[start:html.find("</nav>", start)]
+    start = html.find("bd-docs-nav")
+    nav = html[start : html.find("</nav>", start)]
     for caption in captions:
         chinese = catalog.get(caption).string
         assert chinese and chinese in nav and caption not in nav, caption

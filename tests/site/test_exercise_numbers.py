@@ -15,9 +15,13 @@ from tools.execution import runs
 ZH = "zh_CN"
 # sphinx-exercise's title number, and the one in a solution's title (its link to the exercise)
 TITLE = re.compile(r'<span class="caption-number">(?:Exercise|练习) (\d+) </span>')
-SOLUTION = re.compile(r'<p class="admonition-title">(?:Solution to|解答)\s*<a [^>]*>\s*(?:Exercise|练习) (\d+)')
-NUMBERED = {nb: [g.number for g in exercises.exercises(json.loads(nb.read_text(encoding="utf-8")))]
-            for nb in runs.discover()}
+SOLUTION = re.compile(
+    r'<p class="admonition-title">(?:Solution to|解答)\s*<a [^>]*>\s*(?:Exercise|练习) (\d+)'
+)
+NUMBERED = {
+    nb: [g.number for g in exercises.exercises(json.loads(nb.read_text(encoding="utf-8")))]
+    for nb in runs.discover()
+}
 
 
 def test_the_notebooks_number_their_exercises_from_one():
@@ -42,7 +46,9 @@ def test_each_page_numbers_its_exercises_from_one(site, edition):
         solutions = [int(n) for n in SOLUTION.findall(html)]
         pages += 1
         if titles != numbers or solutions != numbers:
-            wrong.append(f"{page.relative_to(site)}: titles {titles}, solutions {solutions}, "
-                         f"the notebook's {numbers}")
+            wrong.append(
+                f"{page.relative_to(site)}: titles {titles}, solutions {solutions}, "
+                f"the notebook's {numbers}"
+            )
     assert pages >= 2
     assert not wrong, "\n".join(wrong)

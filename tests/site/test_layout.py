@@ -125,7 +125,11 @@ MEASURE = r"""async ([verdictEm, slowLoop]) => {
 def _page_names(site: Path) -> list[str]:
     """Every page of both editions, by path from the site's root, less the redirects."""
     pages = [p.relative_to(site).as_posix() for p in _pages(site)]
-    return [p for p in pages if not (site / p).read_text(encoding="utf-8").startswith("<meta http-equiv")]
+    return [
+        p
+        for p in pages
+        if not (site / p).read_text(encoding="utf-8").startswith("<meta http-equiv")
+    ]
 
 
 def _edition(page: str) -> str:
@@ -145,8 +149,10 @@ def layout(browser, site, site_url) -> dict[int, dict[str, dict]]:
             measured[width][page] = tab.evaluate(MEASURE, [VERDICT_MIN_EM, SLOW_LOOP])
         context.close()
         assert not outside, f"requests left the machine: {outside[:3]}"
-    (site.parent / "layout_report.json").write_text(json.dumps(
-        {"counts": counts(measured), "pages": measured}, indent=1, ensure_ascii=False), encoding="utf-8")
+    (site.parent / "layout_report.json").write_text(
+        json.dumps({"counts": counts(measured), "pages": measured}, indent=1, ensure_ascii=False),
+        encoding="utf-8",
+    )
     return measured
 
 
@@ -165,7 +171,9 @@ def counts(measured: dict[int, dict[str, dict]]) -> dict[str, dict[str, int]]:
 @pytest.mark.parametrize("check", CHECKS)
 def test_every_page_lays_out_at_width(layout, check, width):
     """No page of either edition has a problem of this kind at this width."""
-    problems = [f"{page}: {p}" for page, result in layout[width].items() for p in result["found"][check]]
+    problems = [
+        f"{page}: {p}" for page, result in layout[width].items() for p in result["found"][check]
+    ]
     assert layout[width], "no page measured"
     assert not problems, f"{len(problems)} at {width} px ({check}):\n" + "\n".join(problems[:40])
 
@@ -177,4 +185,6 @@ def test_lab5_slow_loop_reads_whole_at_1280(layout, edition):
     page = LAB5 if edition == "en" else f"{ZH}/{LAB5}"
     loop = layout[1280][page]["loop"]
     assert loop, f"no code block holding {SLOW_LOOP!r} on {page}"
-    assert loop["content"] <= loop["box"] + 1, f"{page}: {loop['content']} px of code in a {loop['box']} px box"
+    assert loop["content"] <= loop["box"] + 1, (
+        f"{page}: {loop['content']} px of code in a {loop['box']} px box"
+    )

@@ -14,7 +14,9 @@ from tools.execution import report as timing_report
 from tools.execution import runs
 
 CONFIG = notebook_meta.load_config()
-COLAB = re.compile(r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/([^/]+)/(.+\.ipynb)")
+COLAB = re.compile(
+    r"https://colab\.research\.google\.com/github/([^/]+/[^/]+)/blob/([^/]+)/(.+\.ipynb)"
+)
 NBSP = "\u00a0"  # what holds a unit to its number on the pages (tools/sphinx_ext/numbers.py)
 
 
@@ -51,8 +53,11 @@ def _pages(site: Path) -> list[Path]:
 
 def test_every_notebook_has_a_page(site):
     """Each notebook and lab solution found by the pipeline was rendered as a page."""
-    missing = [str(nb.relative_to(runs.ROOT)) for nb in runs.discover()
-               if not (site / nb.relative_to(runs.ROOT)).with_suffix(".html").exists()]
+    missing = [
+        str(nb.relative_to(runs.ROOT))
+        for nb in runs.discover()
+        if not (site / nb.relative_to(runs.ROOT)).with_suffix(".html").exists()
+    ]
     assert not missing, f"notebooks without a page (add them to _toc.yml): {missing}"
 
 
@@ -76,7 +81,11 @@ def test_no_broken_internal_link(site):
                 target = target / "index.html"
             if not target.exists():
                 broken.append(f"{page.relative_to(site)} -> {link}")
-            elif parts.fragment and target.suffix == ".html" and parts.fragment not in ids.get(target, set()):
+            elif (
+                parts.fragment
+                and target.suffix == ".html"
+                and parts.fragment not in ids.get(target, set())
+            ):
                 broken.append(f"{page.relative_to(site)} -> {link} (no such anchor)")
     assert not broken, "broken links:\n" + "\n".join(broken)
 
@@ -93,17 +102,25 @@ def test_colab_links_name_existing_notebooks(site):
                 found.append((page, *match.groups()))
     assert found, "no Colab link on the site"
     for page, repository, branch, path in found:
-        assert repository == owner_repo and branch == repo["branch"], f"{page.name}: {repository}@{branch}"
+        assert repository == owner_repo and branch == repo["branch"], (
+            f"{page.name}: {repository}@{branch}"
+        )
         assert (runs.ROOT / path).is_file(), f"{page.name} links to {path}, not in the repository"
     linked = {path for *_, path in found}
     for notebook in runs.discover():
-        assert str(notebook.relative_to(runs.ROOT)) in linked, f"{notebook.name} has no Colab button"
+        assert str(notebook.relative_to(runs.ROOT)) in linked, (
+            f"{notebook.name} has no Colab button"
+        )
 
 
 def test_site_loads_no_third_party_script(site):
     """Every script the pages load is served by the site itself (no CDN)."""
-    remote = [(p.name, s) for p in _pages(site) for s in _parse(p).scripts
-              if urlsplit(s).scheme or s.startswith("//")]
+    remote = [
+        (p.name, s)
+        for p in _pages(site)
+        for s in _parse(p).scripts
+        if urlsplit(s).scheme or s.startswith("//")
+    ]
     assert not remote, f"scripts from other hosts: {remote}"
 
 
@@ -119,8 +136,9 @@ def test_widget_pages_carry_the_sites_own_widget_javascript(site):
         assert (page.parent / local[0]).resolve().is_file()
 
 
-@pytest.mark.parametrize("page, least", [("labs/01_roofline_lab.html", 3),
-                                         ("notebooks/00_check_your_setup.html", 1)])
+@pytest.mark.parametrize(
+    "page, least", [("labs/01_roofline_lab.html", 3), ("notebooks/00_check_your_setup.html", 1)]
+)
 def test_plots_appear_on_the_site(site, page, least):
     """The lab's sweeps and roofline are rendered as images on its page."""
     images = [link for link in _parse(site / page).links if "_images/" in link]
@@ -137,21 +155,28 @@ def test_the_site_shows_every_figure_the_library_computes(site, page, edition):
 
     rel = page.as_posix()
     # a number's unit is held to it by a no-break space (tools/sphinx_ext/numbers.py)
-    html = (site / edition / rel).with_suffix(".html").read_text(encoding="utf-8").replace(NBSP, " ")
+    html = (
+        (site / edition / rel).with_suffix(".html").read_text(encoding="utf-8").replace(NBSP, " ")
+    )
     text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", " ", html))
     assert "{fig}" not in text and "{claim}" not in text and "{verdict}" not in text
     pasted = re.findall(r'<span class="pasted-text" data-fig="([^"]*)">([^<]*)</span>', html)
     language = edition.rstrip("/") or "en"
-    expected = [(f"{r.name}:{r.spec}" if r.spec else r.name,
-                 editions.glued_text(page_figures.resolve_ref(r), language))
-                for r in page_figures.parse(page.read_text(encoding="utf-8"), rel)]
+    expected = [
+        (
+            f"{r.name}:{r.spec}" if r.spec else r.name,
+            editions.glued_text(page_figures.resolve_ref(r), language),
+        )
+        for r in page_figures.parse(page.read_text(encoding="utf-8"), rel)
+    ]
     # a translation may put a paragraph's figures in another order, so the pairs are compared
     # as a multiset in Chinese; in English they are in the page's order
-    assert (pasted if not edition else sorted(pasted)) == (expected if not edition else sorted(expected))
+    assert (pasted if not edition else sorted(pasted)) == (
+        expected if not edition else sorted(expected)
+    )
 
 
-@pytest.mark.parametrize("notebook", runs.discover(),
-                         ids=lambda p: str(p.relative_to(runs.ROOT)))
+@pytest.mark.parametrize("notebook", runs.discover(), ids=lambda p: str(p.relative_to(runs.ROOT)))
 def test_every_exercise_is_a_block_with_a_collapsed_executed_solution(site, notebook):
     """Each exercise of the notebook is a sphinx-exercise block on its page, labelled, and its
     solution a collapsed dropdown that holds the solution's executed code cells."""
@@ -167,12 +192,15 @@ def test_every_exercise_is_a_block_with_a_collapsed_executed_solution(site, note
     ids = _parse((site / notebook.relative_to(runs.ROOT)).with_suffix(".html")).ids
     assert {g.label for g in groups} <= ids
     # the solution's code ran: its cells are on the page with their outputs, inside the dropdown
-    for block in re.findall(r'class="solution dropdown admonition".*?(?=class="exercise admonition"|$)',
-                            page, re.S):
+    for block in re.findall(
+        r'class="solution dropdown admonition".*?(?=class="exercise admonition"|$)', page, re.S
+    ):
         assert "tag_exercise-solution" in block
 
 
-EN_DASH_FLAG = re.compile(r"[\u2013\u2014][a-z][a-z0-9-]+")  # –medvram: a flag whose -- became a dash
+EN_DASH_FLAG = re.compile(
+    r"[\u2013\u2014][a-z][a-z0-9-]+"
+)  # –medvram: a flag whose -- became a dash
 
 
 def test_no_flag_lost_its_double_hyphen(site):
@@ -191,8 +219,7 @@ def test_the_flag_check_can_fail():
     assert EN_DASH_FLAG.findall("pages 3\u20135 and 2024\u20132025") == []
 
 
-@pytest.mark.parametrize("notebook", runs.discover(),
-                         ids=lambda p: str(p.relative_to(runs.ROOT)))
+@pytest.mark.parametrize("notebook", runs.discover(), ids=lambda p: str(p.relative_to(runs.ROOT)))
 def test_a_page_shows_one_parameters_cell_with_the_values_it_ran_with(site, notebook):
     """papermill's injected cell is hidden; the notebook's own cell names the values used."""
     page = (site / notebook.relative_to(runs.ROOT)).with_suffix(".html").read_text(encoding="utf-8")
@@ -200,15 +227,20 @@ def test_a_page_shows_one_parameters_cell_with_the_values_it_ran_with(site, note
     assert page.count("tag_parameters") == 1 and "this page was built with" in page
 
 
-@pytest.mark.parametrize("lab", [p for p in runs.discover() if p.parent.name == "labs"],
-                         ids=lambda p: p.name)
+@pytest.mark.parametrize(
+    "lab", [p for p in runs.discover() if p.parent.name == "labs"], ids=lambda p: p.name
+)
 def test_a_lab_page_opens_the_exercise_before_the_solution(site, lab):
     """The page is the solution; the learner's copy is offered first, in Colab and to download."""
     page = (site / "labs" / lab.with_suffix(".html").name).read_text(encoding="utf-8")
     exercise = notebook_meta.colab_url(CONFIG, f"labs/learner/{lab.name}")
     assert exercise in page, "no Colab launch of the exercise copy"
-    download = re.search(r'class="reference download internal" download="" href="([^"]*'
-                         + re.escape(lab.name) + ')"', page)
+    download = re.search(
+        r'class="reference download internal" download="" href="([^"]*'
+        + re.escape(lab.name)
+        + ')"',
+        page,
+    )
     assert download, "no download link of the exercise copy"
     assert (site / "labs" / download.group(1)).resolve().exists()
     assert page.index(exercise) < page.index('class="cell docutils container"')
@@ -222,9 +254,14 @@ def test_machine_times_come_from_the_timing_report(site):
     assert set(times) == {str(p.relative_to(runs.ROOT)) for p in runs.discover()}
     for notebook, shown in times.items():
         page = (site / notebook).with_suffix(".html").read_text(encoding="utf-8").replace(NBSP, " ")
-        assert re.search(r"Machine time:</strong> " + re.escape(shown) + r" to run every cell", page)
-    guide = re.sub(r"<[^>]+>", "", (site / "book" / "workshop" / "instructor_guide.html")
-                   .read_text(encoding="utf-8")).replace(NBSP, " ")
+        assert re.search(
+            r"Machine time:</strong> " + re.escape(shown) + r" to run every cell", page
+        )
+    guide = re.sub(
+        r"<[^>]+>",
+        "",
+        (site / "book" / "workshop" / "instructor_guide.html").read_text(encoding="utf-8"),
+    ).replace(NBSP, " ")
     assert "{{" not in guide
     rows = re.findall(r"((?:notebooks|labs)/\w+\.ipynb)\s*\d+ min\s*(\d+ s)", guide)
     assert len(rows) >= 20  # every agenda row that names a notebook
@@ -238,11 +275,15 @@ def test_backend_pages_say_where_the_course_has_run(site):
     until the GPU check's figures are committed); chapter 7 says a multi-GPU ring is untested."""
     from gpulab.reference import measured
 
-    text = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", (site / "book" / "04_backends.html").read_text()))
+    text = re.sub(
+        r"\s+", " ", re.sub(r"<[^>]+>", "", (site / "book" / "04_backends.html").read_text())
+    )
     for label, kind in (("NVIDIA (CUDA)", "cuda"), ("AMD (ROCm)", "rocm"), ("Apple (MPS)", "mps")):
         assert f"{label}, {measured.backend_status(kind)}" in text, label
     assert measured.backend_status("rocm") == measured.NOT_VERIFIED  # no ROCm machine has run it
-    chapter7 = re.sub(r"\s+", " ", re.sub(r"<[^>]+>", "", (site / "book" / "07_beyond_one_gpu.html").read_text()))
+    chapter7 = re.sub(
+        r"\s+", " ", re.sub(r"<[^>]+>", "", (site / "book" / "07_beyond_one_gpu.html").read_text())
+    )
     assert "several GPUs is not yet verified on this hardware" in chapter7
 
 

@@ -63,24 +63,35 @@ def test_short_names_are_unique_and_import_from_the_top_level():
 def test_importing_the_package_loads_no_layer_and_no_torch():
     """The top level is lazy: a notebook pays only for the modules it uses."""
     code = "import sys, gpulab; print(sorted(m for m in sys.modules if m.startswith(('gpulab.', 'torch'))))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""}).stdout
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""},
+    ).stdout
     assert out.strip() == "[]"
 
 
 def test_the_estimate_layer_runs_without_torch_or_numpy():
     """What the browser calculators need imports without torch, numpy or any other wheel."""
-    code = ("import sys\n"
-            "class Block:\n"
-            "    def find_spec(self, name, path=None, target=None):\n"
-            "        if name.split('.')[0] in ('torch', 'numpy', 'psutil', 'pynvml', 'yaml'):\n"
-            "            raise ImportError(f'blocked {name}')\n"
-            "sys.meta_path.insert(0, Block())\n"
-            "from gpulab import choose, cost, memory, models, perf, power, serving\n"
-            "spec = models.get('Llama-3-70B')\n"
-            "print(round(memory.estimate_inference(spec, 'int4').total / 1e9, 1))\n")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""})
+    code = (
+        "import sys\n"
+        "class Block:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name.split('.')[0] in ('torch', 'numpy', 'psutil', 'pynvml', 'yaml'):\n"
+        "            raise ImportError(f'blocked {name}')\n"
+        "sys.meta_path.insert(0, Block())\n"
+        "from gpulab import choose, cost, memory, models, perf, power, serving\n"
+        "spec = models.get('Llama-3-70B')\n"
+        "print(round(memory.estimate_inference(spec, 'int4').total / 1e9, 1))\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        env={"PYTHONPATH": str(ROOT / "src"), "PATH": ""},
+    )
     assert out.returncode == 0, out.stderr
     assert float(out.stdout) > 39
 
@@ -102,8 +113,10 @@ def test_contributing_maps_every_module_to_its_layer():
 def test_modules_stay_small_except_those_contributing_lists_with_a_reason():
     allowed = set(re.findall(r"^- `src/gpulab/(\S+\.py)`: ", CONTRIBUTING, flags=re.M))
     assert len(allowed) <= 3
-    long = {str(p.relative_to(PACKAGE)): len(p.read_text().splitlines())
-            for p in _module_files().values()}
+    long = {
+        str(p.relative_to(PACKAGE)): len(p.read_text().splitlines())
+        for p in _module_files().values()
+    }
     over = {name: n for name, n in long.items() if n > MAX_LINES and name not in allowed}
     assert over == {}
 
@@ -122,8 +135,10 @@ def test_tools_modules_stay_small_except_those_contributing_lists_with_a_reason(
     """tools/ follows the library's rule, counted in lines of at most 100 characters."""
     allowed = set(re.findall(r"^- `(tools/\S+\.py)`: ", CONTRIBUTING, flags=re.M))
     assert len(allowed) <= 3
-    sizes = {str(p.relative_to(ROOT)): _size(p.read_text(encoding="utf-8"))
-             for p in sorted(TOOLS.rglob("*.py"))}
+    sizes = {
+        str(p.relative_to(ROOT)): _size(p.read_text(encoding="utf-8"))
+        for p in sorted(TOOLS.rglob("*.py"))
+    }
     assert "tools/pipeline.py" in sizes and "tools/checks/nbcheck.py" in sizes  # found at all
     over = {name: n for name, n in sizes.items() if n > MAX_LINES and name not in allowed}
     assert over == {}

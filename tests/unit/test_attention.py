@@ -11,10 +11,15 @@ from gpulab import attention, budget, compiled
 def test_naive_and_fused_attention_agree():
     """Both compute the same causal attention (the check that makes a speed-up meaningful)."""
     q, k, v = attention.random_qkv(2, 4, 33, 16)
-    torch.testing.assert_close(attention.naive_attention(q, k, v), attention.sdpa(q, k, v),
-                               rtol=1e-5, atol=1e-5)
-    torch.testing.assert_close(attention.naive_attention(q, k, v, causal=False),
-                               attention.sdpa(q, k, v, causal=False), rtol=1e-5, atol=1e-5)
+    torch.testing.assert_close(
+        attention.naive_attention(q, k, v), attention.sdpa(q, k, v), rtol=1e-5, atol=1e-5
+    )
+    torch.testing.assert_close(
+        attention.naive_attention(q, k, v, causal=False),
+        attention.sdpa(q, k, v, causal=False),
+        rtol=1e-5,
+        atol=1e-5,
+    )
 
 
 def test_the_cpu_runs_a_fused_kernel():
@@ -56,9 +61,11 @@ def test_compile_result_arithmetic():
     """Speed-up and the calls needed to repay the compile time."""
     from gpulab.bench.timing import Measurement
 
-    r = compiled.CompileResult(10.0, Measurement("e", (0.004,), 1, 1, "cpu"),
-                               Measurement("c", (0.002,), 1, 1, "cpu"), 0.0)
+    r = compiled.CompileResult(
+        10.0, Measurement("e", (0.004,), 1, 1, "cpu"), Measurement("c", (0.002,), 1, 1, "cpu"), 0.0
+    )
     assert r.speedup == 2.0 and r.calls_to_break_even == pytest.approx(5000)
-    slower = compiled.CompileResult(10.0, Measurement("e", (0.001,), 1, 1, "cpu"),
-                                    Measurement("c", (0.002,), 1, 1, "cpu"), 0.0)
+    slower = compiled.CompileResult(
+        10.0, Measurement("e", (0.001,), 1, 1, "cpu"), Measurement("c", (0.002,), 1, 1, "cpu"), 0.0
+    )
     assert slower.calls_to_break_even is None

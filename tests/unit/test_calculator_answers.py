@@ -14,8 +14,14 @@ from gpulab.core.errors import GpulabConfigError
 from gpulab.estimate import answers, calculator, perf, published_bounds
 from gpulab.reference import models
 
-MEMORY = {"model": "Llama-3-8B", "weights": "int4", "kv_cache": "bf16", "context": "8192",
-          "users": "1", "gpu": "RTX 4090"}
+MEMORY = {
+    "model": "Llama-3-8B",
+    "weights": "int4",
+    "kv_cache": "bf16",
+    "context": "8192",
+    "users": "1",
+    "gpu": "RTX 4090",
+}
 MIB = 2**20
 
 
@@ -26,8 +32,11 @@ def outputs(**changes: str) -> dict:
 
 
 def shares() -> list[float]:
-    return sorted(c.ratio for c in published_bounds.compare_all()
-                  if c.kind == "decode" and c.ratio is not None)
+    return sorted(
+        c.ratio
+        for c in published_bounds.compare_all()
+        if c.kind == "decode" and c.ratio is not None
+    )
 
 
 # --------------------------------------------------------------------------- the GPU list
@@ -37,7 +46,9 @@ def test_the_gpu_list_is_grouped_by_vendor_and_sorted_by_memory():
     page = calculators.memory_calculator_html()
     select = re.search(r'<select data-in="gpu"[^>]*>(.*?)</select>', page).group(1)
     groups = re.findall(r'<optgroup label="([^"]+)">(.*?)</optgroup>', select)
-    assert [vendor for vendor, _ in groups] == sorted({g.vendor for g in specs.load_gpus().values()})
+    assert [vendor for vendor, _ in groups] == sorted(
+        {g.vendor for g in specs.load_gpus().values()}
+    )
     table = specs.load_gpus()
     seen = []
     for vendor, body in groups:
@@ -58,9 +69,11 @@ def test_your_own_memory_is_judged_as_a_card_of_that_size():
     out = outputs(memory_gb="8")
     usable = int((8e9 - 512 * MIB) / 1.05)  # less a 0.5 GiB context, over 1.05 for the slack
     total = out["total"]["value"]
-    assert out["fits_own"] == {"value": "yes" if total <= usable else "no",
-                               "text": f"{'yes' if total <= usable else 'no'} "
-                                       f"({calculator.display_number(usable / 1e9)}\u00a0GB for tensors)"}
+    assert out["fits_own"] == {
+        "value": "yes" if total <= usable else "no",
+        "text": f"{'yes' if total <= usable else 'no'} "
+        f"({calculator.display_number(usable / 1e9)}\u00a0GB for tensors)",
+    }
     assert outputs(memory_gb="80")["fits_own"]["value"] == "yes"
     assert outputs(model="Llama-3-70B", memory_gb="24")["fits_own"]["value"] == "no"
 
@@ -95,7 +108,8 @@ def test_fits_on_one_names_the_five_smallest_then_counts_the_rest():
     assert out["fits_on"]["text"] == f"{', '.join(by_size[:5])} and {len(every) - 5} more"
     few = outputs(model="Llama-3-70B", weights="bf16")["fits_on"]
     assert " more" not in few["text"] and few["text"].split(", ") == sorted(
-        few["value"].split("; "), key=lambda n: (specs.get_gpu(n).model_memory_bytes, n))
+        few["value"].split("; "), key=lambda n: (specs.get_gpu(n).model_memory_bytes, n)
+    )
     assert calculator.listed(["a", "b"], 5) == "a, b"
     assert calculator.listed(list("abcdefg"), 5) == "a, b, c, d, e and 2 more"
 
@@ -103,8 +117,9 @@ def test_fits_on_one_names_the_five_smallest_then_counts_the_rest():
 # --------------------------------------------------------------------------- speeds
 
 
-@pytest.mark.parametrize("change", [{"model": "Llama-3-70B", "users": "10"},
-                                    {"model": "Llama-3-70B", "weights": "bf16"}])
+@pytest.mark.parametrize(
+    "change", [{"model": "Llama-3-70B", "users": "10"}, {"model": "Llama-3-70B", "weights": "bf16"}]
+)
 def test_no_speed_is_shown_for_a_model_that_does_not_fit(change):
     """70B for 10 users on a 24 GB card: 'does not fit: no speed', not a number."""
     out = outputs(**change)
@@ -127,7 +142,10 @@ def test_the_typical_range_sits_beside_the_bound():
     assert float(typical["attrs"]["data-low"]) == pytest.approx(bound * s[0], rel=1e-12)
     assert float(typical["attrs"]["data-high"]) == pytest.approx(bound * s[-1], rel=1e-12)
     d = calculator.display_number
-    assert typical["text"] == f"{d(bound * s[0])} to {d(bound * s[-1])} (median {d(bound * statistics.median(s))})"
+    assert (
+        typical["text"]
+        == f"{d(bound * s[0])} to {d(bound * s[-1])} (median {d(bound * statistics.median(s))})"
+    )
 
 
 def test_several_users_get_no_typical_range():
@@ -150,7 +168,8 @@ def test_one_share_rule_for_the_command_line_and_the_page():
     assert (share.low, share.median, share.high) == (s[0], statistics.median(s), s[-1])
     assert share.runs == len(s)
     assert published_bounds.typical_decode(100.0) == pytest.approx(
-        (100 * s[0], 100 * statistics.median(s), 100 * s[-1]))
+        (100 * s[0], 100 * statistics.median(s), 100 * s[-1])
+    )
     with pytest.raises(GpulabConfigError, match="comparisons"):
         published_bounds.decode_share([])
 

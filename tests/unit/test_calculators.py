@@ -30,9 +30,17 @@ else:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
-MEMORY_DEFAULTS = {"model": "Llama-3-8B", "weights": "int4", "kv_cache": "bf16",
-                   "context": "8192", "users": "1", "gpu": "RTX 4090"}
-COST_TEXTS = {k: samples.text(v) for k, v in calculators.COST_DEFAULTS.items()} | {"currency": "CNY"}
+MEMORY_DEFAULTS = {
+    "model": "Llama-3-8B",
+    "weights": "int4",
+    "kv_cache": "bf16",
+    "context": "8192",
+    "users": "1",
+    "gpu": "RTX 4090",
+}
+COST_TEXTS = {k: samples.text(v) for k, v in calculators.COST_DEFAULTS.items()} | {
+    "currency": "CNY"
+}
 
 
 def _texts(values: dict) -> dict:
@@ -49,13 +57,20 @@ def test_memory_outputs_agree_with_memory_perf_and_specs():
         got = calculator.page_outputs("memory", _texts(values))
         assert got["error"] == "", values
         out = got["outputs"]
-        want = oracle.memory_expected(values["model"], values["weights"], values["context"],
-                                           values["users"], values["gpu"], values["kv_cache"])
+        want = oracle.memory_expected(
+            values["model"],
+            values["weights"],
+            values["context"],
+            values["users"],
+            values["gpu"],
+            values["kv_cache"],
+        )
         for key in ("total", "weights", "kv", "other"):
             assert out[key]["value"] == want[key], (values, key)
         assert out["fits"]["value"] == ("yes" if want["fits"] else "no"), values
         assert out["fits_on"]["value"].split("; ") == want["fits_on"] or (
-            out["fits_on"]["value"] == "" and want["fits_on"] == []), values
+            out["fits_on"]["value"] == "" and want["fits_on"] == []
+        ), values
         for key in ("tps_total", "tps_user"):
             if want[key] is None:  # no speed for a model that does not fit
                 assert out[key] == {"value": None, "text": "does not fit: no speed"}, values
@@ -70,9 +85,12 @@ def test_memory_outputs_agree_with_memory_perf_and_specs():
             assert float(typical["attrs"]["data-low"]) == pytest.approx(low, rel=1e-12)
             assert float(typical["attrs"]["data-high"]) == pytest.approx(high, rel=1e-12)
     # the samples cover both outcomes
-    assert {oracle.memory_expected(v["model"], v["weights"], v["context"], v["users"],
-                                        v["gpu"], v["kv_cache"])["fits"]
-            for v in samples.memory_samples()} == {True, False}
+    assert {
+        oracle.memory_expected(
+            v["model"], v["weights"], v["context"], v["users"], v["gpu"], v["kv_cache"]
+        )["fits"]
+        for v in samples.memory_samples()
+    } == {True, False}
 
 
 def test_memory_outputs_of_the_defaults():
@@ -112,7 +130,8 @@ def test_cost_outputs_are_gpulab_cost():
     assert out["break_even_months"]["text"] == "19 months (1.59 years)"
     setup = cost.LocalSetup(15000, 350, 0.6, 10)
     assert out["local_per_million"]["value"] == pytest.approx(
-        cost.cost_per_million_tokens(cost.local_cost_per_busy_hour(setup), 50))
+        cost.cost_per_million_tokens(cost.local_cost_per_busy_hour(setup), 50)
+    )
     assert out["cloud_per_million"]["value"] == pytest.approx(cost.cost_per_million_tokens(2.8, 50))
     assert out["currency"]["text"] == "CNY"
 
@@ -122,8 +141,9 @@ def test_cost_outputs_agree_with_cost_expected_on_seeded_inputs():
         out = calculator.page_outputs("cost", _texts(values) | {"currency": "USD"})["outputs"]
         want = oracle.cost_expected(values, "USD")
         for key, value in want.items():
-            assert out[key]["value"] == (None if value is None else pytest.approx(value, rel=1e-12)), \
-                (values, key)
+            assert out[key]["value"] == (
+                None if value is None else pytest.approx(value, rel=1e-12)
+            ), (values, key)
 
 
 def test_cost_outputs_never_break_even():
@@ -147,22 +167,28 @@ def test_cost_chart_spans_one_and_a_half_break_evens():
     assert out["chart_top"]["text"] == calculator.display_number(max(curve.local + curve.cloud))
 
 
-@pytest.mark.parametrize("kind, field, text", [("memory", f, t) for f, t in samples.BAD_MEMORY]
-                         + [("cost", f, t) for f, t in samples.BAD_COST]
-                         + samples.BAD_TEXT_ONLY)
+@pytest.mark.parametrize(
+    "kind, field, text",
+    [("memory", f, t) for f, t in samples.BAD_MEMORY]
+    + [("cost", f, t) for f, t in samples.BAD_COST]
+    + samples.BAD_TEXT_ONLY,
+)
 def test_bad_input_gives_an_error_naming_the_field(kind, field, text):
     inputs = (MEMORY_DEFAULTS if kind == "memory" else COST_TEXTS) | {field: text}
     got = calculator.page_outputs(kind, inputs)
     assert got["field"] == field, got
     # the reader sees the input's label, not the library's field name
     label = calculator.LABELS[kind][field]
-    assert label in got["error"] and got["outputs"] == {"error": {"value": got["error"],
-                                                                  "text": got["error"]}}
+    assert label in got["error"] and got["outputs"] == {
+        "error": {"value": got["error"], "text": got["error"]}
+    }
     assert label == field or not got["error"].startswith(f"{field}=")
 
 
-@pytest.mark.parametrize("field, text", [("model", "GPT-5"), ("gpu", "Voodoo 2"),
-                                         ("weights", "int3"), ("kv_cache", "int2")])
+@pytest.mark.parametrize(
+    "field, text",
+    [("model", "GPT-5"), ("gpu", "Voodoo 2"), ("weights", "int3"), ("kv_cache", "int2")],
+)
 def test_unknown_choices_name_the_field(field, text):
     got = calculator.page_outputs("memory", MEMORY_DEFAULTS | {field: text})
     assert got["field"] == field and text in got["error"]
@@ -188,30 +214,53 @@ def test_page_outputs_json_is_the_json_of_page_outputs():
     assert json.loads(never)["outputs"]["break_even_months"]["value"] is None
 
 
-@pytest.mark.parametrize("x, shown", [(0, "0"), (2.1, "2.1"), (19.04, "19"), (0.041666, "0.0417"),
-                                      (99.96, "100"), (766.5, "766"), (1234.4, "1,234"),
-                                      (1.2e-7, "1.2e-07"), (-3.14159, "-3.14"),
-                                      (float("inf"), "-"), (float("nan"), "-")])
+@pytest.mark.parametrize(
+    "x, shown",
+    [
+        (0, "0"),
+        (2.1, "2.1"),
+        (19.04, "19"),
+        (0.041666, "0.0417"),
+        (99.96, "100"),
+        (766.5, "766"),
+        (1234.4, "1,234"),
+        (1.2e-7, "1.2e-07"),
+        (-3.14159, "-3.14"),
+        (float("inf"), "-"),
+        (float("nan"), "-"),
+    ],
+)
 def test_display_number(x, shown):
     assert calculator.display_number(x) == shown
 
 
 def test_reading_a_number_names_the_field():
-    for text, message in (("", "enter a number"), ("abc", "is not a number"),
-                          ("inf", "finite"), ("nan", "finite"), ("2.5", "whole number")):
+    for text, message in (
+        ("", "enter a number"),
+        ("abc", "is not a number"),
+        ("inf", "finite"),
+        ("nan", "finite"),
+        ("2.5", "whole number"),
+    ):
         got = calculator.page_outputs("memory", MEMORY_DEFAULTS | {"users": text})
         assert got["field"] == "users" and message in got["error"], (text, got["error"])
         assert got["error"].startswith("concurrent users")
     ok = calculator.page_outputs("memory", MEMORY_DEFAULTS | {"context": " 4e3 "})
     assert ok["error"] == "" and ok["outputs"]["kv"]["value"] == memory.kv_cache_bytes(
-        models.get("Llama-3-8B"), 4000, 1, "bf16")
+        models.get("Llama-3-8B"), 4000, 1, "bf16"
+    )
 
 
 # --------------------------------------------------------------------------- the snippets
 
 
-@pytest.mark.parametrize("build, uid", [(calculators.memory_calculator_html, "gpulab-memory-calculator"),
-                                        (calculators.cost_calculator_html, "gpulab-cost-calculator")])
+@pytest.mark.parametrize(
+    "build, uid",
+    [
+        (calculators.memory_calculator_html, "gpulab-memory-calculator"),
+        (calculators.cost_calculator_html, "gpulab-cost-calculator"),
+    ],
+)
 def test_snippet_carries_the_script_file_and_no_outside_reference(build, uid):
     page = build()
     assert len(page.encode()) < 40_000  # no precomputed table: the page runs gpulab
@@ -258,9 +307,11 @@ def test_snippet_defaults_must_be_valid():
 def test_the_script_is_package_data():
     """pyproject ships gpulab/ui/js/*.mjs, and the file is where calculators.script reads it."""
     patterns = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"][
-        "package-data"]["gpulab"]
-    shipped = [p for p in resources.files("gpulab.ui").joinpath("js").iterdir()
-               if p.name.endswith(".mjs")]
+        "package-data"
+    ]["gpulab"]
+    shipped = [
+        p for p in resources.files("gpulab.ui").joinpath("js").iterdir() if p.name.endswith(".mjs")
+    ]
     assert shipped and all(any(Path("ui/js", p.name).match(g) for g in patterns) for p in shipped)
 
 
@@ -274,7 +325,9 @@ def test_archive_holds_the_pure_layers_and_their_data():
         for module in (src / layer).rglob("*.py"):
             assert f"gpulab/{module.relative_to(src).as_posix()}" in names
     assert "gpulab/__init__.py" in names and "gpulab/data/gpu_specs.json" in names
-    assert len([n for n in names if n.startswith("gpulab/data/model_configs/")]) == len(models.names())
+    assert len([n for n in names if n.startswith("gpulab/data/model_configs/")]) == len(
+        models.names()
+    )
     assert not [n for n in names if re.match(r"gpulab/(ui|bench|machine|course)/", n)]
     assert not [n for n in names if "__pycache__" in n or n.endswith(".pyc")]
     assert calculators.python_archive() == calculators.python_archive()  # reproducible
@@ -284,14 +337,20 @@ def test_archive_runs_alone(tmp_path):
     """Unpacked, in an isolated interpreter with nothing else on sys.path (as in Pyodide):
     the page's call gives what gpulab gives here, and no layer above estimate was imported."""
     zipfile.ZipFile(io.BytesIO(calculators.python_archive())).extractall(tmp_path)
-    code = ("import json, sys; sys.path[:0] = [sys.argv[1]]\n"
-            "from gpulab.estimate import calculator\n"
-            "out = calculator.page_outputs_json('memory', sys.argv[2])\n"
-            "assert not [m for m in sys.modules if m.split('.')[:2] in (['gpulab', 'ui'], "
-            "['gpulab', 'machine'], ['gpulab', 'bench']) or m in ('torch', 'numpy')], sys.modules\n"
-            "print(out)")
-    run = subprocess.run([sys.executable, "-I", "-S", "-c", code, str(tmp_path),
-                          json.dumps(MEMORY_DEFAULTS)], capture_output=True, text=True, check=True)
+    code = (
+        "import json, sys; sys.path[:0] = [sys.argv[1]]\n"
+        "from gpulab.estimate import calculator\n"
+        "out = calculator.page_outputs_json('memory', sys.argv[2])\n"
+        "assert not [m for m in sys.modules if m.split('.')[:2] in (['gpulab', 'ui'], "
+        "['gpulab', 'machine'], ['gpulab', 'bench']) or m in ('torch', 'numpy')], sys.modules\n"
+        "print(out)"
+    )
+    run = subprocess.run(
+        [sys.executable, "-I", "-S", "-c", code, str(tmp_path), json.dumps(MEMORY_DEFAULTS)],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     assert json.loads(run.stdout) == calculator.page_outputs("memory", MEMORY_DEFAULTS)
 
 
@@ -304,8 +363,9 @@ def test_a_carrier_script_holds_its_file_gzipped_in_base64_under_its_own_url():
     data = calculators.python_archive()
     script = calculators.payload_script("gpulab-py.zip", data)
     assert script == calculators.payload_script("gpulab-py.zip", data)
-    key, packed = re.search(r'\[document\.currentScript\.src\.slice\(0, -(\d+)\)\] = "([^"]+)";',
-                            script).groups()
+    key, packed = re.search(
+        r'\[document\.currentScript\.src\.slice\(0, -(\d+)\)\] = "([^"]+)";', script
+    ).groups()
     assert int(key) == len(".js") == len(calculators.PAYLOAD_SUFFIX)
     assert gzip.decompress(base64.b64decode(packed, validate=True)) == data
 

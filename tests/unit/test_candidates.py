@@ -8,16 +8,29 @@ from gpulab import candidates, choose
 
 PERSONAL = choose.Workload("Qwen2.5-7B", "q4_k_m", context_tokens=8192)
 # a full fine-tune one H100 holds (Llama-3-8B's needs 160 GB: two cards)
-FINE_TUNE = choose.Workload("Llama-3.2-3B", "bf16", 2048, concurrent_users=4, task="fine-tuning",
-                            activation_checkpointing=True)
+FINE_TUNE = choose.Workload(
+    "Llama-3.2-3B",
+    "bf16",
+    2048,
+    concurrent_users=4,
+    task="fine-tuning",
+    activation_checkpointing=True,
+)
 
 
 def test_inference_rows_show_the_card_memory_bound_power_and_price():
     one = choose.evaluate(PERSONAL, "RTX 4090")
     two = choose.evaluate(PERSONAL, "RTX 3090", 2)
     table = candidates.candidate_table([one, two], "t")
-    assert list(table.columns) == ["GPU", "fits", "needed (GB)", "offered (GB)",
-                                   "decode bound (tokens/s per user)", "board power (W)", "launch price"]
+    assert list(table.columns) == [
+        "GPU",
+        "fits",
+        "needed (GB)",
+        "offered (GB)",
+        "decode bound (tokens/s per user)",
+        "board power (W)",
+        "launch price",
+    ]
     text = str(table)
     # by hand: decimal GB, the count folded into the name, dollars with a thousands separator
     assert "RTX 4090" in text and "2 x RTX 3090" in text
@@ -45,7 +58,12 @@ def test_a_card_that_does_not_hold_the_workload_shows_no_speed():
     # ...but the table does not print it as a speed: the bound's cell says why instead
     cells = [c for c in row.split("  ") if c.strip()]
     assert [c.strip() for c in cells][:5] == [
-        "RTX 4090", "no", f"{small.memory_needed_bytes / 1e9:.1f}", "24", "does not fit"]
+        "RTX 4090",
+        "no",
+        f"{small.memory_needed_bytes / 1e9:.1f}",
+        "24",
+        "does not fit",
+    ]
 
 
 def test_an_unknown_task_is_named():

@@ -91,8 +91,9 @@ def test_apple_offers_the_gpus_share_of_unified_memory_and_one_chip():
 
 def test_decode_bound_is_perfs_and_scales_with_cards():
     spec = models.get("Llama-3-70B")
-    bound = perf.decode_tokens_per_s(spec, "int4", "bf16", batch=1, seq_len=8192,
-                                     bandwidth_gbs=1008)
+    bound = perf.decode_tokens_per_s(
+        spec, "int4", "bf16", batch=1, seq_len=8192, bandwidth_gbs=1008
+    )
     one = evaluate(LLAMA70_INT4_8K, "RTX 4090", 1)
     two = evaluate(LLAMA70_INT4_8K, "RTX 4090", 2)
     assert one.decode_tokens_per_s_total == pytest.approx(bound)
@@ -121,11 +122,13 @@ def test_full_fine_tuning_of_an_8b_model_does_not_fit_one_h100():
     c = evaluate(w, "H100 SXM")
     spec = models.get("Llama-3-8B")
     # bf16 mixed precision with AdamW: 2 + 2 + 4 + 8 = 16 bytes per parameter before activations
-    assert c.breakdown.weights + c.breakdown.gradients + c.breakdown.optimizer \
-        == pytest.approx(16 * spec.n_params, abs=3)
+    assert c.breakdown.weights + c.breakdown.gradients + c.breakdown.optimizer == pytest.approx(
+        16 * spec.n_params, abs=3
+    )
     assert not c.fits and c.decode_tokens_per_s_total is None
     assert c.training_tokens_per_s_bound == pytest.approx(
-        989.4e12 / perf.training_flops(spec, 1, seq_len=2048))
+        989.4e12 / perf.training_flops(spec, 1, seq_len=2048)
+    )
     # on CUDA PyTorch's AdamW is "foreach": its step makes one fp32 copy of every parameter
     # (4 bytes), while the activations are gone: 16 + 4 = 20 bytes per parameter at the peak
     assert c.memory_needed_bytes == c.breakdown.peak == pytest.approx(20 * spec.n_params, abs=8)

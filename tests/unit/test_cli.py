@@ -60,8 +60,9 @@ def kv_bytes(layers: int, kv_heads: int, head_dim: int, tokens: int, users: int 
 
 def test_llama3_8b_on_an_rtx_4060_in_4_bit_with_8k_context(capsys):
     """'Will Llama-3-8B fit on my RTX 4060 8GB in 4-bit with 8k context?' by hand."""
-    got = run_json(capsys, "fit", "Llama-3-8B", "--gpu", "RTX 4060", "--format", "q4_k_m",
-                   "--context", "8k")
+    got = run_json(
+        capsys, "fit", "Llama-3-8B", "--gpu", "RTX 4060", "--format", "q4_k_m", "--context", "8k"
+    )
     params = models.CATALOGUE["Llama-3-8B"].published_params  # 8.03e9, as Meta publishes it
     weights = got["breakdown_bytes"]["weights"]
     assert weights == pytest.approx(params * Q4_K_M_BITS / 8, rel=1e-9)
@@ -103,9 +104,18 @@ def test_the_largest_context_is_the_boundary_of_what_fits(capsys):
     assert memory.estimate_inference(spec, "q4_k_m", "bf16", users + 1, 8192).total > budget
 
 
-@pytest.mark.parametrize("size, nbytes", [("8GB", 8e9), ("8 GiB", 8 * GIB), ("12g", 12 * GIB),
-                                          ("8188MiB", 8188 * MIB), ("8e9B", 8e9),
-                                          ("0.5TB", 5e11), ("24 gb", 24e9)])
+@pytest.mark.parametrize(
+    "size, nbytes",
+    [
+        ("8GB", 8e9),
+        ("8 GiB", 8 * GIB),
+        ("12g", 12 * GIB),
+        ("8188MiB", 8188 * MIB),
+        ("8e9B", 8e9),
+        ("0.5TB", 5e11),
+        ("24 gb", 24e9),
+    ],
+)
 def test_memory_sizes_read_as_their_units_say(capsys, size, nbytes):
     got = run_json(capsys, "fit", "Llama-3.2-1B", "--memory", size)
     assert got["memory_bytes"] == int(nbytes) and got["gpu"] is None
@@ -117,8 +127,9 @@ def test_a_memory_size_and_the_card_of_that_size_agree(capsys):
     """--memory 8188MiB is what an RTX 4060 reports: the same answer as --gpu 'RTX 4060'."""
     by_size = run_json(capsys, "fit", "Mistral-7B", "--memory", "8188MiB", "--format", "int4")
     by_card = run_json(capsys, "fit", "Mistral-7B", "--gpu", "RTX 4060", "--format", "int4")
-    assert {k: v for k, v in by_size.items() if k != "gpu"} == \
-        {k: v for k, v in by_card.items() if k != "gpu"}
+    assert {k: v for k, v in by_size.items() if k != "gpu"} == {
+        k: v for k, v in by_card.items() if k != "gpu"
+    }
 
 
 def test_a_config_json_path_is_read_as_the_model(capsys, tmp_path):
@@ -144,8 +155,11 @@ def test_more_users_than_fit(capsys):
 def _shares() -> list[float]:
     """measured / bound of every published decode run the course bounds (test_published checks
     those bounds by hand)."""
-    return sorted(c.ratio for c in published_bounds.compare_all()
-                  if c.kind == "decode" and c.ratio is not None)
+    return sorted(
+        c.ratio
+        for c in published_bounds.compare_all()
+        if c.kind == "decode" and c.ratio is not None
+    )
 
 
 def test_qwen_7b_q4_k_m_on_an_rtx_4090(capsys):
@@ -178,13 +192,16 @@ def test_the_speed_text_gives_the_bound_the_typical_range_and_the_runs(capsys):
     code, out, err = run(capsys, "speed", "Qwen2.5-7B", "--gpu", "RTX 4090")
     assert code == 0 and err == ""
     bound = json.loads(run(capsys, "speed", "Qwen2.5-7B", "--gpu", "RTX 4090", "--json")[1])[
-        "bound_tokens_per_s_per_user"]
+        "bound_tokens_per_s_per_user"
+    ]
     shares = _shares()
     assert f"= {bound:.0f} tokens/s" in out
     typical = next(line for line in out.splitlines() if line.startswith("typical: "))
-    assert typical == (f"typical: {display_number(bound * shares[0])} to "
-                       f"{display_number(bound * shares[-1])} tokens/s, median "
-                       f"{display_number(bound * statistics.median(shares))}")
+    assert typical == (
+        f"typical: {display_number(bound * shares[0])} to "
+        f"{display_number(bound * shares[-1])} tokens/s, median "
+        f"{display_number(bound * statistics.median(shares))}"
+    )
     assert f"that {len(shares)} published llama.cpp runs on " in out
     assert "published runs on the RTX 4090:" in out and "Llama 2 7B q4_0, tg (generation)" in out
 
@@ -215,24 +232,27 @@ def test_a_card_without_published_runs_says_so(capsys):
 # --------------------------------------------------------------------------- errors
 
 
-@pytest.mark.parametrize("argv, flag", [
-    (["fit", "GPT-5", "--gpu", "RTX 4060"], "MODEL"),
-    (["fit", "Llama-3-8B", "--gpu", "RTX 9999"], "--gpu"),
-    (["speed", "Llama-3-8B", "--gpu", "Voodoo 2"], "--gpu"),
-    (["fit", "Llama-3-8B", "--memory", "8"], "--memory"),
-    (["fit", "Llama-3-8B", "--memory", "8 furlongs"], "--memory"),
-    (["fit", "Llama-3-8B", "--memory", "0GB"], "--memory"),
-    (["fit", "Llama-3-8B", "--memory", "1e40GB"], "--memory"),
-    (["fit", "Llama-3-8B", "--memory=-8GB"], "--memory"),
-    (["fit", "Llama-3-8B", "--gpu", "RTX 4060", "--format", "q3_k_s"], "--format"),
-    (["speed", "Llama-3-8B", "--gpu", "RTX 4090", "--format", "int3"], "--format"),
-    (["fit", "Llama-3-8B", "--gpu", "RTX 4060", "--kv-cache", "q8"], "--kv-cache"),
-    (["fit", "Llama-3-8B", "--gpu", "RTX 4060", "--context", "0"], "--context"),
-    (["fit", "Llama-3-8B", "--gpu", "RTX 4060", "--context", "lots"], "--context"),
-    (["fit", "Llama-3-8B", "--gpu", "RTX 4060", "--users", "2.5"], "--users"),
-    (["fit", "Llama-3-8B", "--gpu", "RTX 4060", "--memory", "8GB"], "--gpu"),
-    (["fit", "/no/such/config.json", "--memory", "8GB"], "MODEL"),
-])
+@pytest.mark.parametrize(
+    "argv, flag",
+    [
+        (["fit", "GPT-5", "--gpu", "RTX 4060"], "MODEL"),
+        (["fit", "Llama-3-8B", "--gpu", "RTX 9999"], "--gpu"),
+        (["speed", "Llama-3-8B", "--gpu", "Voodoo 2"], "--gpu"),
+        (["fit", "Llama-3-8B", "--memory", "8"], "--memory"),
+        (["fit", "Llama-3-8B", "--memory", "8 furlongs"], "--memory"),
+        (["fit", "Llama-3-8B", "--memory", "0GB"], "--memory"),
+        (["fit", "Llama-3-8B", "--memory", "1e40GB"], "--memory"),
+        (["fit", "Llama-3-8B", "--memory=-8GB"], "--memory"),
+        (["fit", "Llama-3-8B", "--gpu", "RTX 4060", "--format", "q3_k_s"], "--format"),
+        (["speed", "Llama-3-8B", "--gpu", "RTX 4090", "--format", "int3"], "--format"),
+        (["fit", "Llama-3-8B", "--gpu", "RTX 4060", "--kv-cache", "q8"], "--kv-cache"),
+        (["fit", "Llama-3-8B", "--gpu", "RTX 4060", "--context", "0"], "--context"),
+        (["fit", "Llama-3-8B", "--gpu", "RTX 4060", "--context", "lots"], "--context"),
+        (["fit", "Llama-3-8B", "--gpu", "RTX 4060", "--users", "2.5"], "--users"),
+        (["fit", "Llama-3-8B", "--gpu", "RTX 4060", "--memory", "8GB"], "--gpu"),
+        (["fit", "/no/such/config.json", "--memory", "8GB"], "MODEL"),
+    ],
+)
 def test_a_refused_value_is_one_line_naming_the_option_and_exit_2(capsys, argv, flag):
     code, out, err = run(capsys, *argv)
     assert code == 2 and out == ""
@@ -244,8 +264,9 @@ def test_a_config_that_is_no_model_names_model(capsys, tmp_path):
     path = tmp_path / "config.json"
     path.write_text('{"model_type": "llama", "hidden_size": "big"}', encoding="utf-8")
     code, _, err = run(capsys, "fit", str(path), "--memory", "8GB")
-    assert code == 2 and err.startswith("python -m gpulab fit: error: MODEL=") and \
-        err.count("\n") == 1
+    assert (
+        code == 2 and err.startswith("python -m gpulab fit: error: MODEL=") and err.count("\n") == 1
+    )
 
 
 def test_a_gpu_near_miss_suggests_the_rows_it_may_mean(capsys):
@@ -268,8 +289,19 @@ def test_help_texts(capsys):
     code, out, _ = run(capsys, "--help")
     assert code == 0 and "{doctor,fit,speed}" in out and "how fast it generates" in out
     code, out, _ = run(capsys, "fit", "--help")
-    assert code == 0 and all(o in out for o in ("--gpu", "--memory", "--format", "--context",
-                                                "--users", "--json", "MODEL", "8GiB"))
+    assert code == 0 and all(
+        o in out
+        for o in (
+            "--gpu",
+            "--memory",
+            "--format",
+            "--context",
+            "--users",
+            "--json",
+            "MODEL",
+            "8GiB",
+        )
+    )
     code, out, _ = run(capsys, "speed", "--help")
     assert code == 0 and "typical range" in out and "published" in out
 
@@ -279,13 +311,15 @@ def test_help_texts(capsys):
 
 def _subprocess(*argv: str) -> subprocess.CompletedProcess:
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.run(list(argv), capture_output=True, text=True, env=env, timeout=300,
-                          cwd=ROOT)
+    return subprocess.run(
+        list(argv), capture_output=True, text=True, env=env, timeout=300, cwd=ROOT
+    )
 
 
 def test_python_m_gpulab_fit_in_a_subprocess():
-    done = _subprocess(sys.executable, "-m", "gpulab", "fit", "Llama-3-8B", "--gpu", "RTX 4060",
-                       "--json")
+    done = _subprocess(
+        sys.executable, "-m", "gpulab", "fit", "Llama-3-8B", "--gpu", "RTX 4060", "--json"
+    )
     assert done.returncode == 0, done.stderr
     assert json.loads(done.stdout)["fits"] is True
     bad = _subprocess(sys.executable, "-m", "gpulab", "fit", "Llama-3-8B", "--memory", "8")

@@ -45,17 +45,20 @@ def test_time_and_bandwidth_round_trip():
     assert bus_bandwidth(algorithm_bandwidth(nbytes, t), n) == pytest.approx(bus)
 
 
-@pytest.mark.parametrize("call, field", [
-    (lambda: allreduce_bus_factor(0), "world_size"),
-    (lambda: allreduce_bus_factor(2.0), "world_size"),
-    (lambda: bus_bandwidth(-1.0, 2), "algorithm_bytes_per_s"),
-    (lambda: bus_bandwidth(1e9, 0), "world_size"),
-    (lambda: allreduce_seconds(-1, 2, 1e9), "nbytes"),
-    (lambda: allreduce_seconds(1e6, 2, 0), "bus_bytes_per_s"),
-    (lambda: allreduce_seconds(1e6, 2, 1e9, latency_s=-1e-6), "latency_s"),
-    (lambda: allreduce_seconds(True, 2, 1e9), "nbytes"),
-    (lambda: algorithm_bandwidth(1e6, 0), "seconds"),
-])
+@pytest.mark.parametrize(
+    "call, field",
+    [
+        (lambda: allreduce_bus_factor(0), "world_size"),
+        (lambda: allreduce_bus_factor(2.0), "world_size"),
+        (lambda: bus_bandwidth(-1.0, 2), "algorithm_bytes_per_s"),
+        (lambda: bus_bandwidth(1e9, 0), "world_size"),
+        (lambda: allreduce_seconds(-1, 2, 1e9), "nbytes"),
+        (lambda: allreduce_seconds(1e6, 2, 0), "bus_bytes_per_s"),
+        (lambda: allreduce_seconds(1e6, 2, 1e9, latency_s=-1e-6), "latency_s"),
+        (lambda: allreduce_seconds(True, 2, 1e9), "nbytes"),
+        (lambda: algorithm_bandwidth(1e6, 0), "seconds"),
+    ],
+)
 def test_bad_inputs_name_the_field(call, field):
     """Every bad value raises GpulabConfigError naming the argument."""
     with pytest.raises(GpulabConfigError, match=field):
@@ -82,13 +85,16 @@ def test_fit_clips_a_negative_latency():
     assert 1e10 < fit.bus_bytes_per_s < 2e10
 
 
-@pytest.mark.parametrize("sizes, times, n", [
-    ([1e3], [1e-3], 2),               # one point
-    ([1e3, 1e4], [1e-3], 2),          # unequal lengths
-    ([1e3, 1e4], [1e-3, -1.0], 2),    # a negative time
-    ([1e3, 1e4], [1e-3, 1e-4], 2),    # faster for more bytes: no bandwidth
-    ([1e3, 1e4], [1e-3, 1e-2], 1),    # one rank moves nothing
-])
+@pytest.mark.parametrize(
+    "sizes, times, n",
+    [
+        ([1e3], [1e-3], 2),  # one point
+        ([1e3, 1e4], [1e-3], 2),  # unequal lengths
+        ([1e3, 1e4], [1e-3, -1.0], 2),  # a negative time
+        ([1e3, 1e4], [1e-3, 1e-4], 2),  # faster for more bytes: no bandwidth
+        ([1e3, 1e4], [1e-3, 1e-2], 1),  # one rank moves nothing
+    ],
+)
 def test_fit_rejects_unusable_data(sizes, times, n):
     """Data the model cannot describe raises GpulabConfigError."""
     with pytest.raises(GpulabConfigError):
@@ -109,13 +115,16 @@ def test_shards_round_up():
     assert sharded_bytes_per_rank(10, 10, 10, 1, 3)["total"] == 30
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    (dict(param_bytes=-1), "param_bytes"),
-    (dict(grad_bytes=1.5), "grad_bytes"),
-    (dict(optimizer_bytes=None), "optimizer_bytes"),
-    (dict(world_size=0), "world_size"),
-    (dict(stage=4), "stage"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(param_bytes=-1), "param_bytes"),
+        (dict(grad_bytes=1.5), "grad_bytes"),
+        (dict(optimizer_bytes=None), "optimizer_bytes"),
+        (dict(world_size=0), "world_size"),
+        (dict(stage=4), "stage"),
+    ],
+)
 def test_sharding_bad_inputs(kwargs, field):
     """Bad byte counts, rank counts or stages name the field."""
     args = dict(param_bytes=8, grad_bytes=8, optimizer_bytes=16, world_size=2, stage=1)

@@ -11,8 +11,9 @@ from gpulab.core.errors import GpulabConfigError
 
 # The GPU tutorial's example (seed 000, FAQ "云端GPU和本地GPU哪个更好"): electricity at
 # 0.6 CNY/kWh, an RTX 4090 "at 350 W full load", 10 hours a day.
-SEED_BOX = cost.LocalSetup(hardware_price=15000, power_load_w=350, electricity_per_kwh=0.6,
-                           hours_per_day=10)
+SEED_BOX = cost.LocalSetup(
+    hardware_price=15000, power_load_w=350, electricity_per_kwh=0.6, hours_per_day=10
+)
 
 
 def test_seed_electricity_example_is_right():
@@ -82,7 +83,8 @@ def test_utilisation_and_idle_power():
     box2 = cost.LocalSetup(100, 400, 1.0, 8, power_idle_w=50, utilisation=0.5)
     assert cost.break_even_months(box2, rate) == pytest.approx(100 / ((4 - 1.8) * 365 / 12))
     assert cost.break_even_months(box2, rate, cloud_hours_per_day=8) == pytest.approx(
-        100 / ((8 - 1.8) * 365 / 12))
+        100 / ((8 - 1.8) * 365 / 12)
+    )
 
 
 def test_monthly_cost_spreads_the_purchase_over_the_years():
@@ -96,7 +98,8 @@ def test_monthly_fee_counts_once_a_month():
     colab_pro = cost.CloudRate(0, "USD", monthly_fee=9.99)
     assert cost.cloud_monthly_cost(colab_pro, 5) == pytest.approx(9.99)
     assert cost.cloud_monthly_cost(cost.CloudRate(1, "USD", 10), 2) == pytest.approx(
-        10 + 2 * 365 / 12)
+        10 + 2 * 365 / 12
+    )
 
 
 def test_cost_over_time_crosses_at_the_break_even():
@@ -130,34 +133,44 @@ def test_mixed_currencies_are_refused():
         cost.cost_over_time(SEED_BOX, cost.CloudRate(1.0, "USD"), 12)
 
 
-@pytest.mark.parametrize("field, kwargs", [
-    ("hardware_price", {"hardware_price": -1}),
-    ("power_load_w", {"power_load_w": 0}),
-    ("electricity_per_kwh", {"electricity_per_kwh": -0.6}),
-    ("hours_per_day", {"hours_per_day": 0}),
-    ("hours_per_day", {"hours_per_day": 25}),
-    ("power_idle_w", {"power_idle_w": -5}),
-    ("power_idle_w", {"power_idle_w": 500}),  # more than the load
-    ("utilisation", {"utilisation": 0}),
-    ("utilisation", {"utilisation": 1.5}),
-    ("years", {"years": 0}),
-    ("currency", {"currency": "EUR"}),
-    ("hardware_price", {"hardware_price": float("nan")}),
-    ("hours_per_day", {"hours_per_day": "10"}),
-    ("power_load_w", {"power_load_w": True}),
-])
+@pytest.mark.parametrize(
+    "field, kwargs",
+    [
+        ("hardware_price", {"hardware_price": -1}),
+        ("power_load_w", {"power_load_w": 0}),
+        ("electricity_per_kwh", {"electricity_per_kwh": -0.6}),
+        ("hours_per_day", {"hours_per_day": 0}),
+        ("hours_per_day", {"hours_per_day": 25}),
+        ("power_idle_w", {"power_idle_w": -5}),
+        ("power_idle_w", {"power_idle_w": 500}),  # more than the load
+        ("utilisation", {"utilisation": 0}),
+        ("utilisation", {"utilisation": 1.5}),
+        ("years", {"years": 0}),
+        ("currency", {"currency": "EUR"}),
+        ("hardware_price", {"hardware_price": float("nan")}),
+        ("hours_per_day", {"hours_per_day": "10"}),
+        ("power_load_w", {"power_load_w": True}),
+    ],
+)
 def test_local_setup_rejects_bad_input_naming_the_field(field, kwargs):
-    args = {"hardware_price": 15000, "power_load_w": 350, "electricity_per_kwh": 0.6,
-            "hours_per_day": 10} | kwargs
+    args = {
+        "hardware_price": 15000,
+        "power_load_w": 350,
+        "electricity_per_kwh": 0.6,
+        "hours_per_day": 10,
+    } | kwargs
     with pytest.raises(GpulabConfigError, match=field):
         cost.LocalSetup(**args)
 
 
-@pytest.mark.parametrize("field, kwargs", [
-    ("price_per_hour", {"price_per_hour": -2.8}),
-    ("monthly_fee", {"monthly_fee": -1}),
-    ("currency", {"currency": "cny"}),
-])
+@pytest.mark.parametrize(
+    "field, kwargs",
+    [
+        ("price_per_hour", {"price_per_hour": -2.8}),
+        ("monthly_fee", {"monthly_fee": -1}),
+        ("currency", {"currency": "cny"}),
+    ],
+)
 def test_cloud_rate_rejects_bad_input_naming_the_field(field, kwargs):
     with pytest.raises(GpulabConfigError, match=field):
         cost.CloudRate(**({"price_per_hour": 2.8} | kwargs))

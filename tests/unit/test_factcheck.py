@@ -75,14 +75,29 @@ def test_sourced_claims_cite_something(claims):
             assert len(c.derivation["source"]) > 3, c.id
 
 
-@pytest.mark.parametrize("field, value, words", [
-    ("verdict", "half true", ["claim 2", "verdict", "correct, wrong, misleading, not checkable"]),
-    ("chapter", 9, ["claim 2", "chapter", "0"]),
-    ("derivation", {"computed": "no_such_function"}, ["claim 2", "derivation", "no_such_function"]),
-    ("derivation", {"computed": "rtx4090_bandwidth", "source": "x"}, ["claim 2", "exactly one"]),
-    ("seed_file", "other.txt", ["claim 2", "seed_file"]),
-    ("quote", "  ", ["claim 2", "quote", "non-empty"]),
-])
+@pytest.mark.parametrize(
+    "field, value, words",
+    [
+        (
+            "verdict",
+            "half true",
+            ["claim 2", "verdict", "correct, wrong, misleading, not checkable"],
+        ),
+        ("chapter", 9, ["claim 2", "chapter", "0"]),
+        (
+            "derivation",
+            {"computed": "no_such_function"},
+            ["claim 2", "derivation", "no_such_function"],
+        ),
+        (
+            "derivation",
+            {"computed": "rtx4090_bandwidth", "source": "x"},
+            ["claim 2", "exactly one"],
+        ),
+        ("seed_file", "other.txt", ["claim 2", "seed_file"]),
+        ("quote", "  ", ["claim 2", "quote", "non-empty"]),
+    ],
+)
 def test_validation_names_the_claim_and_the_field(field, value, words):
     data = copy.deepcopy(_raw())
     entry = next(e for e in data["claims"] if e["id"] == 2)
@@ -115,7 +130,9 @@ def test_validation_catches_missing_fields_duplicates_and_reasons():
 
 def test_key_values_against_hand_arithmetic():
     """A few headline numbers, recomputed by hand."""
-    assert factcheck.compute("llama3_70b_fp16_weights").value == pytest.approx(70_553_706_496 * 2 / 1e9)
+    assert factcheck.compute("llama3_70b_fp16_weights").value == pytest.approx(
+        70_553_706_496 * 2 / 1e9
+    )
     assert factcheck.compute("rtx4090_vs_rtx3060").value == pytest.approx(1008 / 360)
     assert factcheck.compute("electricity_cost_4090").value == pytest.approx(0.6 * 0.35 * 10 * 365)
     assert factcheck.compute("cloud_cost_year").value == pytest.approx(2.8 * 10 * 365)
@@ -126,7 +143,8 @@ def test_key_values_against_hand_arithmetic():
     # every weight a token uses (one of the 32,000 embedding rows) + one token's fp16 KV cache
     read = (6_738_415_616 - 31_999 * 4096) * 2 + 2 * 32 * 32 * 128 * 2
     assert factcheck.compute("decode_bound_llama2_7b_rtx4090").value == pytest.approx(
-        1008e9 / read, rel=1e-6)
+        1008e9 / read, rel=1e-6
+    )
     r1 = factcheck.compute("deepseek_r1_on_4_a100")
     assert r1.value > 320  # int4 weights do not fit on four 80 GB A100s
     assert factcheck.compute("fp4_vs_fp16_rtx5090").value == pytest.approx(4.0)
@@ -155,7 +173,9 @@ def test_verdicts_by_chapter_adds_up(claims):
 def test_sections_follow_the_article_and_are_validated(claims):
     groups = factcheck.by_section(claims, factcheck.SEED_FILES[1])
     assert [name for name, _ in groups][0] == "1. What a GPU is"
-    assert sum(len(g) for _, g in groups) == sum(c.seed_file == factcheck.SEED_FILES[1] for c in claims)
+    assert sum(len(g) for _, g in groups) == sum(
+        c.seed_file == factcheck.SEED_FILES[1] for c in claims
+    )
     data = copy.deepcopy(_raw())
     data["claims"][0]["section"] = "Nowhere"
     with pytest.raises(GpulabConfigError, match="claim 1, field 'section'"):
@@ -176,7 +196,9 @@ def test_the_intro_and_the_appendix_credit_both_articles_as_the_registry_does():
         assert article["title"] in intro and article["title_en"] in intro
         assert article["author"] is None or article["author"] in intro
         assert article["title"] in factcheck.attribution(seed_file)
-    cells = json.loads((root / "book" / "appendix" / "fact_check.ipynb").read_text(encoding="utf-8"))
+    cells = json.loads(
+        (root / "book" / "appendix" / "fact_check.ipynb").read_text(encoding="utf-8")
+    )
     assert any("factcheck.attribution(" in "".join(c["source"]) for c in cells["cells"])
     with pytest.raises(GpulabConfigError, match="seed_file"):
         factcheck.attribution("001.txt")
@@ -189,7 +211,12 @@ def test_no_page_calls_an_article_by_its_file_number():
 
     root = Path(__file__).resolve().parents[2]
     jargon = re.compile(r"\bseed (000|003)\b", re.IGNORECASE)
-    texts = {p: p.read_text(encoding="utf-8") for p in [*(root / "book").rglob("*.md"),
-                                                          *(root / "notebooks").glob("*.ipynb"),
-                                                          *(root / "labs").glob("*.ipynb")]}
+    texts = {
+        p: p.read_text(encoding="utf-8")
+        for p in [
+            *(root / "book").rglob("*.md"),
+            *(root / "notebooks").glob("*.ipynb"),
+            *(root / "labs").glob("*.ipynb"),
+        ]
+    }
     assert [str(p.relative_to(root)) for p, t in texts.items() if jargon.search(t)] == []

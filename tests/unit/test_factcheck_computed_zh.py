@@ -47,7 +47,9 @@ def test_no_english_is_left_on_the_chinese_fact_check_page(page):
 def test_the_english_page_still_has_its_english_lines(claims):
     """The check would find English: the English edition's computed lines are all runs of it."""
     english = factcheck.markdown(claims.values())
-    computed = [line for line in english.splitlines() if line.startswith("- **Computed in this page**")]
+    computed = [
+        line for line in english.splitlines() if line.startswith("- **Computed in this page**")
+    ]
     assert len(computed) >= 60
     assert sum(bool(catalogue_style.latin_runs(line)) for line in computed) > 40
 
@@ -61,7 +63,10 @@ def test_every_computed_line_shows_the_english_lines_figures(claims):
         result = factcheck.compute(c.computed_name)
         text, how = factcheck.computed_lines(c, result, ZH)
         for english, chinese in ((result.text, text), (result.how, how)):
-            assert Counter(DIGITS.findall(chinese)) == Counter(DIGITS.findall(english)), (c.id, chinese)
+            assert Counter(DIGITS.findall(chinese)) == Counter(DIGITS.findall(english)), (
+                c.id,
+                chinese,
+            )
         # the arithmetic is in Chinese (a headline may be a figure and its unit, "76.3 tokens/s")
         assert CHINESE.search(how) and how != result.how, (c.id, how)
 
@@ -73,11 +78,13 @@ def test_one_computed_line_in_chinese_as_written_by_hand(claims):
     assert (result.text, result.how) == (
         "766.5 CNY/year",
         "0.6 CNY/kWh x 0.35 kW x 10 h = 2.10 CNY/day; x 365 = 766.5; at the 450 W board power "
-        "985.5 CNY/year (gpulab.cost)")
+        "985.5 CNY/year (gpulab.cost)",
+    )
     assert (text, how) == (
         "每年 766.5 元",
         "每千瓦时 0.6 元 x 0.35 kW x 10 小时 = 每天 2.10 元；x 365 = 766.5；按 450 W 的整卡功耗为每年 "
-        "985.5 元（`gpulab.cost`）")
+        "985.5 元（`gpulab.cost`）",
+    )
     assert factcheck.computed_lines(c, result) == (result.text, result.how)
 
 
@@ -85,7 +92,9 @@ def test_a_changed_english_line_makes_its_translation_out_of_date(claims):
     c = claims[93]
     result = factcheck.compute(c.computed_name)
     changed = dataclasses.replace(result, how=result.how.replace("board power", "rated power"))
-    with pytest.raises(GpulabConfigError, match=r"factcheck\.computed\.electricity_cost_4090\.how is out of date"):
+    with pytest.raises(
+        GpulabConfigError, match=r"factcheck\.computed\.electricity_cost_4090\.how is out of date"
+    ):
         factcheck.computed_lines(c, changed, ZH)
     # a new figure in the same words is no change: it is filled in
     moved = dataclasses.replace(result, how=result.how.replace("0.6 CNY/kWh", "0.7 CNY/kWh"))
@@ -106,12 +115,22 @@ def test_a_translation_missing_a_figure_or_a_line_is_refused(claims, monkeypatch
         factcheck.computed_lines(c, result, ZH)
 
 
-@pytest.mark.parametrize(("english", "template", "figures"), [
-    ("FP32 peaks: RTX 4090 82.6 TFLOP/s", "FP32 peaks: RTX {0} {1} TFLOP/s", ["4090", "82.6"]),
-    ("i9-13900K 0.15-2.59; DDR5-5600 89.6 GB/s", "i9-13900K {0}-{1}; DDR5-5600 {2} GB/s",
-     ["0.15", "2.59", "89.6"]),
-    ("$25,000-40,000 x 7.2 is 17%-39%", "${0}-{1} x {2} is {3}%-{4}%", ["25,000", "40,000", "7.2", "17", "39"]),
-    ("Q4_0 at 3x128 {{x}} Llama-2-7B", "Q4_0 at {0}x128 {{{{x}}}} Llama-2-7B", ["3"]),
-])
+@pytest.mark.parametrize(
+    ("english", "template", "figures"),
+    [
+        ("FP32 peaks: RTX 4090 82.6 TFLOP/s", "FP32 peaks: RTX {0} {1} TFLOP/s", ["4090", "82.6"]),
+        (
+            "i9-13900K 0.15-2.59; DDR5-5600 89.6 GB/s",
+            "i9-13900K {0}-{1}; DDR5-5600 {2} GB/s",
+            ["0.15", "2.59", "89.6"],
+        ),
+        (
+            "$25,000-40,000 x 7.2 is 17%-39%",
+            "${0}-{1} x {2} is {3}%-{4}%",
+            ["25,000", "40,000", "7.2", "17", "39"],
+        ),
+        ("Q4_0 at 3x128 {{x}} Llama-2-7B", "Q4_0 at {0}x128 {{{{x}}}} Llama-2-7B", ["3"]),
+    ],
+)
 def test_a_line_template_keeps_names_and_numbers_its_figures(english, template, figures):
     assert factcheck_words.line_template(english) == (template, figures)

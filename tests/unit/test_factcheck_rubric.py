@@ -41,8 +41,19 @@ def test_every_claim_names_a_clause_of_its_own_verdict_and_says_why(claims):
 
 
 # The cases the issue says the rubric settles differently from the first grading.
-SETTLED = {10: "misleading", 42: "misleading", 51: "wrong", 54: "wrong", 68: "wrong", 79: "wrong",
-           86: "wrong", 96: "misleading", 97: "misleading", 98: "misleading", 103: "misleading"}
+SETTLED = {
+    10: "misleading",
+    42: "misleading",
+    51: "wrong",
+    54: "wrong",
+    68: "wrong",
+    79: "wrong",
+    86: "wrong",
+    96: "misleading",
+    97: "misleading",
+    98: "misleading",
+    103: "misleading",
+}
 
 
 @pytest.mark.parametrize("cid, verdict", sorted(SETTLED.items()))
@@ -63,21 +74,34 @@ def test_claims_made_checkable_carry_a_derivation_not_a_reason(claims):
 def test_split_claims_are_graded_by_their_false_part(claims):
     """One part true and one false is misleading (10, 103), never correct."""
     assert claims[10].rubric_clause == claims[103].rubric_clause == "misleading.part-false"
-    assert all(c.verdict != "correct" or c.rubric_clause == "correct.all-parts-hold" for c in claims.values())
+    assert all(
+        c.verdict != "correct" or c.rubric_clause == "correct.all-parts-hold"
+        for c in claims.values()
+    )
 
 
 def _entry(data: dict, cid: int) -> dict:
     return next(e for e in data["claims"] if e["id"] == cid)
 
 
-@pytest.mark.parametrize("change, words", [
-    ({"rubric_clause": "correct.all-parts-hold"}, ["claim 2", "'rubric_clause'", "decides the verdict 'correct'",
-                                                  "wrong.false-any-reading"]),
-    ({"rubric_clause": "wrong.because"}, ["claim 2", "'rubric_clause'", "not a rubric clause"]),
-    ({"rubric_clause": ["wrong.false-any-reading"]}, ["claim 2", "'rubric_clause'"]),
-    ({"rubric_why": "  "}, ["claim 2", "'rubric_why'", "one sentence"]),
-    ({"rubric_why": "x" * 301}, ["claim 2", "'rubric_why'", "at most 300"]),
-])
+@pytest.mark.parametrize(
+    "change, words",
+    [
+        (
+            {"rubric_clause": "correct.all-parts-hold"},
+            [
+                "claim 2",
+                "'rubric_clause'",
+                "decides the verdict 'correct'",
+                "wrong.false-any-reading",
+            ],
+        ),
+        ({"rubric_clause": "wrong.because"}, ["claim 2", "'rubric_clause'", "not a rubric clause"]),
+        ({"rubric_clause": ["wrong.false-any-reading"]}, ["claim 2", "'rubric_clause'"]),
+        ({"rubric_why": "  "}, ["claim 2", "'rubric_why'", "one sentence"]),
+        ({"rubric_why": "x" * 301}, ["claim 2", "'rubric_why'", "at most 300"]),
+    ],
+)
 def test_a_bad_rubric_field_names_the_claim_and_the_field(change, words):
     data = copy.deepcopy(_raw())
     _entry(data, 2).update(change)
@@ -111,12 +135,15 @@ def test_the_appendix_opens_with_the_rubric_in_plain_commonmark():
         assert all(wording in text and cid in text for cid, wording in clauses)
     markdown = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     assert not re.search(r"\{[\w:-]+\}`", markdown), "a MyST role in a notebook's Markdown"
-    assert not re.search(r"^(```|:::)\s*\{", markdown, re.M), "a MyST directive in a notebook's Markdown"
+    assert not re.search(r"^(```|:::)\s*\{", markdown, re.M), (
+        "a MyST directive in a notebook's Markdown"
+    )
 
 
 def test_every_claim_keeps_its_anchor_and_shows_its_clause(claims):
     md = factcheck.markdown(claims.values())
     for c in claims.values():
         assert f'<a id="{c.anchor}"></a>' in md and c.anchor == f"claim-{c.id}"
-    assert md.count("`misleading.part-false`") == sum(c.rubric_clause == "misleading.part-false"
-                                                      for c in claims.values())
+    assert md.count("`misleading.part-false`") == sum(
+        c.rubric_clause == "misleading.part-false" for c in claims.values()
+    )

@@ -78,7 +78,13 @@ def test_a_missing_placeholder_names_the_claim_and_the_field(claims, field):
     object.__setattr__(broken, field, "bound {no_such_value:.1f} tokens/s")
     with pytest.raises(GpulabConfigError) as err:
         factcheck.rendered(broken)
-    for word in ("claim 42", f"'{field}'", "no_such_value", "decode_bound_llama2_7b_rtx4090", "bound_f16"):
+    for word in (
+        "claim 42",
+        f"'{field}'",
+        "no_such_value",
+        "decode_bound_llama2_7b_rtx4090",
+        "bound_f16",
+    ):
         assert word in str(err.value)
 
 
@@ -93,15 +99,28 @@ def test_a_missing_placeholder_in_a_note_is_caught_too(claims):
 def test_a_format_that_does_not_suit_the_value_is_a_clear_error(claims):
     broken = copy.copy(claims[42])
     object.__setattr__(broken, "correct_value", "{headline:.1f}")  # a str formatted as a float
-    with pytest.raises(GpulabConfigError, match="claim 42, field 'correct_value': cannot be filled"):
+    with pytest.raises(
+        GpulabConfigError, match="claim 42, field 'correct_value': cannot be filled"
+    ):
         factcheck.rendered(broken)
 
 
-@pytest.mark.parametrize("field, text, words", [
-    ("correct_value", "the bound is {bound", ["claim 4", "'correct_value'", "not a valid template"]),
-    ("correct_value", "{} tokens/s", ["claim 4", "must be a name"]),
-    ("correct_value", "{bound:.1f} tokens/s", ["claim 4", "placeholder {bound}", "computed derivation"]),
-])
+@pytest.mark.parametrize(
+    "field, text, words",
+    [
+        (
+            "correct_value",
+            "the bound is {bound",
+            ["claim 4", "'correct_value'", "not a valid template"],
+        ),
+        ("correct_value", "{} tokens/s", ["claim 4", "must be a name"]),
+        (
+            "correct_value",
+            "{bound:.1f} tokens/s",
+            ["claim 4", "placeholder {bound}", "computed derivation"],
+        ),
+    ],
+)
 def test_bad_templates_are_rejected_when_loading(field, text, words):
     data = copy.deepcopy(_raw())
     entry = next(e for e in data["claims"] if e["id"] == 4)  # a sourced claim: no values
@@ -129,11 +148,14 @@ def read_per_token(bits: float) -> float:
     return (LLAMA2_7B - unread) * bits / 8 + 2 * 32 * 32 * 128 * 2
 
 
-@pytest.mark.parametrize("name, bandwidth, claimed", [
-    ("decode_bound_llama2_7b_rtx4090", RTX4090_GBS, 60),
-    ("decode_bound_llama2_7b_rx7900xtx", RX7900XTX_GBS, 52),
-    ("decode_bound_llama2_7b_m3_ultra", M3_ULTRA_GBS, 38),
-])
+@pytest.mark.parametrize(
+    "name, bandwidth, claimed",
+    [
+        ("decode_bound_llama2_7b_rtx4090", RTX4090_GBS, 60),
+        ("decode_bound_llama2_7b_rx7900xtx", RX7900XTX_GBS, 52),
+        ("decode_bound_llama2_7b_m3_ultra", M3_ULTRA_GBS, 38),
+    ],
+)
 def test_backend_table_against_hand_decode_bounds(name, bandwidth, claimed):
     """Claims 42-44: every weight a token uses read once, 16 bits (FP16) or 4.5 bits (Q4_0)."""
     v = values(name)
@@ -149,7 +171,9 @@ def test_backend_table_against_hand_decode_bounds(name, bandwidth, claimed):
 def test_claim_42_sits_at_llamacpps_published_f16_rate():
     v = values("decode_bound_llama2_7b_rtx4090")
     assert v["measured_f16"] == pytest.approx(60.78) and v["measured_q4"] == pytest.approx(149.37)
-    assert v["measured_f16"] < v["bound_f16"] and v["measured_q4"] < v["bound_q4"]  # no bound beaten
+    assert (
+        v["measured_f16"] < v["bound_f16"] and v["measured_q4"] < v["bound_q4"]
+    )  # no bound beaten
     assert abs(60 / v["measured_f16"] - 1) < 0.05 and 60 / v["measured_q4"] < 0.5
 
 
@@ -161,11 +185,14 @@ def test_claim_67_laptop_bound_by_hand():
     assert v["article_minutes"] == pytest.approx(3000 / 2 / 60)
 
 
-@pytest.mark.parametrize("name, per_token, published", [
-    ("deepseek_r1_price_per_million", 0.0012, (2.19, 2.19)),  # DeepSeek's R1 output price
-    ("llama3_70b_price_per_million", 0.0003, (0.60, 1.20)),
-    ("qwen_72b_price_per_million", 0.0009, (0.60, 0.01 * 1000 / 7.2)),
-])
+@pytest.mark.parametrize(
+    "name, per_token, published",
+    [
+        ("deepseek_r1_price_per_million", 0.0012, (2.19, 2.19)),  # DeepSeek's R1 output price
+        ("llama3_70b_price_per_million", 0.0003, (0.60, 1.20)),
+        ("qwen_72b_price_per_million", 0.0009, (0.60, 0.01 * 1000 / 7.2)),
+    ],
+)
 def test_per_token_prices_against_published_prices_per_million(name, per_token, published):
     """Claims 51, 54, 122: USD per token x 1e6 against USD per million tokens."""
     v = values(name)
@@ -195,8 +222,10 @@ def test_claim_75_sd35_needs_more_than_the_claimed_times():
     assert v["cpu_turbo_s"] > 45 and v["gpu_large_s"] > 0.8 and 0.8 * 0.9 < v["gpu_turbo_s"] < 0.8
 
 
-@pytest.mark.parametrize("name, billions, floor", [("tier_3b_4bit", 3, 8), ("tier_7b_4bit", 7, 12),
-                                                   ("tier_14b_4bit", 14, 16)])
+@pytest.mark.parametrize(
+    "name, billions, floor",
+    [("tier_3b_4bit", 3, 8), ("tier_7b_4bit", 7, 12), ("tier_14b_4bit", 14, 16)],
+)
 def test_claims_96_98_minimums_are_two_to_four_times_the_weights(name, billions, floor):
     v = values(name)
     q4km = billions * 1e9 * 4.84 / 8 / 1e9  # llama.cpp's Q4_K_M, about 4.8 bits per weight

@@ -25,7 +25,12 @@ CHINESE = re.compile(r"[\u4e00-\u9fff\u3000-\u303f\uff00-\uffef“”]")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")  # digits, with their decimal points and thousands commas
 UNFILLED = re.compile(r"\{[A-Za-z_]\w*(?::[^{}]*)?\}")  # a placeholder left in rendered text
 # STYLE.md's terms, typed here so that the test does not read them from the code it checks
-VERDICTS_ZH = {"correct": "正确", "wrong": "错误", "misleading": "有误导性", "not checkable": "无法核实"}
+VERDICTS_ZH = {
+    "correct": "正确",
+    "wrong": "错误",
+    "misleading": "有误导性",
+    "not checkable": "无法核实",
+}
 
 
 def _placeholders(template: str) -> list[str]:
@@ -71,8 +76,9 @@ def _validate(entry: dict) -> list:
     """Validate one entry of `raw` with its own Chinese (broken or not) as the translation."""
     entry = dict(entry)
     chinese = entry.pop("zh_CN", None)
-    return factcheck.validate({"claims": [entry]},
-                              {"zh_CN": {} if chinese is None else {str(entry["id"]): chinese}})
+    return factcheck.validate(
+        {"claims": [entry]}, {"zh_CN": {} if chinese is None else {str(entry["id"]): chinese}}
+    )
 
 
 @pytest.fixture(scope="module")
@@ -94,7 +100,10 @@ def test_the_chinese_templates_keep_the_english_placeholders(raw):
     for entry in raw["claims"]:
         for key, english in _english(entry).items():
             if key != "rubric_why":
-                assert set(_placeholders(entry["zh_CN"][key])) == set(_placeholders(english)), (entry["id"], key)
+                assert set(_placeholders(entry["zh_CN"][key])) == set(_placeholders(english)), (
+                    entry["id"],
+                    key,
+                )
     # claim 17 writes a literal JSON object: its escapes survive in Chinese too
     c17 = next(e for e in raw["claims"] if e["id"] == 17)
     assert '{{"num_gpu": 35}}' in c17["zh_CN"]["correct_value"]
@@ -125,7 +134,10 @@ def test_every_chinese_template_renders_fully(claims):
         zh = factcheck.rendered(c, lang="zh_CN")
         assert set(zh) == {"correct_value", "reason", "note"}, c.id
         for key, text in zh.items():
-            assert bool(text) == bool(en[key]), (c.id, key)  # a Chinese text exactly where English has one
+            assert bool(text) == bool(en[key]), (
+                c.id,
+                key,
+            )  # a Chinese text exactly where English has one
             assert not UNFILLED.search(text), (c.id, key, text)
 
 
@@ -138,8 +150,14 @@ def test_the_chinese_markdown_has_one_anchor_per_claim_and_chinese_verdicts(clai
         assert f"- **结论：** {VERDICTS_ZH[c.verdict]}（`{c.rubric_clause}`：" in md, c.id
         assert f"**说法 {c.id}**（" in md
         assert c.quote in md.replace("&lt;", "<").replace("&gt;", ">")
-    for english in ("**Verdict:**", "**Correct value:**", "Computed in this page", "**Claim ",
-                    "Why not checkable", "discussed in"):
+    for english in (
+        "**Verdict:**",
+        "**Correct value:**",
+        "Computed in this page",
+        "**Claim ",
+        "Why not checkable",
+        "discussed in",
+    ):
         assert english not in md
     assert len(CJK.findall(md)) > 10_000
     set_up = [c for c in claims.values() if c.chapter == 0]
@@ -158,7 +176,8 @@ def test_one_chinese_entry_as_written_by_hand(claims):
         "- **结论：** 无法核实（`not-checkable.no-source`：这是预测：目前没有任何来源或推导能够判定。）\n"
         "- **正确值：** 预测\n"
         "- **来源：** none\n"
-        "- **无法核实的原因：** 这是对未来的预测。")
+        "- **无法核实的原因：** 这是对未来的预测。"
+    )
 
 
 def test_the_english_markdown_of_a_claim_is_unchanged(claims):
@@ -173,25 +192,35 @@ def test_the_english_markdown_of_a_claim_is_unchanged(claims):
         "- **Verdict:** correct (`correct.all-parts-hold`: GPT4All offers all three backends.)\n"
         "- **Correct value:** GPT4All (built on llama.cpp) offers CUDA, Metal and Vulkan\n"
         "- **Source:** DeepWiki, nomic-ai/gpt4all 'Hardware acceleration' "
-        "(https://deepwiki.com/nomic-ai/gpt4all/3.3-hardware-acceleration)")
+        "(https://deepwiki.com/nomic-ai/gpt4all/3.3-hardware-acceleration)"
+    )
     assert factcheck.markdown([claims[85]], lang="en") == factcheck.markdown([claims[85]])
     assert factcheck.rubric_markdown("en") == factcheck.rubric_markdown()
     assert factcheck.rubric_markdown().splitlines()[0] == (
-        "- **correct**: every part of the claim holds as stated (`correct.all-parts-hold`).")
+        "- **correct**: every part of the claim holds as stated (`correct.all-parts-hold`)."
+    )
 
 
 def test_the_rubric_verdicts_sections_and_articles_in_chinese():
     text = factcheck.rubric_markdown("zh_CN")
-    assert text.splitlines()[0] == "- **正确**：说法的每一部分都如其所述成立（`correct.all-parts-hold`）。"
+    assert (
+        text.splitlines()[0]
+        == "- **正确**：说法的每一部分都如其所述成立（`correct.all-parts-hold`）。"
+    )
     for verdict, clauses in factcheck.RUBRIC.items():
         assert f"- **{VERDICTS_ZH[verdict]}**：" in text
-        assert all(f"`{cid}`" in text and CJK.search(factcheck.RUBRIC_WORDS["zh_CN"][cid])
-                   for cid, _ in clauses)
+        assert all(
+            f"`{cid}`" in text and CJK.search(factcheck.RUBRIC_WORDS["zh_CN"][cid])
+            for cid, _ in clauses
+        )
     assert set(factcheck.RUBRIC_WORDS["zh_CN"]) == set(factcheck.RUBRIC_CLAUSES)
     assert {v: factcheck.verdict_name(v, "zh_CN") for v in factcheck.VERDICTS} == VERDICTS_ZH
     assert [factcheck.verdict_name(v) for v in factcheck.VERDICTS] == list(factcheck.VERDICTS)
     tutorial, guide = factcheck.SEED_FILES
-    assert factcheck.SHORT_NAMES["zh_CN"] == {tutorial: "《GPU 加速教程》", guide: "《硬件选型指南》"}
+    assert factcheck.SHORT_NAMES["zh_CN"] == {
+        tutorial: "《GPU 加速教程》",
+        guide: "《硬件选型指南》",
+    }
     md = factcheck.markdown([c for c in factcheck.load() if c.seed_file == guide][:1], lang="zh_CN")
     assert "（《硬件选型指南》；" in md
     assert factcheck.section_title("FAQ", "zh_CN") == "常见问题"
@@ -223,20 +252,24 @@ def test_the_chinese_attribution_names_title_and_author_in_chinese():
     assert factcheck.attribution(factcheck.SEED_FILES[1]) == (
         "“GPU，本地大模型训练 / 推理硬件完整选型指南” (“GPUs: a complete guide to choosing hardware "
         "for training and running large models locally”), by 接好运鸭; the copy the course keeps does "
-        "not say where it was published")
+        "not say where it was published"
+    )
     with pytest.raises(GpulabConfigError, match="seed_file"):
         factcheck.attribution("001.txt", "zh_CN")
 
 
-@pytest.mark.parametrize("call", [
-    lambda c: factcheck.rendered(c, lang="zh"),
-    lambda c: factcheck.markdown([c], lang="fr"),
-    lambda c: factcheck.rubric_markdown("zh-CN"),
-    lambda c: factcheck.attribution(c.seed_file, "cn"),
-    lambda c: factcheck.verdict_name(c.verdict, "EN"),
-    lambda c: factcheck.section_title(c.section, "zh"),
-    lambda c: factcheck.rendered(c, lang="zh_cn"),
-])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda c: factcheck.rendered(c, lang="zh"),
+        lambda c: factcheck.markdown([c], lang="fr"),
+        lambda c: factcheck.rubric_markdown("zh-CN"),
+        lambda c: factcheck.attribution(c.seed_file, "cn"),
+        lambda c: factcheck.verdict_name(c.verdict, "EN"),
+        lambda c: factcheck.section_title(c.section, "zh"),
+        lambda c: factcheck.rendered(c, lang="zh_cn"),
+    ],
+)
 def test_a_bad_lang_names_lang_and_the_allowed_values(claims, call):
     with pytest.raises(GpulabConfigError) as err:
         call(claims[2])
@@ -268,25 +301,56 @@ def test_a_claim_without_zh_cn_is_rejected_naming_the_field(raw):
         factcheck.validate({"claims": [entry]})
 
 
-@pytest.mark.parametrize("cid, change, words", [
-    (2, lambda zh: zh.pop("correct_value"), ["claim 2", "'zh_CN.correct_value'", "is missing"]),
-    (2, lambda zh: zh.pop("rubric_why"), ["claim 2", "'zh_CN.rubric_why'", "is missing"]),
-    (5, lambda zh: zh.pop("reason"), ["claim 5", "'zh_CN.reason'", "is missing"]),
-    (4, lambda zh: zh.pop("note"), ["claim 4", "'zh_CN.note'", "is missing"]),
-    (2, lambda zh: zh.update(reason="无法核实"), ["claim 2", "'zh_CN.reason'", "no English to translate"]),
-    (2, lambda zh: zh.update(title="标题"), ["claim 2", "'zh_CN.title'"]),
-    (2, lambda zh: zh.update(correct_value="  "), ["claim 2", "'zh_CN.correct_value'", "non-empty"]),
-    (2, lambda zh: zh.update(correct_value="4 位权重为 {lo:.1f}–{hi:.1f} GB"),
-     ["claim 2", "'zh_CN.correct_value'", "placeholders", "{claimed_gb:g}"]),
-    (2, lambda zh: zh.update(correct_value=zh["correct_value"].replace("{lo:.1f}", "{lo:.2f}")),
-     ["claim 2", "'zh_CN.correct_value'", "placeholders", "{lo:.1f}"]),
-    (2, lambda zh: zh.update(correct_value=zh["correct_value"] + "，约 2 倍"),
-     ["claim 2", "'zh_CN.correct_value'", "number 2", "Chinese numerals"]),
-    (2, lambda zh: zh.update(rubric_why="仅权重就超出 40 GB。"), ["claim 2", "'zh_CN.rubric_why'", "number 40"]),
-    (2, lambda zh: zh.update(rubric_why="长" * 301), ["claim 2", "'zh_CN.rubric_why'", "at most 300"]),
-    (2, lambda zh: zh.update(correct_value="{lo:.1f} 到 {hi"), ["claim 2", "'zh_CN.correct_value'",
-                                                               "not a valid template"]),
-])
+@pytest.mark.parametrize(
+    "cid, change, words",
+    [
+        (2, lambda zh: zh.pop("correct_value"), ["claim 2", "'zh_CN.correct_value'", "is missing"]),
+        (2, lambda zh: zh.pop("rubric_why"), ["claim 2", "'zh_CN.rubric_why'", "is missing"]),
+        (5, lambda zh: zh.pop("reason"), ["claim 5", "'zh_CN.reason'", "is missing"]),
+        (4, lambda zh: zh.pop("note"), ["claim 4", "'zh_CN.note'", "is missing"]),
+        (
+            2,
+            lambda zh: zh.update(reason="无法核实"),
+            ["claim 2", "'zh_CN.reason'", "no English to translate"],
+        ),
+        (2, lambda zh: zh.update(title="标题"), ["claim 2", "'zh_CN.title'"]),
+        (
+            2,
+            lambda zh: zh.update(correct_value="  "),
+            ["claim 2", "'zh_CN.correct_value'", "non-empty"],
+        ),
+        (
+            2,
+            lambda zh: zh.update(correct_value="4 位权重为 {lo:.1f}–{hi:.1f} GB"),
+            ["claim 2", "'zh_CN.correct_value'", "placeholders", "{claimed_gb:g}"],
+        ),
+        (
+            2,
+            lambda zh: zh.update(correct_value=zh["correct_value"].replace("{lo:.1f}", "{lo:.2f}")),
+            ["claim 2", "'zh_CN.correct_value'", "placeholders", "{lo:.1f}"],
+        ),
+        (
+            2,
+            lambda zh: zh.update(correct_value=zh["correct_value"] + "，约 2 倍"),
+            ["claim 2", "'zh_CN.correct_value'", "number 2", "Chinese numerals"],
+        ),
+        (
+            2,
+            lambda zh: zh.update(rubric_why="仅权重就超出 40 GB。"),
+            ["claim 2", "'zh_CN.rubric_why'", "number 40"],
+        ),
+        (
+            2,
+            lambda zh: zh.update(rubric_why="长" * 301),
+            ["claim 2", "'zh_CN.rubric_why'", "at most 300"],
+        ),
+        (
+            2,
+            lambda zh: zh.update(correct_value="{lo:.1f} 到 {hi"),
+            ["claim 2", "'zh_CN.correct_value'", "not a valid template"],
+        ),
+    ],
+)
 def test_a_bad_chinese_field_names_the_claim_and_the_field(raw, cid, change, words):
     entry = _one(raw, cid)
     change(entry["zh_CN"])
@@ -313,7 +377,17 @@ def test_rendering_a_claim_that_lost_its_chinese_names_the_field(claims):
     with pytest.raises(GpulabConfigError, match=r"claim 42, field 'zh_CN\.correct_value'"):
         factcheck.rendered(broken, lang="zh_CN")
     assert factcheck.rendered(broken) == factcheck.rendered(claims[42])  # English needs none of it
-    object.__setattr__(broken, "translations", {"zh_CN": {**claims[42].translations["zh_CN"],
-                                                          "correct_value": "上限 {no_such_value:.1f}"}})
-    with pytest.raises(GpulabConfigError, match=r"claim 42, field 'zh_CN\.correct_value': placeholder"):
+    object.__setattr__(
+        broken,
+        "translations",
+        {
+            "zh_CN": {
+                **claims[42].translations["zh_CN"],
+                "correct_value": "上限 {no_such_value:.1f}",
+            }
+        },
+    )
+    with pytest.raises(
+        GpulabConfigError, match=r"claim 42, field 'zh_CN\.correct_value': placeholder"
+    ):
         factcheck.rendered(broken, lang="zh_CN")

@@ -18,11 +18,19 @@ from gpulab.ui.tables import Table
 def report_with(cpu: CPUInfo | None = None, gpus=()) -> HardwareReport:
     """A hardware report with only the parts these tests read."""
     return HardwareReport(
-        os="test", python="3", torch=TorchInfo(installed=False),
+        os="test",
+        python="3",
+        torch=TorchInfo(installed=False),
         cpu=cpu or CPUInfo("Test CPU", 2, 2, ["AVX2", "FMA"], max_frequency_mhz=2000.0),
-        ram_total_bytes=None, ram_available_bytes=None, gpus=list(gpus),
-        backend="cuda" if gpus else "cpu", in_colab=False, visible_devices={},
-        nvidia_device_files=False, notes=[])
+        ram_total_bytes=None,
+        ram_available_bytes=None,
+        gpus=list(gpus),
+        backend="cuda" if gpus else "cpu",
+        in_colab=False,
+        visible_devices={},
+        nvidia_device_files=False,
+        notes=[],
+    )
 
 
 # A 2-core AVX2 VM that exposes only /proc/cpuinfo's clock, as the build machine does.
@@ -77,8 +85,10 @@ def test_above_a_spec_sheet_peak_the_note_names_the_sheet_and_its_clock():
 
 def test_a_table_flags_the_share_in_its_cell_and_writes_the_note_once_under_it():
     peak = cpu_peak_of(VM)
-    rows = [{"n": n, "peak %": roofline.percent_of_peak(f * peak, peak)}
-            for n, f in ((256, 0.8), (512, 1.22), (1024, 1.3))]
+    rows = [
+        {"n": n, "peak %": roofline.percent_of_peak(f * peak, peak)}
+        for n, f in ((256, 0.8), (512, 1.22), (1024, 1.3))
+    ]
     table = Table(rows, formats={"peak %": ".0f %"})
     text = str(table).splitlines()
     assert text[2].split() == ["256", "80%"]
@@ -109,16 +119,28 @@ def test_a_timing_within_the_tolerance_gets_no_note():
 def point(n: int, seconds: float, precision: str = "fp32", blocks=None) -> measure.RatePoint:
     """A measured n^3 matrix product of `seconds` per call, timed as `blocks` (seconds each)."""
     timed = timing.Measurement("matmul", tuple(blocks or (seconds,) * 5), 5, 2, "cpu")
-    return measure.RatePoint("matmul", f"{n}x{n}x{n}", precision, seconds, 0.0, 2 * n**3,
-                             "FLOP/s", 3 * n * n * 4, None, timed=timed)
+    return measure.RatePoint(
+        "matmul",
+        f"{n}x{n}x{n}",
+        precision,
+        seconds,
+        0.0,
+        2 * n**3,
+        "FLOP/s",
+        3 * n * n * 4,
+        None,
+        timed=timed,
+    )
 
 
 def test_a_busy_row_of_a_table_gets_its_note_in_its_first_cell():
     busy = point(512, 8e-3, blocks=(8e-3,) * 4 + (20e-3,))
     calm = point(256, 1e-3)
     assert calm.busy_note is None and busy.busy_note.startswith("fp32 512x512x512: the slowest")
-    table = Table([{"n": p.size, "ms": p.seconds * 1e3} for p in (calm, busy)],
-                  notes=[p.busy_note for p in (calm, busy)])
+    table = Table(
+        [{"n": p.size, "ms": p.seconds * 1e3} for p in (calm, busy)],
+        notes=[p.busy_note for p in (calm, busy)],
+    )
     lines = str(table).splitlines()
     assert lines[2].startswith("256x256x256 ") and lines[3].startswith("512x512x512¹")
     assert lines[4] == "¹ " + busy.busy_note
@@ -164,13 +186,31 @@ def test_bf16_on_an_x86_cpu_without_bf16_instructions_says_so():
 # --------------------------------------------------------------------------- the highest clock
 
 
-@pytest.mark.parametrize(("clocks", "ghz", "source"), [
-    ({"max_frequency_mhz": 3000.0, "reported_frequency_mhz": 2245.0,
-      "sysfs_max_frequency_mhz": 3700.0}, 3.7, "sysfs cpuinfo_max_freq"),
-    ({"max_frequency_mhz": 3000.0, "reported_frequency_mhz": 2245.0}, 3.0, "psutil.cpu_freq().max"),
-    ({"max_frequency_mhz": 2000.0, "reported_frequency_mhz": 3400.5}, 3.4005, "/proc/cpuinfo's cpu MHz"),
-    ({"reported_frequency_mhz": 2245.0}, 2.245, "/proc/cpuinfo's cpu MHz"),
-])
+@pytest.mark.parametrize(
+    ("clocks", "ghz", "source"),
+    [
+        (
+            {
+                "max_frequency_mhz": 3000.0,
+                "reported_frequency_mhz": 2245.0,
+                "sysfs_max_frequency_mhz": 3700.0,
+            },
+            3.7,
+            "sysfs cpuinfo_max_freq",
+        ),
+        (
+            {"max_frequency_mhz": 3000.0, "reported_frequency_mhz": 2245.0},
+            3.0,
+            "psutil.cpu_freq().max",
+        ),
+        (
+            {"max_frequency_mhz": 2000.0, "reported_frequency_mhz": 3400.5},
+            3.4005,
+            "/proc/cpuinfo's cpu MHz",
+        ),
+        ({"reported_frequency_mhz": 2245.0}, 2.245, "/proc/cpuinfo's cpu MHz"),
+    ],
+)
 def test_the_cpu_peak_uses_the_highest_clock_and_names_its_source(clocks, ghz, source):
     cpu = CPUInfo("Test CPU", 4, 4, ["AVX2", "FMA"], **clocks)
     estimate = peaks.cpu_peak(report_with(cpu))
@@ -180,20 +220,31 @@ def test_the_cpu_peak_uses_the_highest_clock_and_names_its_source(clocks, ghz, s
     _, _, label = peaks.device_peak(report_with(cpu), "cpu")
     assert label.endswith(f"clock from {source}")
     # "no maximum is exposed" only where /proc/cpuinfo is the only source
-    assert ("no maximum is exposed" in estimate.assumptions) == (list(clocks) == ["reported_frequency_mhz"])
+    assert ("no maximum is exposed" in estimate.assumptions) == (
+        list(clocks) == ["reported_frequency_mhz"]
+    )
 
 
 def test_an_unreadable_clock_still_means_peak_unknown():
-    cpu = CPUInfo("Test CPU", 4, 4, ["AVX2", "FMA"], max_frequency_mhz=float("nan"),
-                  reported_frequency_mhz=0.0, sysfs_max_frequency_mhz=-1.0)
+    cpu = CPUInfo(
+        "Test CPU",
+        4,
+        4,
+        ["AVX2", "FMA"],
+        max_frequency_mhz=float("nan"),
+        reported_frequency_mhz=0.0,
+        sysfs_max_frequency_mhz=-1.0,
+    )
     estimate = peaks.cpu_peak(report_with(cpu))
     assert estimate.fp32_flops is None and estimate.assumptions.startswith("peak unknown")
 
 
 def test_host_reads_every_core_and_every_source(tmp_path, monkeypatch):
     cpuinfo = tmp_path / "cpuinfo"
-    cpuinfo.write_text("processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: avx2 fma\ncpu MHz\t\t: 1200.000\n\n"
-                       "processor\t: 1\ncpu MHz\t\t: 3400.500\n\nprocessor\t: 2\ncpu MHz\t\t: 0.000\n")
+    cpuinfo.write_text(
+        "processor\t: 0\nmodel name\t: Test CPU\nflags\t\t: avx2 fma\ncpu MHz\t\t: 1200.000\n\n"
+        "processor\t: 1\ncpu MHz\t\t: 3400.500\n\nprocessor\t: 2\ncpu MHz\t\t: 0.000\n"
+    )
     sysfs = tmp_path / "cpu"
     for core, khz in (("cpu0", "3700000"), ("cpu1", "4100000"), ("cpu2", "0"), ("cpu3", "n/a")):
         (sysfs / core / "cpufreq").mkdir(parents=True)

@@ -60,8 +60,11 @@ def test_all_core_clocks_lie_within_each_groups_range():
 
 def test_the_headline_ratio_lies_between_the_ratios_at_the_range_ends(fig):
     for dtype in ("fp32", "bf16"):
-        assert (fig[f"{dtype}_ratio_maxturbo"] < fig[f"{dtype}_ratio_allcore"]
-                < fig[f"{dtype}_ratio_base"])
+        assert (
+            fig[f"{dtype}_ratio_maxturbo"]
+            < fig[f"{dtype}_ratio_allcore"]
+            < fig[f"{dtype}_ratio_base"]
+        )
 
 
 def test_the_peak_derivation_reads_as_the_page_states_it():
@@ -82,7 +85,9 @@ def test_simd_flops_per_cycle_match_the_cpu_table(kind):
 
 
 def test_avx512_doubles_the_avx2_rate():
-    assert figures_ch01.simd_flops_per_cycle("AVX-512") == 2 * figures_ch01.simd_flops_per_cycle("P-cores")
+    assert figures_ch01.simd_flops_per_cycle("AVX-512") == 2 * figures_ch01.simd_flops_per_cycle(
+        "P-cores"
+    )
 
 
 # ---- the other inputs agree with gpulab's tables and the fact-check's constants
@@ -92,13 +97,16 @@ def test_constants_shared_with_the_fact_check_agree(fig):
     assert fig["ddr5_4800_gbs"] == pytest.approx(derivations.DDR5_4800_DUAL_GBS)
     rows, features = figures_ch01.ARTICLE_LINEAR["rows"], figures_ch01.ARTICLE_LINEAR["features"]
     assert 2 * rows * features * features == derivations.LINEAR_BENCH_FLOP
-    assert fig["ddr5_5600_gbs"] == pytest.approx(specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs)
+    assert fig["ddr5_5600_gbs"] == pytest.approx(
+        specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
+    )
 
 
 def test_derived_peaks_and_bandwidths_match_the_published_ones(fig):
     assert fig["rtx4090_fp32_derived_tflops"] == pytest.approx(fig["rtx4090_fp32_tflops"], rel=1e-3)
     assert fig["rtx4090_fp16acc_derived_tflops"] == pytest.approx(
-        specs.get_gpu("RTX 4090").peak_tflops["fp16_fp16acc"], rel=1e-3)
+        specs.get_gpu("RTX 4090").peak_tflops["fp16_fp16acc"], rel=1e-3
+    )
     assert fig["rtx3060_bf16_derived_tflops"] == pytest.approx(fig["rtx3060_bf16_tflops"], rel=2e-3)
     assert fig["rtx4090_derived_gbs"] == fig["rtx4090_gbs"]
 
@@ -151,8 +159,11 @@ def test_the_page_types_no_figure():
 
 def test_the_page_cites_chapter_one_claims_that_exist():
     text = (ROOT / PAGE).read_text(encoding="utf-8")
-    ids = {int(i) for group in re.findall(r"\{(?:claim|verdict)\}`([\d,]+)`", text)
-           for i in group.split(",")}
+    ids = {
+        int(i)
+        for group in re.findall(r"\{(?:claim|verdict)\}`([\d,]+)`", text)
+        for i in group.split(",")
+    }
     claims = {c.id: c for c in factcheck.load()}
     assert ids and ids <= set(claims)
     assert {claims[i].chapter for i in ids} == {1}
@@ -187,8 +198,12 @@ def _run(source: str, namespace: dict) -> str:
 
 def test_the_ddr5_verdict_prints_the_ratios_the_cell_above_prints(cells):
     """The verdict is printed output, read in JupyterLab as on the site, with the ratios of c11."""
-    namespace = {"figures_ch01": figures_ch01, "specs": specs, "rtx": specs.get_gpu("RTX 4090"),
-                 "article": {c.id: c for c in factcheck.load()}}
+    namespace = {
+        "figures_ch01": figures_ch01,
+        "specs": specs,
+        "rtx": specs.get_gpu("RTX 4090"),
+        "article": {c.id: c for c in factcheck.load()},
+    }
     printed = _run("".join(cells["c11"]["source"]), namespace)
     verdict = _run("".join(cells["c11b"]["source"]), namespace)
     desktop = re.findall(r"= +([\d.]+)x", printed)[:2]

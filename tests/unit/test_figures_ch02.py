@@ -26,8 +26,14 @@ INT4_G128_BPW = 4 + 16 / 128  # int4 codes plus one fp16 scale per 128 weights
 RTX4090_GBS = 1008  # 384-bit x 21 Gbps / 8
 DDR5_5600_DUAL_GBS = 2 * 8 * 5600 / 1000  # two 64-bit channels x 5600 MT/s
 # nvidia-smi's memory.total, MiB (public outputs, e.g. modal-labs/modal-client PR 2797)
-SMI_MIB = {"rtx4090": 24564, "rtx3090": 24576, "a100_80": 81920, "h100": 81559, "l4": 23034,
-           "t4": 15360}
+SMI_MIB = {
+    "rtx4090": 24564,
+    "rtx3090": 24576,
+    "a100_80": 81920,
+    "h100": 81559,
+    "l4": 23034,
+    "t4": 15360,
+}
 MARKETED_GB = {"rtx4090": 24, "rtx3090": 24, "a100_80": 80, "h100": 80, "l4": 24, "t4": 16}
 CONTEXT_BYTES, SLACK = 2**29, 0.05  # the course's CUDA context and allocator slack
 # DeepSeek-V3/R1 config.json: layers, kv_lora_rank, qk_rope_head_dim
@@ -49,9 +55,14 @@ def test_llama70_parameters_from_the_config(figs):
     total = LAYERS * per_layer + 2 * VOCAB * H + H
     assert total == LLAMA70_PARAMS
     assert figs["llama70_params"] == LLAMA70_PARAMS
-    cfg = json.loads((ROOT / "src/gpulab/data/model_configs/Llama-3-70B.json").read_text())["config"]
-    assert (figs["llama70_hidden"], figs["llama70_ffn"], figs["llama70_vocab"]) == \
-        (cfg["hidden_size"], cfg["intermediate_size"], cfg["vocab_size"])
+    cfg = json.loads((ROOT / "src/gpulab/data/model_configs/Llama-3-70B.json").read_text())[
+        "config"
+    ]
+    assert (figs["llama70_hidden"], figs["llama70_ffn"], figs["llama70_vocab"]) == (
+        cfg["hidden_size"],
+        cfg["intermediate_size"],
+        cfg["vocab_size"],
+    )
 
 
 def test_llama70_weights_in_each_format(figs):
@@ -68,7 +79,9 @@ def test_capacities_as_the_driver_reports_them(figs):
     for key, mib in SMI_MIB.items():
         assert figs[f"{key}_driver_mib"] == mib
         assert figs[f"{key}_driver_gb"] == pytest.approx(mib * 2**20 / 1e9, rel=1e-9)
-        assert figs[f"{key}_over_marketed"] == pytest.approx(mib * 2**20 / (MARKETED_GB[key] * 1e9) - 1)
+        assert figs[f"{key}_over_marketed"] == pytest.approx(
+            mib * 2**20 / (MARKETED_GB[key] * 1e9) - 1
+        )
         assert figs[f"{key}_usable_gb"] == pytest.approx(_usable_gb(mib), rel=1e-6)
     # GiB-based cards report about 7% more than marketed, ECC cards well under 1%
     assert 0.06 < figs["rtx4090_over_marketed"] < 0.08
@@ -77,10 +90,13 @@ def test_capacities_as_the_driver_reports_them(figs):
 
 def test_fit_decisions_follow_the_numbers(figs):
     llama70_q4km = LLAMA70_PARAMS * Q4_K_M_BPW / 8 / 1e9
-    assert figs["llama70_q4km_on_two_3090"] == \
-        ("fits" if llama70_q4km <= _usable_gb(SMI_MIB["rtx3090"], 2) else "does not fit")
+    assert figs["llama70_q4km_on_two_3090"] == (
+        "fits" if llama70_q4km <= _usable_gb(SMI_MIB["rtx3090"], 2) else "does not fit"
+    )
     assert figs["tier70_int4_in_rtx4090"] == "does not fit"
-    assert figs["bits_for_70b_in_rtx4090"] == pytest.approx(_usable_gb(SMI_MIB["rtx4090"]) * 8 / 70, rel=1e-6)
+    assert figs["bits_for_70b_in_rtx4090"] == pytest.approx(
+        _usable_gb(SMI_MIB["rtx4090"]) * 8 / 70, rel=1e-6
+    )
 
 
 def test_kv_cache_by_hand(figs):
@@ -93,7 +109,9 @@ def test_kv_cache_by_hand(figs):
 def test_decode_bound_and_offload_by_hand(figs):
     # one token reads every weight but the input embedding (one row of it) plus the KV cache
     read = (LLAMA70_PARAMS - VOCAB * H) * Q4_K_M_BPW / 8 + 327_680 * 4096
-    assert figs["llama70_q4km_4k_rtx4090_bound_tok_s"] == pytest.approx(RTX4090_GBS * 1e9 / read, rel=0.005)
+    assert figs["llama70_q4km_4k_rtx4090_bound_tok_s"] == pytest.approx(
+        RTX4090_GBS * 1e9 / read, rel=0.005
+    )
     w_g, w_c = figs["offload_wg_gb"], figs["offload_wc_gb"]
     assert w_g <= _usable_gb(SMI_MIB["rtx4090"])
     slowdown = (w_g / RTX4090_GBS + w_c / DDR5_5600_DUAL_GBS) / ((w_g + w_c) / RTX4090_GBS)

@@ -44,7 +44,9 @@ def test_llama2_7b_fp16_decode_bound_on_an_rtx4090(fig):
     params, hidden, vocab = 6_738_415_616, 4096, 32000
     read = (params - (vocab - 1) * hidden) * 2
     assert fig["llama7_fp16_read_gb"] == pytest.approx(read / 1e9, rel=1e-3)
-    assert fig["llama7_fp16_rtx4090_bound_tok_s"] == pytest.approx(RTX4090_GBS * 1e9 / read, rel=2e-3)
+    assert fig["llama7_fp16_rtx4090_bound_tok_s"] == pytest.approx(
+        RTX4090_GBS * 1e9 / read, rel=2e-3
+    )
 
 
 def test_llama3_70b_int4_decode_bound_on_an_rtx4090(fig):
@@ -94,7 +96,9 @@ def test_sd35_large_flops_per_image(fig):
     depth, width = 38, 64 * 38
     image, text = (1024 // 8 // 2) ** 2, 77 + 256
     tokens = image + text
-    per_token = depth * (2 * 12 * width**2 + 4 * tokens * width)  # its stream's matrices + attention
+    per_token = depth * (
+        2 * 12 * width**2 + 4 * tokens * width
+    )  # its stream's matrices + attention
     per_image = per_token * tokens * 2 * 28  # guidance doubles the batch; 28 steps
     assert fig["sd35_image_tflop"] == pytest.approx(per_image / 1e12, rel=1e-3)
     assert fig["sd35_rtx4090_min_s"] == pytest.approx(per_image / RTX4090_BF16, rel=1e-3)
@@ -102,7 +106,9 @@ def test_sd35_large_flops_per_image(fig):
     # the shapes account for the published 8.1B parameters
     assert fig["sd35_params_from_shapes_b"] == pytest.approx(8.1, rel=0.01)
     # the claimed 0.8 s on the GPU would need more than the peak, many times over
-    assert fig["claim75_gpu_needs_x_peak"] == pytest.approx(per_image / 0.8 / RTX4090_BF16, rel=1e-3)
+    assert fig["claim75_gpu_needs_x_peak"] == pytest.approx(
+        per_image / 0.8 / RTX4090_BF16, rel=1e-3
+    )
     assert fig["claim75_gpu_needs_x_peak"] > 1
 
 

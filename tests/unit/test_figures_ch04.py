@@ -67,8 +67,9 @@ def test_gpu_layers_and_offloaded_rate_by_hand(figs):
     assert n == 41 and figs["ngl_fit"] == n
     per_layer_read = layer_bytes + kv / LAYERS
     head = VOCAB * H * Q4_K_M_BPW / 8
-    seconds = n * per_layer_read / (RTX4090_GBS * 1e9) + \
-        ((LAYERS - n) * per_layer_read + head) / (DDR5_5600_DUAL_GBS * 1e9)
+    seconds = n * per_layer_read / (RTX4090_GBS * 1e9) + ((LAYERS - n) * per_layer_read + head) / (
+        DDR5_5600_DUAL_GBS * 1e9
+    )
     assert figs["offload_tok_s"] == pytest.approx(1 / seconds, rel=1e-3)
     assert figs["offload_step_ms"] == pytest.approx(seconds * 1e3, rel=1e-3)
     # the rate with everything on the card is several times the offloaded one
@@ -76,12 +77,15 @@ def test_gpu_layers_and_offloaded_rate_by_hand(figs):
 
 
 def test_attention_and_flashattention_by_hand(figs):
-    assert figs["scores_8k_gb"] == pytest.approx(32 * 8192 ** 2 * 2 / 1e9, rel=1e-9)
-    assert figs["scores_128k_tb"] == pytest.approx(32 * 131072 ** 2 * 2 / 1e12, rel=1e-9)
+    assert figs["scores_8k_gb"] == pytest.approx(32 * 8192**2 * 2 / 1e9, rel=1e-9)
+    assert figs["scores_128k_tb"] == pytest.approx(32 * 131072**2 * 2 / 1e12, rel=1e-9)
     assert figs["fa3_share_of_h100_peak"] == pytest.approx(740 / H100_SXM_FP16_TFLOPS, rel=1e-6)
-    assert figs["article_fa3_share_of_h100_peak"] == pytest.approx(120 / H100_SXM_FP16_TFLOPS, rel=1e-6)
+    assert figs["article_fa3_share_of_h100_peak"] == pytest.approx(
+        120 / H100_SXM_FP16_TFLOPS, rel=1e-6
+    )
     assert figs["llama70_kv_128k_gb"] == pytest.approx(
-        2 * LAYERS * KV_HEADS * 128 * 2 * 131072 / 1e9, rel=1e-9)
+        2 * LAYERS * KV_HEADS * 128 * 2 * 131072 / 1e9, rel=1e-9
+    )
 
 
 def test_fusion_and_fp4_ratios_by_hand(figs):

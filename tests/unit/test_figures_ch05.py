@@ -30,14 +30,16 @@ def test_peak_follows_from_the_rated_boost_clock(figs):
     peak = RTX4090_CORES * RTX4090_BOOST_GHZ * 2 / 1e3  # TFLOP/s
     assert figs["rtx4090_fp32_derived_tflops"] == pytest.approx(peak, rel=1e-6)
     assert figs["rtx4090_fp32_tflops"] == pytest.approx(peak, rel=2e-3)  # the table rounds
-    assert figs["rtx4090_observed_over_boost"] == pytest.approx(2.85 / RTX4090_BOOST_GHZ - 1, rel=1e-6)
+    assert figs["rtx4090_observed_over_boost"] == pytest.approx(
+        2.85 / RTX4090_BOOST_GHZ - 1, rel=1e-6
+    )
     # a rate within the boost headroom is not a timing bug; the unsynchronised reading is far off
     assert 0 < figs["rtx4090_observed_over_boost"] < 0.25
     assert figs["timing_bad_vs_peak_x"] > 1 + 10 * figs["rtx4090_observed_over_boost"]
 
 
 def test_matmul_timing_by_hand(figs):
-    flop = 2 * 8192 ** 3
+    flop = 2 * 8192**3
     assert figs["timing_tflop"] == pytest.approx(flop / 1e12, rel=1e-9)
     assert figs["timing_least_ms"] == pytest.approx(flop / 82.6e12 * 1e3, rel=2e-3)
     assert figs["timing_bad_tflops"] == pytest.approx(flop / 1e-3 / 1e12, rel=1e-9)
@@ -46,13 +48,16 @@ def test_matmul_timing_by_hand(figs):
 def test_training_states_and_logits_by_hand(figs):
     # AdamW: fp32 4 + 4 + 8; bf16-mixed 2 + 2 + 4 (master) + 8 (moments): 16 bytes either way
     assert figs["llama32_1b_states_gb"] == pytest.approx(16 * LLAMA32_1B_PARAMS / 1e9, rel=1e-9)
-    assert figs["llama32_1b_logits_gb"] == pytest.approx(2 * LLAMA32_VOCAB * 4 * 8 * 2048 / 1e9, rel=1e-9)
+    assert figs["llama32_1b_logits_gb"] == pytest.approx(
+        2 * LLAMA32_VOCAB * 4 * 8 * 2048 / 1e9, rel=1e-9
+    )
     # bf16 halves every kept tensor but the fp32 ones: each RMSNorm's fp32 input copy (4 bytes
     # per hidden value, where fp32 keeps its 4-byte input) and SDPA's fp32 log-sum-exp
     share = figs["bf16_layers_act_share"]
     assert 0.5 < share < 0.75
     assert figs["llama32_1b_layers_act_bf16_gb"] == pytest.approx(
-        share * figs["llama32_1b_layers_act_fp32_gb"], rel=1e-9)
+        share * figs["llama32_1b_layers_act_fp32_gb"], rel=1e-9
+    )
     assert figs["levers_all_gb"] < figs["levers_naive_gb"] / 2
 
 
@@ -62,7 +67,7 @@ def test_attention_share_by_hand(figs):
         assert figs[f"scores_share_{s}"] == pytest.approx(share, rel=1e-9)
     # 30% of the activations: 5as/h = 0.3 x 34 / 0.7, s = that x h / 5a
     assert figs["scores_share_matches_article_seq"] == round(0.3 * 34 / 0.7 * 4096 / 160)
-    assert figs["scores_8k_gb"] == pytest.approx(32 * 8192 ** 2 * 2 / 1e9, rel=1e-9)
+    assert figs["scores_8k_gb"] == pytest.approx(32 * 8192**2 * 2 / 1e9, rel=1e-9)
 
 
 def test_power_pcie_and_disks_by_hand(figs):
@@ -75,7 +80,7 @@ def test_power_pcie_and_disks_by_hand(figs):
 
 
 def test_launch_bound_by_hand(figs):
-    flop = 2 * 1024 ** 2
+    flop = 2 * 1024**2
     assert figs["linear_gpu_ns_per_sample"] == pytest.approx(flop / 82.6e12 * 1e9, rel=2e-3)
     # i9-13900K at its turbo clocks: 8 P-cores x 32 FLOP/cycle x 5.8 GHz + 16 E-cores x 16 x 4.3
     cpu = (8 * 32 * 5.8 + 16 * 16 * 4.3) * 1e9

@@ -20,8 +20,15 @@ NOTEBOOK = "notebooks/06_choosing_hardware.ipynb"
 KWH_CNY, POWER_KW, HOURS = 0.6, 0.35, 10  # seed 000: 0.6 CNY/kWh, 350 W, 10 hours a day
 A100_CNY_H, RTX4090_CNY_H, WEEK_CNY, BUILD_CNY = 12, 2.8, 60, 15_000  # seed 000's prices
 RTX4090_BOARD_W, I5_TURBO_W, REST_W = 450, 181, 150  # NVIDIA, Intel ARK, Intel's worked example
-BW = {"rtx3060": 360, "rtx4060ti": 288, "rtx3090": 936, "rtx4090": 1008, "rtx5090": 1792,
-      "h100": 3350, "h200": 4800}  # GB/s, bus width x data rate
+BW = {
+    "rtx3060": 360,
+    "rtx4060ti": 288,
+    "rtx3090": 936,
+    "rtx4090": 1008,
+    "rtx5090": 1792,
+    "h100": 3350,
+    "h200": 4800,
+}  # GB/s, bus width x data rate
 DDR5_5600_DUAL_GBS = 2 * 8 * 5600 / 1000
 RTX3090_MIB, CONTEXT_BYTES, SLACK = 24576, 2**29, 0.05  # nvidia-smi; the course's runtime share
 # config.json of each model: layers, KV heads, head dim, hidden, vocabulary; parameter counts
@@ -62,7 +69,8 @@ def test_the_articles_cost_arithmetic(figs):
     assert figs["electricity_day_cny"] == pytest.approx(POWER_KW * HOURS * KWH_CNY)
     assert figs["electricity_year_cny"] == pytest.approx(POWER_KW * HOURS * KWH_CNY * 365)
     assert figs["electricity_year_board_power_cny"] == pytest.approx(
-        RTX4090_BOARD_W / 1000 * HOURS * KWH_CNY * 365)
+        RTX4090_BOARD_W / 1000 * HOURS * KWH_CNY * 365
+    )
     assert figs["a100_year_cny"] == pytest.approx(A100_CNY_H * HOURS * 365) == 43_800
     assert figs["rent4090_year_cny"] == pytest.approx(RTX4090_CNY_H * HOURS * 365)
     assert figs["rent4090_week_cny"] == pytest.approx(RTX4090_CNY_H * 24 * 7)
@@ -105,7 +113,8 @@ def test_kv_cache_and_decode_bounds_by_hand(figs):
     assert qwen_token == 57_344
     assert figs["company30_kv_gb"] == pytest.approx(qwen_token * 8192 * 30 / 1e9)
     assert figs["llama8_vs_qwen7_kv_per_token_x"] == pytest.approx(
-        _kv_bytes_per_token(LLAMA8) / qwen_token)
+        _kv_bytes_per_token(LLAMA8) / qwen_token
+    )
     # one token reads every weight but the input embedding (one row of it), and its KV cache
     read = (QWEN7["params"] - QWEN7["vocab"] * QWEN7["hidden"]) * Q4_K_M_BPW / 8 + qwen_token * 8192
     assert figs["personal_rtx3060_tok_s"] == pytest.approx(BW["rtx3060"] * 1e9 / read, rel=0.01)
@@ -116,7 +125,9 @@ def test_kv_cache_and_decode_bounds_by_hand(figs):
 
 
 def test_fine_tuning_by_hand(figs):
-    assert figs["ft_bytes_per_param"] == pytest.approx(2 + 2 + 4 + 4 + 4)  # bf16 w, g; fp32 master, m, v
+    assert figs["ft_bytes_per_param"] == pytest.approx(
+        2 + 2 + 4 + 4 + 4
+    )  # bf16 w, g; fp32 master, m, v
     assert figs["states_usable_gb"] == pytest.approx(16 * LLAMA8["params"] / 1e9, rel=1e-6)
     assert figs["ft8_article_picks_fitting_count"] == 0  # 128 GB of states: no 40 or 80 GB card
     assert figs["two_h100_usable_gb"] == pytest.approx(_usable_gb(81559, 2), rel=1e-6)
@@ -140,7 +151,9 @@ def test_links_and_bandwidth_ratios_by_hand(figs):
     assert figs["rtx3090_nvlink_gbs"] == pytest.approx(NVLINK_3090_BOTH_GBS / 2)
     assert figs["pcie4_x16_gbs"] == pytest.approx(PCIE4_X16_GBS)
     grads = LLAMA8["params"] * 2  # bf16; a two-rank ring sends 2 (n - 1) / n = 1 x the bytes
-    assert figs["llama8_allreduce_nvlink_s"] == pytest.approx(grads / (NVLINK_3090_BOTH_GBS / 2 * 1e9))
+    assert figs["llama8_allreduce_nvlink_s"] == pytest.approx(
+        grads / (NVLINK_3090_BOTH_GBS / 2 * 1e9)
+    )
     assert figs["llama8_allreduce_pcie_s"] == pytest.approx(grads / (PCIE4_X16_GBS * 1e9))
     assert figs["h100_vs_4090_bandwidth_x"] == pytest.approx(BW["h100"] / BW["rtx4090"])
     assert figs["h200_vs_4090_bandwidth_x"] == pytest.approx(BW["h200"] / BW["rtx4090"])

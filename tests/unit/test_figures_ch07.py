@@ -18,8 +18,15 @@ PAGES = ("book/07_beyond_one_gpu.md", "book/workshop/instructor_guide.md")
 NOTEBOOK = "notebooks/07_beyond_one_gpu.ipynb"
 
 # Llama-3-70B's config.json (meta-llama/Meta-Llama-3-70B): the shapes the hand counts use.
-L70 = {"hidden": 8192, "layers": 80, "ffn": 28672, "vocab": 128256, "heads": 64, "kv_heads": 8,
-       "head_dim": 128}
+L70 = {
+    "hidden": 8192,
+    "layers": 80,
+    "ffn": 28672,
+    "vocab": 128256,
+    "heads": 64,
+    "kv_heads": 8,
+    "head_dim": 128,
+}
 # Llama-2-7B's config.json (meta-llama/Llama-2-7b-hf).
 L7 = {"hidden": 4096, "layers": 32, "ffn": 11008, "vocab": 32000}
 
@@ -32,8 +39,13 @@ def llama70_counts() -> dict[str, int]:
     norms = (2 * L70["layers"] + 1) * h  # two per layer and the final one
     embedding = L70["vocab"] * h
     matrices = L70["layers"] * (attention + mlp)
-    return {"matrices": matrices, "norms": norms, "embedding": embedding, "head": embedding,
-            "total": matrices + norms + 2 * embedding}
+    return {
+        "matrices": matrices,
+        "norms": norms,
+        "embedding": embedding,
+        "head": embedding,
+        "total": matrices + norms + 2 * embedding,
+    }
 
 
 def llama7_params() -> int:
@@ -63,7 +75,9 @@ def test_every_reference_of_the_pages_resolves(page, cache):
     mine = set(figures_ch07.figures())
     assert {r.name for r in refs} & mine, f"{page} pastes nothing of chapter 7's figures"
     for ref in refs:
-        page_figures.resolve_ref(ref)  # raises FigureError on a missing key or a spec that does not apply
+        page_figures.resolve_ref(
+            ref
+        )  # raises FigureError on a missing key or a spec that does not apply
 
 
 def test_the_chapter_page_pastes_only_what_reads_as_a_figure(cache):
@@ -92,17 +106,25 @@ def test_model_states_of_a_70b_full_fine_tune(fig):
     # An H100 reports 81,559 MiB; what a model may use is a few percent less, never more.
     reported = 81559 * 2**20
     assert 0.9 * reported <= fig["h100_usable_gb"] * 1e9 <= reported
-    assert math.ceil(states / reported) <= fig["llama70_full_ft_min_gpus"] <= math.ceil(states / (0.9 * reported))
+    assert (
+        math.ceil(states / reported)
+        <= fig["llama70_full_ft_min_gpus"]
+        <= math.ceil(states / (0.9 * reported))
+    )
 
 
 def test_bytes_one_token_reads_at_int4(fig):
     """The decoder's matrices quantized, head and norms in bf16, one embedding row, the KV cache."""
     c = llama70_counts()
     bits = 4 + 16 / 128  # int4, one fp16 scale per group of 128
-    kv = 2 * L70["layers"] * L70["kv_heads"] * L70["head_dim"] * 2 * 4096  # K and V, bf16, 4096 tokens
+    kv = (
+        2 * L70["layers"] * L70["kv_heads"] * L70["head_dim"] * 2 * 4096
+    )  # K and V, bf16, 4096 tokens
     row = L70["hidden"] * 2
     read = c["matrices"] * bits / 8 + (c["head"] + c["norms"]) * 2 + row + kv
-    assert fig["llama70_int4_matrices_gb"] == pytest.approx(c["matrices"] * bits / 8 / 1e9, rel=1e-6)
+    assert fig["llama70_int4_matrices_gb"] == pytest.approx(
+        c["matrices"] * bits / 8 / 1e9, rel=1e-6
+    )
     assert fig["llama70_kv_4k_gb"] == pytest.approx(kv / 1e9, rel=1e-6)
     assert fig["llama70_int4_read_per_token_gb"] == pytest.approx(read / 1e9, rel=1e-3)
     assert "one row" in fig["llama70_embedding_read_words"]
@@ -116,7 +138,9 @@ def test_hand_over_between_cards_and_tensor_parallel_talk(fig):
     assert fig["llama70_handover_bytes"] == handover == 16_384
     assert fig["pcie4_x16_gbs"] == pytest.approx(pcie4 / 1e9)
     assert fig["tp_allreduces_per_token"] == 2 * L70["layers"]
-    assert fig["tp_talk_pcie4_us"] == pytest.approx(2 * L70["layers"] * handover / pcie4 * 1e6, rel=1e-6)
+    assert fig["tp_talk_pcie4_us"] == pytest.approx(
+        2 * L70["layers"] * handover / pcie4 * 1e6, rel=1e-6
+    )
     assert fig["tp_allreduce_mb"] == pytest.approx(8 * 4096 * L70["hidden"] * 2 / 1e6)
     assert fig["tp_allreduces_per_step"] == 4 * L70["layers"]
 

@@ -20,14 +20,22 @@ def _report(**changes) -> hardware.HardwareReport:
 
 
 def _gpu(**changes) -> hardware.GPUInfo:
-    return dataclasses.replace(hardware.GPUInfo(index=0, name="NVIDIA GeForce RTX 4090",
-                                                memory_total_bytes=24 * GIB,
-                                                memory_free_bytes=20 * GIB), **changes)
+    return dataclasses.replace(
+        hardware.GPUInfo(
+            index=0,
+            name="NVIDIA GeForce RTX 4090",
+            memory_total_bytes=24 * GIB,
+            memory_free_bytes=20 * GIB,
+        ),
+        **changes,
+    )
 
 
 def test_next_steps_on_a_cpu_machine_points_to_colab():
     """Without any GPU the advice says the course runs on the CPU and where to find a GPU."""
-    steps = next_steps.next_steps(_report(backend="cpu", gpus=[], gpus_present=0, nvidia_device_files=False))
+    steps = next_steps.next_steps(
+        _report(backend="cpu", gpus=[], gpus_present=0, nvidia_device_files=False)
+    )
     assert "No GPU was found" in steps[0] and "Colab" in steps[0]
     assert "first lab" in steps[-1]
 
@@ -52,8 +60,9 @@ def test_next_steps_low_ram_suggests_quick_mode():
 
 def test_memory_overview_has_a_bar_per_memory():
     """One bar pair per memory: RAM and each GPU."""
-    fig = plots.memory_overview(_report(ram_total_bytes=16 * GIB, ram_available_bytes=8 * GIB,
-                                        gpus=[_gpu(), _gpu(index=1)]))
+    fig = plots.memory_overview(
+        _report(ram_total_bytes=16 * GIB, ram_available_bytes=8 * GIB, gpus=[_gpu(), _gpu(index=1)])
+    )
     labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
     assert labels == ["RAM", "GPU 0: NVIDIA GeForce RTX 4090", "GPU 1: NVIDIA GeForce RTX 4090"]
 
@@ -92,14 +101,17 @@ def test_memory_breakdown_plot_stacks_parts():
     b = memory.estimate_inference(models.get("Llama-3-8B"), "int4")
     fig = plots.memory_breakdown({"a": b}, {"24 GB": 24e9})
     ax = fig.axes[0]
-    assert len(ax.patches) == 3  # weights, KV cache, activations (the runtime's share is the card's)
+    assert (
+        len(ax.patches) == 3
+    )  # weights, KV cache, activations (the runtime's share is the card's)
     assert len(ax.get_lines()) == 1
 
 
 def test_calculator_estimates_and_verdicts():
     """The calculator's logic: catalogue or pasted config, inference or training, verdict lines."""
-    spec, b = calculator.estimate_for("Llama-3-70B", "", "inference", "q4_k_m", "bf16",
-                                      "bf16-mixed", "adamw", 4096, 1)
+    spec, b = calculator.estimate_for(
+        "Llama-3-70B", "", "inference", "q4_k_m", "bf16", "bf16-mixed", "adamw", 4096, 1
+    )
     lines = calculator.fit_verdicts(b, [("RTX 4090", 24 * 2**30)])
     # 24 GiB reported: (24 x 2**30 - 0.5 GiB) / 1.05 = 24.0e9 bytes left for tensors
     assert lines[0] == "your RTX 4090 (25.8 GB, 24.0 GB for tensors): does not fit"
@@ -107,20 +119,25 @@ def test_calculator_estimates_and_verdicts():
     fitting = [r["gpu"] for r in memory.gpus_that_fit(b.total) if r["fits"]]
     assert len(fitting) > 5
     assert lines[-1] == f"fits on one: {', '.join(fitting[:5])} and {len(fitting) - 5} more"
-    cfg = '{"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, ' \
-          '"num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 1000}'
-    spec, b = calculator.estimate_for(calculator.PASTE, cfg, "training", "int4", "bf16",
-                                      "fp32", "adamw", 128, 2)
+    cfg = (
+        '{"model_type": "llama", "hidden_size": 256, "intermediate_size": 688, '
+        '"num_hidden_layers": 2, "num_attention_heads": 8, "vocab_size": 1000}'
+    )
+    spec, b = calculator.estimate_for(
+        calculator.PASTE, cfg, "training", "int4", "bf16", "fp32", "adamw", 128, 2
+    )
     assert b.gradients == spec.n_params * 4
 
 
-@pytest.mark.parametrize("text, message", [("{not json", "not valid JSON"),
-                                           ('{"model_type": "mamba"}', "mamba")])
+@pytest.mark.parametrize(
+    "text, message", [("{not json", "not valid JSON"), ('{"model_type": "mamba"}', "mamba")]
+)
 def test_calculator_bad_config_says_why(text, message):
     """A pasted config that cannot be read raises a ValueError that says why."""
     with pytest.raises(ValueError, match=message):
-        calculator.estimate_for(calculator.PASTE, text, "inference", "int4", "bf16",
-                                "bf16-mixed", "adamw", 4096, 1)
+        calculator.estimate_for(
+            calculator.PASTE, text, "inference", "int4", "bf16", "bf16-mixed", "adamw", 4096, 1
+        )
 
 
 def test_memory_calculator_builds_its_controls():
@@ -143,7 +160,8 @@ def test_memory_calculators_bundle_carries_the_in_page_calculator_for_the_site()
     from tools.staging import site_copy
 
     data, metadata = InteractiveShell.instance().display_formatter.format(
-        widgets.memory_calculator(None, default_model="Llama-3-70B"))
+        widgets.memory_calculator(None, default_model="Llama-3-70B")
+    )
     assert site_copy.WIDGET_VIEW in data and metadata == {"gpulab": {"site": "text/html"}}
     page = data["text/html"]
     assert f'id="{widgets.SITE_CALCULATOR_UID}"' in page
@@ -152,7 +170,15 @@ def test_memory_calculators_bundle_carries_the_in_page_calculator_for_the_site()
     want = oracle.memory_expected("Llama-3-70B", "int4", 4096, 1, "RTX 4090")
     assert f'data-out="total" data-value="{want["total"]}"' in page
     assert '<option value="Llama-3-70B" selected>' in page
-    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [
-        {"output_type": "display_data", "data": data, "metadata": metadata}]}], "metadata": {}}
+    nb = {
+        "cells": [
+            {
+                "cell_type": "code",
+                "metadata": {},
+                "outputs": [{"output_type": "display_data", "data": data, "metadata": metadata}],
+            }
+        ],
+        "metadata": {},
+    }
     site_copy.keep_site_representations(nb)
     assert nb["cells"][0]["outputs"][0]["data"] == {"text/html": page}

@@ -8,9 +8,17 @@ import torch
 from gpulab import generation, torch_models
 from gpulab.core.errors import GpulabConfigError
 
-TINY = dict(model_type="llama", hidden_size=64, intermediate_size=128,
-            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=2,
-            vocab_size=256, max_position_embeddings=1024, tie_word_embeddings=False)
+TINY = dict(
+    model_type="llama",
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=256,
+    max_position_embeddings=1024,
+    tie_word_embeddings=False,
+)
 
 
 @pytest.fixture(scope="module")
@@ -21,10 +29,10 @@ def model64():
 
 def test_cached_and_uncached_greedy_decoding_give_the_same_tokens(model64):
     """The cache is an optimisation only: the same prompt gives the same continuation."""
-    with_cache = generation.measure_decode(model64, batch=2, prompt_len=48,
-                                           new_tokens=12)
-    without = generation.measure_decode(model64, batch=2, prompt_len=48, new_tokens=12,
-                                        use_cache=False)
+    with_cache = generation.measure_decode(model64, batch=2, prompt_len=48, new_tokens=12)
+    without = generation.measure_decode(
+        model64, batch=2, prompt_len=48, new_tokens=12, use_cache=False
+    )
     assert with_cache.tokens.shape == (2, 13)
     assert torch.equal(with_cache.tokens, without.tokens)
     assert len(set(with_cache.tokens[0].tolist())) > 1  # not a degenerate repetition
@@ -62,8 +70,7 @@ def test_prefill_is_a_measurement():
 def test_training_steps_lower_the_loss(precision):
     """Training on one batch memorises it: the loss falls over a few steps."""
     model = torch_models.build_model(TINY)
-    r = generation.train_steps(model, batch=2, seq_len=32, steps=5, precision=precision,
-                               lr=3e-3)
+    r = generation.train_steps(model, batch=2, seq_len=32, steps=5, precision=precision, lr=3e-3)
     assert len(r.losses) == 5 and r.losses[-1] < r.losses[0]
     assert r.seconds_per_step > 0
     assert r.tokens_per_s == pytest.approx(64 / r.seconds_per_step)
@@ -77,8 +84,9 @@ def test_activation_checkpointing_lowers_the_peak_and_is_undone():
     """Checkpointing keeps fewer activations; afterwards no_grad forwards work again."""
     model = torch_models.build_model(TINY)
     plain = generation.train_steps(model, batch=4, seq_len=64, steps=2)
-    ckpt = generation.train_steps(model, batch=4, seq_len=64, steps=2,
-                                  activation_checkpointing=True)
+    ckpt = generation.train_steps(
+        model, batch=4, seq_len=64, steps=2, activation_checkpointing=True
+    )
     assert ckpt.peak_bytes < plain.peak_bytes and ckpt.activation_checkpointing
     assert not any(getattr(m, "gradient_checkpointing", False) for m in model.modules())
     with torch.no_grad():
@@ -90,8 +98,7 @@ def test_fp16_autocast_is_refused_on_the_cpu():
     instead."""
     model = torch_models.build_model(TINY)
     with pytest.raises(GpulabConfigError, match="autocast-fp16.*CUDA.*autocast-bf16"):
-        generation.train_steps(model, batch=1, seq_len=8, steps=1,
-                               precision="autocast-fp16")
+        generation.train_steps(model, batch=1, seq_len=8, steps=1, precision="autocast-fp16")
     with pytest.raises(GpulabConfigError, match="precision='fp8'"):
         generation.train_steps(model, batch=1, seq_len=8, steps=1, precision="fp8")
 
@@ -117,8 +124,10 @@ def test_operators_per_decode_step_grow_with_the_layers():
     assert two - 2 * per_layer > 0  # embedding, final norm, head and argmax run once
 
 
-@pytest.mark.parametrize("flags, native", [(set(), False), ({"avx2", "avx512f"}, False),
-                                           ({"avx512_bf16"}, True), ({"amx_bf16"}, True)])
+@pytest.mark.parametrize(
+    "flags, native",
+    [(set(), False), ({"avx2", "avx512f"}, False), ({"avx512_bf16"}, True), ({"amx_bf16"}, True)],
+)
 def test_bf16_is_native_on_a_cpu_only_with_avx512_bf16_or_amx(flags, native):
     """A CPU without those units emulates bf16, so the labs do not train in it there."""
     from gpulab.bench import precision

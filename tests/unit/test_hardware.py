@@ -787,18 +787,21 @@ class OddNVML(FakeNVML):
         return name if isinstance(name, bytes) else name.encode()
 
 
-@pytest.mark.parametrize("odd, field, unknown", [
-    ({"memory": SimpleNamespace(total="N/A", free="N/A")}, "memory", "memory_total_bytes"),
-    ({"memory": SimpleNamespace()}, "memory", "memory_total_bytes"),  # no attributes at all
-    ({"temperature": "N/A"}, "temperature", "temperature_c"),
-    ({"temperature": float("nan")}, "temperature", "temperature_c"),
-    ({"pcie_gen": "N/A"}, "PCIe generation", "pcie_gen_current"),
-    ({"pcie_width_max": 0xFFFFFFFF}, "max PCIe width", "pcie_width_max"),
-    ({"cc": (-1, -1)}, "compute capability", "compute_capability"),
-    ({"cc": "8.9"}, "compute capability", "compute_capability"),
-    ({"power_mw": "N/A"}, "power draw", "power_draw_w"),
-    ({"utilization": SimpleNamespace(gpu=-3)}, "utilization", "utilization_gpu_percent"),
-])
+@pytest.mark.parametrize(
+    "odd, field, unknown",
+    [
+        ({"memory": SimpleNamespace(total="N/A", free="N/A")}, "memory", "memory_total_bytes"),
+        ({"memory": SimpleNamespace()}, "memory", "memory_total_bytes"),  # no attributes at all
+        ({"temperature": "N/A"}, "temperature", "temperature_c"),
+        ({"temperature": float("nan")}, "temperature", "temperature_c"),
+        ({"pcie_gen": "N/A"}, "PCIe generation", "pcie_gen_current"),
+        ({"pcie_width_max": 0xFFFFFFFF}, "max PCIe width", "pcie_width_max"),
+        ({"cc": (-1, -1)}, "compute capability", "compute_capability"),
+        ({"cc": "8.9"}, "compute capability", "compute_capability"),
+        ({"power_mw": "N/A"}, "power draw", "power_draw_w"),
+        ({"utilization": SimpleNamespace(gpu=-3)}, "utilization", "utilization_gpu_percent"),
+    ],
+)
 def test_one_odd_nvml_value_keeps_the_gpu_and_loses_only_that_field(odd, field, unknown):
     gpus, present, notes = nvml.nvml_read(ALL, OddNVML(odd))
     assert present == 1 and len(gpus) == 1
@@ -817,8 +820,14 @@ def test_odd_gpus_do_not_make_the_doctor_say_there_is_no_gpu():
     """With memory 'N/A', the GPU is still reported; the doctor does not claim none was found."""
     from gpulab import doctor
 
-    fake = OddNVML({"memory": SimpleNamespace(total="N/A", free="N/A"), "pcie_gen": "N/A",
-                    "cc": (-1, -1), "temperature": float("nan")})
+    fake = OddNVML(
+        {
+            "memory": SimpleNamespace(total="N/A", free="N/A"),
+            "pcie_gen": "N/A",
+            "cc": (-1, -1),
+            "temperature": float("nan"),
+        }
+    )
     report = detect(environ={}, nvml=fake, torch_module=fake_torch())
     codes = {f.code for f in doctor.diagnose(report)}
     assert len(report.gpus) == 1 and "no-gpu" not in codes
@@ -857,20 +866,28 @@ def test_a_hung_driver_times_out_and_detection_falls_back_to_torch(tmp_path):
             threading.Event().wait(60)  # a driver that never answers
 
     start = time.perf_counter()
-    report = detect(environ={"GPULAB_DETECT_TIMEOUT_S": "0.2"}, nvml=Hung(),
-                    torch_module=fake_torch(), dev_dir=str(tmp_path))
+    report = detect(
+        environ={"GPULAB_DETECT_TIMEOUT_S": "0.2"},
+        nvml=Hung(),
+        torch_module=fake_torch(),
+        dev_dir=str(tmp_path),
+    )
     # a hang guard, not a timing: the driver hangs 60 s, and 20 s is 100 times the limit
     assert time.perf_counter() - start < 20
     assert any(n.startswith("NVML did not answer within 0.2 s") for n in report.notes)
     assert report.gpus and all(g.source == "torch" for g in report.gpus), report
 
 
-@pytest.mark.parametrize("module, error", [
-    ("pynvml", "RuntimeError: nvml binding is broken"),
-    ("torch", "OSError: libcudnn.so.9: cannot open shared object file"),
-])
-def test_a_library_that_raises_on_import_is_a_note_not_a_crash(monkeypatch, tmp_path, module,
-                                                                error):
+@pytest.mark.parametrize(
+    "module, error",
+    [
+        ("pynvml", "RuntimeError: nvml binding is broken"),
+        ("torch", "OSError: libcudnn.so.9: cannot open shared object file"),
+    ],
+)
+def test_a_library_that_raises_on_import_is_a_note_not_a_crash(
+    monkeypatch, tmp_path, module, error
+):
     kind, _, message = error.partition(": ")
     (tmp_path / f"{module}.py").write_text(f"raise {kind}({message!r})\n")
     monkeypatch.syspath_prepend(str(tmp_path))
@@ -890,8 +907,10 @@ def test_a_broken_torch_gets_its_own_doctor_finding():
     from gpulab import doctor
 
     report = detect(environ={}, nvml=FakeNVML([]), torch_module=fake_torch())
-    broken = dataclasses.replace(report, torch=TorchInfo(installed=False, build="not installed",
-                                                         import_error="OSError: libcudnn"))
+    broken = dataclasses.replace(
+        report,
+        torch=TorchInfo(installed=False, build="not installed", import_error="OSError: libcudnn"),
+    )
     findings = {f.code: f for f in doctor.diagnose(broken)}
     assert "torch-broken" in findings and "torch-missing" not in findings
     assert "libcudnn" in findings["torch-broken"].message
@@ -902,8 +921,9 @@ def test_json_output_is_strict_even_with_non_finite_values():
     from gpulab import doctor
 
     report = detect(environ={}, nvml=FakeNVML([]), torch_module=fake_torch())
-    odd = dataclasses.replace(report, cpu=dataclasses.replace(report.cpu,
-                                                              max_frequency_mhz=float("nan")))
+    odd = dataclasses.replace(
+        report, cpu=dataclasses.replace(report.cpu, max_frequency_mhz=float("nan"))
+    )
 
     def refuse(constant):
         raise ValueError(f"not strict JSON: {constant}")
@@ -913,9 +933,17 @@ def test_json_output_is_strict_even_with_non_finite_values():
 
 
 def test_gpuinfo_keeps_only_sane_values_whatever_its_source():
-    gpu = GPUInfo(index=0, name="", memory_total_bytes="N/A", temperature_c=float("inf"),
-                  pcie_gen_current=True, compute_capability="-1.-1", utilization_gpu_percent=150,
-                  throttle_reasons=["SwPowerCap", "Bogus"], driver_version=550)
+    gpu = GPUInfo(
+        index=0,
+        name="",
+        memory_total_bytes="N/A",
+        temperature_c=float("inf"),
+        pcie_gen_current=True,
+        compute_capability="-1.-1",
+        utilization_gpu_percent=150,
+        throttle_reasons=["SwPowerCap", "Bogus"],
+        driver_version=550,
+    )
     assert gpu.name == "GPU 0" and gpu.memory_total_bytes is None and gpu.temperature_c is None
     assert gpu.pcie_gen_current is None and gpu.compute_capability is None
     assert gpu.utilization_gpu_percent is None and gpu.throttle_reasons == ["SwPowerCap"]

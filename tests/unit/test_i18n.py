@@ -18,50 +18,94 @@ from tools.sphinx_ext import i18n as sphinx_i18n
 GLUE = "{glue:text}`../notebooks/02_will_it_fit.ipynb::weights_gb:.1f`"
 
 
-@pytest.mark.parametrize(("msgid", "msgstr"), [
-    (f"The weights take {GLUE} GB.", f"权重占 {GLUE} GB。"),
-    ("See {doc}`the setup page <setup>` first.", "先看{doc}`环境配置页 <setup>`。"),
-    ("The tutorial says {claim}`42`; {verdict}`42`.", "教程说 {claim}`42`；{verdict}`42`。"),
-    ("Run `make test` on [the site](https://example.org/x).", "在[本站](https://example.org/x)上运行 `make test`。"),
-    ("It is $2 \\times N$ bytes: {{ time_machine }}.", "共 $2 \\times N$ 字节：{{ time_machine }}。"),
-    ("Two GPUs, four times the memory.", "两块 GPU，显存是四倍。"),
-    ("Chapter 3 has 16 GB.", "第 3 章有 16 GB。"),
-    ("\\text{weight bytes} = N \\times \\frac{b}{8}", "\\text{权重字节数} = N \\times \\frac{b}{8}"),
-    ("t = t_{\\text{fixed}} + n", "t = t_{\\text{fixed}} + n \\qquad \\text{（固定开销加上步数）}"),
-])
+@pytest.mark.parametrize(
+    ("msgid", "msgstr"),
+    [
+        (f"The weights take {GLUE} GB.", f"权重占 {GLUE} GB。"),
+        ("See {doc}`the setup page <setup>` first.", "先看{doc}`环境配置页 <setup>`。"),
+        ("The tutorial says {claim}`42`; {verdict}`42`.", "教程说 {claim}`42`；{verdict}`42`。"),
+        (
+            "Run `make test` on [the site](https://example.org/x).",
+            "在[本站](https://example.org/x)上运行 `make test`。",
+        ),
+        (
+            "It is $2 \\times N$ bytes: {{ time_machine }}.",
+            "共 $2 \\times N$ 字节：{{ time_machine }}。",
+        ),
+        ("Two GPUs, four times the memory.", "两块 GPU，显存是四倍。"),
+        ("Chapter 3 has 16 GB.", "第 3 章有 16 GB。"),
+        (
+            "\\text{weight bytes} = N \\times \\frac{b}{8}",
+            "\\text{权重字节数} = N \\times \\frac{b}{8}",
+        ),
+        (
+            "t = t_{\\text{fixed}} + n",
+            "t = t_{\\text{fixed}} + n \\qquad \\text{（固定开销加上步数）}",
+        ),
+    ],
+)
 def test_a_faithful_translation_has_no_problem(msgid, msgstr):
     """Roles, a retitled {doc}, links, code, math, substitutions and the English's numbers kept."""
     assert i18n.problems(msgid, msgstr) == []
 
 
-@pytest.mark.parametrize(("msgid", "msgstr", "expected"), [
-    (f"The weights take {GLUE} GB.", "权重占 14.0 GB。", "roles missing: {glue:text}"),
-    ("The tutorial says {claim}`42`.", "教程说 {claim}`43`。", "roles missing: {claim}42"),
-    ("See [the site](https://example.org/x).", "见[本站](https://example.org/y)。",
-     "links missing: https://example.org/x"),
-    ("It is $2 \\times N$ bytes.", "共 2N 字节。", "math missing: 2\\timesN"),
-    ("Run `make test`.", "运行 make test。", "code missing: make test"),
-    ("As of {{ time_machine }}.", "截至本机。", "substitutions missing: {{time_machine}}"),
-    ("Two GPUs, four times the memory.", "2 块 GPU，显存是 4 倍。", "numbers the English lacks: 2, 4"),
-    ("It costs about a quarter.", "成本约为 25%。", "numbers the English lacks: 25"),
-    ("Plain words.", "多了 {claim}`7`。", "roles not in the English: {claim}7"),
-    ("\\text{bytes} = N \\times \\frac{b}{8}", "\\text{字节数} = N \\times b", "math missing"),
-    ("\\text{bytes} = N \\times \\frac{b}{8}", "\\text{字节数} = N \\times \\frac{b}{16}", "math missing"),
-    ("\\text{bits} = q + s", "\\text{位数} = q + s + 1", "numbers the English lacks: 1"),
-])
+@pytest.mark.parametrize(
+    ("msgid", "msgstr", "expected"),
+    [
+        (f"The weights take {GLUE} GB.", "权重占 14.0 GB。", "roles missing: {glue:text}"),
+        ("The tutorial says {claim}`42`.", "教程说 {claim}`43`。", "roles missing: {claim}42"),
+        (
+            "See [the site](https://example.org/x).",
+            "见[本站](https://example.org/y)。",
+            "links missing: https://example.org/x",
+        ),
+        ("It is $2 \\times N$ bytes.", "共 2N 字节。", "math missing: 2\\timesN"),
+        ("Run `make test`.", "运行 make test。", "code missing: make test"),
+        ("As of {{ time_machine }}.", "截至本机。", "substitutions missing: {{time_machine}}"),
+        (
+            "Two GPUs, four times the memory.",
+            "2 块 GPU，显存是 4 倍。",
+            "numbers the English lacks: 2, 4",
+        ),
+        ("It costs about a quarter.", "成本约为 25%。", "numbers the English lacks: 25"),
+        ("Plain words.", "多了 {claim}`7`。", "roles not in the English: {claim}7"),
+        ("\\text{bytes} = N \\times \\frac{b}{8}", "\\text{字节数} = N \\times b", "math missing"),
+        (
+            "\\text{bytes} = N \\times \\frac{b}{8}",
+            "\\text{字节数} = N \\times \\frac{b}{16}",
+            "math missing",
+        ),
+        ("\\text{bits} = q + s", "\\text{位数} = q + s + 1", "numbers the English lacks: 1"),
+    ],
+)
 def test_a_translation_that_loses_or_adds_something_is_named(msgid, msgstr, expected):
     """Each kind of loss, and a number typed in translation, is reported in words."""
     found = i18n.problems(msgid, msgstr)
     assert any(p.startswith(expected) for p in found), found
 
 
-@pytest.mark.parametrize(("msgid", "words"), [
-    ("{verdict}`12`", False), ("{{ time_nb_00_check_your_setup }}", False), ("`fp16`", False),
-    ("16 GB", False), ("300 W", False), ("$2N$", False), ("The weights", True), ("RTX 4090", False),
-    ("FP16 / BF16", False), ("ZeRO-3", False), ("CUDA 12.6", False), ("Metal", True), ("Hardware", True),
-    ("CPU vs GPU", True),
-    ("I = \\frac{F}{B}", False), ("\\text{bytes moved} = 2N", True), ("\\text{GB/s} = B", False),
-])
+@pytest.mark.parametrize(
+    ("msgid", "words"),
+    [
+        ("{verdict}`12`", False),
+        ("{{ time_nb_00_check_your_setup }}", False),
+        ("`fp16`", False),
+        ("16 GB", False),
+        ("300 W", False),
+        ("$2N$", False),
+        ("The weights", True),
+        ("RTX 4090", False),
+        ("FP16 / BF16", False),
+        ("ZeRO-3", False),
+        ("CUDA 12.6", False),
+        ("Metal", True),
+        ("Hardware", True),
+        ("CPU vs GPU", True),
+        ("I = \\frac{F}{B}", False),
+        ("\\text{bytes moved} = 2N", True),
+        ("\\text{GB/s} = B", False),
+    ],
+)
 def test_a_message_with_no_words_is_left_out(msgid, words):
     """A lone role, substitution, code span, number or formula has nothing to translate."""
     assert i18n.has_words(msgid) is words
@@ -89,11 +133,23 @@ def test_update_keeps_translations_marks_changes_fuzzy_and_drops_the_gone(tmp_pa
     """A kept message keeps its msgstr; an edited one turns fuzzy; a removed one disappears,
     and so does the catalogue of a page that is gone."""
     pots, locales = tmp_path / "gettext", tmp_path / "locales"
-    _write(pots / "book" / "page.pot", _catalog({"Why GPUs are fast": "", "The weights take some memory.": "",
-                                                  "A new paragraph.": ""}))
+    _write(
+        pots / "book" / "page.pot",
+        _catalog(
+            {"Why GPUs are fast": "", "The weights take some memory.": "", "A new paragraph.": ""}
+        ),
+    )
     po = locales / "zh_CN" / "LC_MESSAGES" / "book" / "page.po"
-    _write(po, _catalog({"Why GPUs are fast": "GPU 为什么快", "The weights take memory.": "权重占用显存。",
-                         "A removed sentence.": "删掉的句子。"}))
+    _write(
+        po,
+        _catalog(
+            {
+                "Why GPUs are fast": "GPU 为什么快",
+                "The weights take memory.": "权重占用显存。",
+                "A removed sentence.": "删掉的句子。",
+            }
+        ),
+    )
     gone = locales / "zh_CN" / "LC_MESSAGES" / "book" / "gone.po"
     _write(gone, _catalog({"Old": "旧"}))
     i18n.update(pots, locales)
@@ -124,9 +180,18 @@ def test_check_counts_fuzzy_untranslated_and_copied_messages(tmp_path):
     english = {f"Sentence number {word}.": "" for word in ("one", "two", "three", "four")}
     _write(pots / "p.pot", _catalog(english))
     po = locales / "zh_CN" / "LC_MESSAGES" / "p.po"
-    _write(po, _catalog({"Sentence number one.": "第一句。", "Sentence number two.": "Sentence number two.",
-                         "Sentence number three.": "第三句。", "Sentence number four.": "第 4 句。"},
-                        fuzzy=("Sentence number three.",)))
+    _write(
+        po,
+        _catalog(
+            {
+                "Sentence number one.": "第一句。",
+                "Sentence number two.": "Sentence number two.",
+                "Sentence number three.": "第三句。",
+                "Sentence number four.": "第 4 句。",
+            },
+            fuzzy=("Sentence number three.",),
+        ),
+    )
     stats = i18n.page_stats(pots / "p.pot", pots, locales)
     assert (stats.total, stats.translated, stats.fuzzy) == (4, 2, 1)
     assert set(stats.untranslated) == {"Sentence number two.", "Sentence number three."}
@@ -145,14 +210,17 @@ def test_drop_untranslatable_keeps_only_messages_with_words(tmp_path):
     assert [m.id for m in _read(pots / "p.pot") if m.id] == ["The card has 24 GB."]
 
 
-@pytest.mark.parametrize(("pagename", "language", "url"), [
-    ("book/intro", "en", "../zh_CN/book/intro.html"),
-    ("book/intro", "zh_CN", "../../book/intro.html"),
-    ("book/appendix/fact_check", "en", "../../zh_CN/book/appendix/fact_check.html"),
-    ("book/appendix/fact_check", "zh_CN", "../../../book/appendix/fact_check.html"),
-    ("search", "en", "zh_CN/search.html"),
-    ("genindex", "zh_CN", "../genindex.html"),
-])
+@pytest.mark.parametrize(
+    ("pagename", "language", "url"),
+    [
+        ("book/intro", "en", "../zh_CN/book/intro.html"),
+        ("book/intro", "zh_CN", "../../book/intro.html"),
+        ("book/appendix/fact_check", "en", "../../zh_CN/book/appendix/fact_check.html"),
+        ("book/appendix/fact_check", "zh_CN", "../../../book/appendix/fact_check.html"),
+        ("search", "en", "zh_CN/search.html"),
+        ("genindex", "zh_CN", "../genindex.html"),
+    ],
+)
 def test_the_language_button_links_the_same_page_in_the_other_edition(pagename, language, url):
     """The English site is the root and the Chinese one is its zh_CN/ folder (worked by hand)."""
     assert sphinx_i18n.other_edition_url(pagename, language) == url
@@ -163,13 +231,20 @@ def test_the_pipeline_sentences_exist_in_every_language_with_the_same_fields():
     {fields}, and a Chinese one is in Chinese."""
     import string
 
-    fields = {key: {f for _, f, _, _ in string.Formatter().parse(value) if f}
-              for key, value in editions.TEXTS["en"].items()}
+    fields = {
+        key: {f for _, f, _, _ in string.Formatter().parse(value) if f}
+        for key, value in editions.TEXTS["en"].items()
+    }
     for lang in editions.LANGUAGES:
         assert set(editions.TEXTS[lang]) == set(fields), lang
         for key, value in editions.TEXTS[lang].items():
-            assert {f for _, f, _, _ in string.Formatter().parse(value) if f} == fields[key], (lang, key)
-    assert all(any("\u4e00" <= ch <= "\u9fff" for ch in v) for v in editions.TEXTS["zh_CN"].values())
+            assert {f for _, f, _, _ in string.Formatter().parse(value) if f} == fields[key], (
+                lang,
+                key,
+            )
+    assert all(
+        any("\u4e00" <= ch <= "\u9fff" for ch in v) for v in editions.TEXTS["zh_CN"].values()
+    )
     with pytest.raises(ValueError, match="lang='fr'"):
         editions.text("fr", "machine_time")
 
@@ -178,8 +253,11 @@ def test_only_the_fact_check_runs_once_more_and_in_chinese():
     """The Chinese site shows the English executed copies, but the fact-check's own."""
     runs = editions.per_language_runs()
     assert [(p.relative_to(editions.ROOT).as_posix(), lang) for p, lang in runs] == [
-        ("book/appendix/fact_check.ipynb", "zh_CN")]
-    assert editions.outputs_language(editions.ROOT / "notebooks/02_will_it_fit.ipynb", "zh_CN") == "en"
+        ("book/appendix/fact_check.ipynb", "zh_CN")
+    ]
+    assert (
+        editions.outputs_language(editions.ROOT / "notebooks/02_will_it_fit.ipynb", "zh_CN") == "en"
+    )
     assert editions.outputs_language(runs[0][0], "zh_CN") == "zh_CN"
 
 
@@ -200,18 +278,29 @@ def test_every_word_a_chapter_pastes_reads_in_chinese():
             if ref.spec in ("s", "") and re.search(r"[a-z]{2,}", value):
                 english.add(value)
     assert {"fits", "does not fit", "yes", "no"} <= english
-    untranslated = [v for v in english
-                    if v not in names and i18n.has_words(v)
-                    and not re.search(r"[\u4e00-\u9fff]", editions.glued_text(v, "zh_CN"))]
+    untranslated = [
+        v
+        for v in english
+        if v not in names
+        and i18n.has_words(v)
+        and not re.search(r"[\u4e00-\u9fff]", editions.glued_text(v, "zh_CN"))
+    ]
     assert untranslated == []
 
 
-@pytest.mark.parametrize(("english", "chinese"), [
-    ("does not fit", "放不下"), ("fits in no split", "怎么切分都放不下"), ("on the peak load", "峰值功率"),
-    ("does not carry both", "扛不住两项"), ("one row per token, 16 KB", "每个 token 一行，16 KB"),
-    ("0.1 GB, the whole table as gpulab.perf counts it", "0.1 GB（gpulab.perf 按整张表计）"),
-    ("RTX 3090", "RTX 3090"), ("12.3", "12.3"),
-])
+@pytest.mark.parametrize(
+    ("english", "chinese"),
+    [
+        ("does not fit", "放不下"),
+        ("fits in no split", "怎么切分都放不下"),
+        ("on the peak load", "峰值功率"),
+        ("does not carry both", "扛不住两项"),
+        ("one row per token, 16 KB", "每个 token 一行，16 KB"),
+        ("0.1 GB, the whole table as gpulab.perf counts it", "0.1 GB（gpulab.perf 按整张表计）"),
+        ("RTX 3090", "RTX 3090"),
+        ("12.3", "12.3"),
+    ],
+)
 def test_a_glued_value_is_rendered_whole_or_left_alone(english, chinese):
     """Every branch the figure functions can glue (figures_ch02/03/06/07), worked by hand."""
     assert editions.glued_text(english, "zh_CN") == chinese
@@ -222,7 +311,9 @@ def test_the_chinese_search_splits_and_stems_as_sphinxs_own():
     """The set-based Chinese search language gives Sphinx's SearchChinese's words and stems."""
     from sphinx.search.zh import SearchChinese
 
-    text = "显存不够时，量化（quantization）能省多少？Offloading the KV cache to RAM is slow; GPU、CPU"
+    text = (
+        "显存不够时，量化（quantization）能省多少？Offloading the KV cache to RAM is slow; GPU、CPU"
+    )
     ours, theirs = sphinx_i18n.chinese_search_language()({}), SearchChinese({})
     assert ours.split(text) == theirs.split(text)
     assert [ours.stem(w) for w in ours.split(text)] == [theirs.stem(w) for w in theirs.split(text)]

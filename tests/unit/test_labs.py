@@ -25,6 +25,7 @@ def test_check_passes_and_reports_the_cases():
 
 def test_check_names_the_worst_mismatch():
     """Of several wrong cases, the error names the one furthest outside the tolerance."""
+
     def wrong(x):
         y = x.clone()
         y[-1] += 0.5 if len(x) == 4 else 0.01
@@ -52,7 +53,9 @@ def test_check_tolerance_is_respected():
 
 def test_check_handles_numbers_tuples_and_kwargs():
     """Cases may be tuples, dicts of keyword arguments or single values; outputs tuples."""
-    assert labs.check(lambda a, b: (a + b, a * b), lambda a, b: (b + a, b * a), [(2, 3), {"a": 1, "b": 5}])
+    assert labs.check(
+        lambda a, b: (a + b, a * b), lambda a, b: (b + a, b * a), [(2, 3), {"a": 1, "b": 5}]
+    )
     with pytest.raises(AssertionError, match="output 1"):
         labs.check(lambda a, b: (a + b, a - b), lambda a, b: (a + b, a * b), [(2, 3)])
 
@@ -74,6 +77,7 @@ def test_check_nan_must_match_nan():
 
 def test_check_of_an_empty_stub_says_not_written_yet():
     """A stub raising NotImplementedError gives an AssertionError naming it, with the hint."""
+
     def stub(x):
         raise NotImplementedError("use torch.add")
 
@@ -120,8 +124,10 @@ def test_check_refuses_bad_tolerances_naming_them():
 def test_a_failed_check_shows_the_learner_one_line_in_jupyter():
     """labs.check raises CheckFailed, an AssertionError whose IPython rendering is one line
     plus how to see the traceback, instead of a traceback into gpulab."""
+
     def stub(x):
         raise NotImplementedError("square x")
+
     with pytest.raises(labs.CheckFailed) as failed:
         check(stub, lambda x: x * x, [2])
     assert isinstance(failed.value, AssertionError)
@@ -149,11 +155,13 @@ def test_every_check_of_a_cell_shows_its_own_line_in_jupyter(capsys):
 
     shell = InteractiveShell.instance()
     capsys.readouterr()
-    shell.run_cell("from gpulab import labs\n"
-                   "labs.check(abs, abs, [1.0], name='first')\n"
-                   "if True:\n"
-                   "    labs.check(abs, abs, [1.0, 2.0], name='second')\n"
-                   "labs.check(abs, abs, [3.0], name='third')")
+    shell.run_cell(
+        "from gpulab import labs\n"
+        "labs.check(abs, abs, [1.0], name='first')\n"
+        "if True:\n"
+        "    labs.check(abs, abs, [1.0, 2.0], name='second')\n"
+        "labs.check(abs, abs, [3.0], name='third')"
+    )
     shown = [line for line in capsys.readouterr().out.splitlines() if "✓" in line]
     assert [line.split(":")[0] for line in shown] == ["✓ first", "✓ second", "✓ third"]
     assert "all 2 cases agree" in shown[1]
@@ -161,10 +169,18 @@ def test_every_check_of_a_cell_shows_its_own_line_in_jupyter(capsys):
 
 def test_a_check_outside_jupyter_shows_nothing_and_returns_its_line():
     """A script has no page: check() prints nothing there, and its result still reads as the line."""
-    code = ("from gpulab.course.labs import check\n"
-            "result = check(abs, abs, [1.0], name='quiet')\n"
-            "print('returned:', repr(result))")
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
-                         env={**os.environ, "PYTHONPATH": str(Path(labs.__file__).parents[2])}).stdout
-    assert out.splitlines() == ["returned: ✓ quiet: all 1 cases agree with the spec "
-                                "(largest absolute error 0.00e+00)"]
+    code = (
+        "from gpulab.course.labs import check\n"
+        "result = check(abs, abs, [1.0], name='quiet')\n"
+        "print('returned:', repr(result))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        check=True,
+        env={**os.environ, "PYTHONPATH": str(Path(labs.__file__).parents[2])},
+    ).stdout
+    assert out.splitlines() == [
+        "returned: ✓ quiet: all 1 cases agree with the spec (largest absolute error 0.00e+00)"
+    ]

@@ -24,9 +24,16 @@ from gpulab.reference import languages
 
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "src" / "gpulab" / "data"
-SCRATCH = {"code": "fr", "folder": "fr", "html_lang": "fr", "button": "Français",
-           "tooltip": "Lire cette page en français", "title": "Accélération GPU pour l'IA, en pratique",
-           "search_tokenizer": None, "fonts": None}
+SCRATCH = {
+    "code": "fr",
+    "folder": "fr",
+    "html_lang": "fr",
+    "button": "Français",
+    "tooltip": "Lire cette page en français",
+    "title": "Accélération GPU pour l'IA, en pratique",
+    "search_tokenizer": None,
+    "fonts": None,
+}
 
 
 def test_the_registry_lists_the_source_language_first_and_each_one_has_its_words():
@@ -46,7 +53,12 @@ def test_the_registry_lists_the_source_language_first_and_each_one_has_its_words
 
 def test_the_chinese_entry_as_written_by_hand():
     zh = languages.get("zh_CN")
-    assert (zh.folder, zh.html_lang, zh.button, zh.search_tokenizer) == ("zh_CN", "zh-CN", "中文", "jieba")
+    assert (zh.folder, zh.html_lang, zh.button, zh.search_tokenizer) == (
+        "zh_CN",
+        "zh-CN",
+        "中文",
+        "jieba",
+    )
     assert zh.fonts[0] == "Noto Sans SC Variable"
 
 
@@ -62,7 +74,7 @@ def test_an_unknown_language_or_part_names_what_there_is():
 
 # Run in the copy: the registry's view of the scratch language, then one page built in English
 # and in it, with the course's extensions and configure() as tools/staging/stage.py stages a site.
-BUILD = r'''
+BUILD = r"""
 import json, shutil, subprocess, sys
 from pathlib import Path
 import yaml
@@ -95,7 +107,7 @@ for edition in ("en", "fr"):
     if done.returncode:
         sys.exit(done.stdout[-3000:] + done.stderr[-3000:])
 print(json.dumps(seen, ensure_ascii=False))
-'''
+"""
 
 
 @pytest.fixture(scope="module")
@@ -118,8 +130,14 @@ def scratch(tmp_path_factory) -> tuple[Path, dict]:
     shutil.copy(words / "zh_CN.json", words / "fr.json")
     (copy / "locales" / "fr" / "LC_MESSAGES").mkdir(parents=True)
     env = {**os.environ, "PYTHONPATH": f"{copy / 'src'}{os.pathsep}{copy}"}
-    done = subprocess.run([sys.executable, "-c", BUILD], cwd=copy, env=env, capture_output=True,
-                          text=True, timeout=600)
+    done = subprocess.run(
+        [sys.executable, "-c", BUILD],
+        cwd=copy,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert done.returncode == 0, done.stdout[-3000:] + done.stderr[-3000:]
     return copy / "scratch", json.loads(done.stdout.splitlines()[-1])
 

@@ -19,7 +19,7 @@ from gpulab.core.errors import GpulabConfigError
 
 LAB = Path(__file__).resolve().parents[2] / "labs" / "07_distributed"
 
-TINY = textwrap.dedent('''
+TINY = textwrap.dedent("""
     import argparse, os, signal, sys, time
     import torch, torch.distributed as dist
     from torch.distributed.elastic.multiprocessing.errors import record
@@ -43,7 +43,7 @@ TINY = textwrap.dedent('''
             dist.all_reduce(t)  # rank 0 waits here for rank 1
 
     main()
-''')
+""")
 
 
 @pytest.fixture
@@ -58,8 +58,9 @@ def tiny(tmp_path) -> Path:
 
 def test_plan_uses_nccl_with_two_or_more_gpus():
     """One process per GPU with NCCL; gloo x2 on the CPU otherwise, and it says why."""
-    assert plan_job("cuda", 4, True) == launch.JobPlan("nccl", 4, "cuda",
-                                                       "4 CUDA GPUs: NCCL, one process per GPU")
+    assert plan_job("cuda", 4, True) == launch.JobPlan(
+        "nccl", 4, "cuda", "4 CUDA GPUs: NCCL, one process per GPU"
+    )
     one = plan_job("cuda", 1, True)
     assert (one.backend, one.nproc, one.device) == ("gloo", 2, "cpu")
     assert "one CUDA GPU" in one.note
@@ -68,17 +69,21 @@ def test_plan_uses_nccl_with_two_or_more_gpus():
     assert "mps" in plan_job("mps", 0, False).note
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    (dict(gpu_count=-1), "gpu_count"), (dict(gpu_count=1.5), "gpu_count"),
-    (dict(cpu_procs=0), "cpu_procs"),
-])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        (dict(gpu_count=-1), "gpu_count"),
+        (dict(gpu_count=1.5), "gpu_count"),
+        (dict(cpu_procs=0), "cpu_procs"),
+    ],
+)
 def test_plan_bad_inputs(kwargs, field):
     """Bad counts name the field."""
     with pytest.raises(GpulabConfigError, match=field):
         plan_job(**{"device_type": "cpu", "gpu_count": 0, "nccl_available": False, **kwargs})
 
 
-SUMMARY = textwrap.dedent('''\
+SUMMARY = textwrap.dedent("""\
     torch.distributed.elastic.multiprocessing.errors.ChildFailedError:
     ============================================================
     tiny.py FAILED
@@ -105,14 +110,18 @@ SUMMARY = textwrap.dedent('''\
       error_file: <N/A>
       traceback : Signal 9 (SIGKILL) received by PID 14086
     ============================================================
-''')
+""")
 
 
 def test_parse_failure_summary():
     """torchrun's summary gives each rank's exit code and error, root cause first."""
     root, other = parse_failure_summary(SUMMARY)
-    assert (root.rank, root.exitcode, root.error, root.root_cause) == (1, -9, "killed by SIGKILL",
-                                                                       True)
+    assert (root.rank, root.exitcode, root.error, root.root_cause) == (
+        1,
+        -9,
+        "killed by SIGKILL",
+        True,
+    )
     assert (other.rank, other.exitcode, other.root_cause) == (0, -15, False)
     assert other.error == "RuntimeError: Connection reset by peer"
     assert "dist.all_reduce(t)" in other.traceback
@@ -126,7 +135,7 @@ def test_a_rank_stopped_by_torchrun_is_not_the_cause(tmp_path):
     assert [(f.rank, f.root_cause) for f in failures] == [(0, True), (1, False)]
 
 
-LOST_PEER = textwrap.dedent('''\
+LOST_PEER = textwrap.dedent("""\
     Failures:
     [1]:
       time      : 2026-11-30_05:26:29
@@ -149,7 +158,7 @@ LOST_PEER = textwrap.dedent('''\
           dist.all_reduce(t)
       RuntimeError: [gloo/transport/tcp/pair.cc:553] Connection closed by peer [127.0.0.1]:21682
     ============================================================
-''')
+""")
 
 
 def test_a_rank_that_lost_its_peer_is_not_the_cause(tmp_path):
@@ -222,18 +231,35 @@ def test_a_hung_job_is_killed_at_the_time_limit(tiny):
     result = info.value.result
     assert result.timed_out and result.returncode is None
     assert result.wall_s >= 8  # killed at the limit, not before it
-    leftovers = [p for p in psutil.process_iter(["cmdline"])
-                 if str(tiny) in " ".join(p.info["cmdline"] or [])]
+    leftovers = [
+        p
+        for p in psutil.process_iter(["cmdline"])
+        if str(tiny) in " ".join(p.info["cmdline"] or [])
+    ]
     assert leftovers == []
 
 
 def test_train_script_failing_rank_surfaces():
     """The lab's training script: rank 1 raises at step 0; its message ends the job."""
-    with pytest.raises(DistributedJobError,
-                       match="injected failure: rank 1 raised at step 0") as info:
-        launch.run_json(LAB / "train.py", ["--quick", "--strategies", "ddp", "--timeout", "30",
-                                           "--fail-rank", "1", "--fail-step", "0"],
-                        nproc=2, timeout_s=60)
+    with pytest.raises(
+        DistributedJobError, match="injected failure: rank 1 raised at step 0"
+    ) as info:
+        launch.run_json(
+            LAB / "train.py",
+            [
+                "--quick",
+                "--strategies",
+                "ddp",
+                "--timeout",
+                "30",
+                "--fail-rank",
+                "1",
+                "--fail-step",
+                "0",
+            ],
+            nproc=2,
+            timeout_s=60,
+        )
     root = info.value.result.root_cause
     assert (root.rank, root.exitcode) == (1, 1)  # it exits with its error, not an abort
 
@@ -241,7 +267,20 @@ def test_train_script_failing_rank_surfaces():
 def test_benchmark_script_killed_rank_ends_in_time():
     """The lab's all-reduce benchmark: rank 0 SIGKILLed at the second size; rank 1 is freed."""
     with pytest.raises(DistributedJobError, match="rank 0 failed first.*SIGKILL") as info:
-        launch.run_json(LAB / "allreduce_bench.py",
-                        ["--quick", "--timeout", "600", "--fail-rank", "0", "--fail-step", "1",
-                         "--fail-mode", "kill"], nproc=2, timeout_s=90)
+        launch.run_json(
+            LAB / "allreduce_bench.py",
+            [
+                "--quick",
+                "--timeout",
+                "600",
+                "--fail-rank",
+                "0",
+                "--fail-step",
+                "1",
+                "--fail-mode",
+                "kill",
+            ],
+            nproc=2,
+            timeout_s=90,
+        )
     assert not info.value.result.timed_out  # rank 1 was freed, not left for its 600 s timeout

@@ -36,11 +36,14 @@ def test_stub_source_without_markers_replaces_the_cell():
     assert stub == "# Your code here.\nraise NotImplementedError('set x')"
 
 
-@pytest.mark.parametrize("source, message", [
-    ("### BEGIN SOLUTION\nx = 1", "never closed"),
-    ("x = 1\n### END SOLUTION", "without"),
-    ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "inside another"),
-])
+@pytest.mark.parametrize(
+    "source, message",
+    [
+        ("### BEGIN SOLUTION\nx = 1", "never closed"),
+        ("x = 1\n### END SOLUTION", "without"),
+        ("### BEGIN SOLUTION\n### BEGIN SOLUTION\n### END SOLUTION", "inside another"),
+    ],
+)
 def test_stub_source_rejects_broken_markers(source, message):
     """Unbalanced markers are an error in the lab, named with the line."""
     with pytest.raises(ValueError, match=message):
@@ -48,14 +51,30 @@ def test_stub_source_rejects_broken_markers(source, message):
 
 
 def _lab(tmp_path, solution_source=SOLUTION_CELL):
-    nb = {"nbformat": 4, "nbformat_minor": 5, "metadata": {}, "cells": [
-        {"cell_type": "markdown", "id": "a", "metadata": {}, "source": "# Lab"},
-        {"cell_type": "code", "id": "b", "metadata": {"tags": ["solution"]}, "execution_count": 2,
-         "outputs": [{"output_type": "stream", "name": "stdout", "text": "x"}],
-         "source": solution_source},
-        {"cell_type": "code", "id": "c", "metadata": {}, "execution_count": None, "outputs": [],
-         "source": "check(f, spec, cases)"},
-    ]}
+    nb = {
+        "nbformat": 4,
+        "nbformat_minor": 5,
+        "metadata": {},
+        "cells": [
+            {"cell_type": "markdown", "id": "a", "metadata": {}, "source": "# Lab"},
+            {
+                "cell_type": "code",
+                "id": "b",
+                "metadata": {"tags": ["solution"]},
+                "execution_count": 2,
+                "outputs": [{"output_type": "stream", "name": "stdout", "text": "x"}],
+                "source": solution_source,
+            },
+            {
+                "cell_type": "code",
+                "id": "c",
+                "metadata": {},
+                "execution_count": None,
+                "outputs": [],
+                "source": "check(f, spec, cases)",
+            },
+        ],
+    }
     labs_dir = tmp_path / "labs"
     labs_dir.mkdir()
     (labs_dir / "01_x_lab.ipynb").write_text(json.dumps(nb))
@@ -95,8 +114,10 @@ def test_learner_copy_drops_reference_tags(tmp_path):
 
 def test_a_notebook_without_solution_cells_is_not_a_lab(tmp_path):
     """A lab must have at least one solution cell."""
-    nb = {"cells": [{"cell_type": "markdown", "id": "a", "metadata": {}, "source": "# Lab"}],
-          "metadata": {}}
+    nb = {
+        "cells": [{"cell_type": "markdown", "id": "a", "metadata": {}, "source": "# Lab"}],
+        "metadata": {},
+    }
     with pytest.raises(ValueError, match="no cell tagged 'solution'"):
         learner_generator.make_learner_copy(nb, "labs/x.ipynb")
 

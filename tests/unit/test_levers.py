@@ -5,8 +5,15 @@ import pytest
 from gpulab import levers, memprobe, models, torch_models
 from gpulab.core.errors import GpulabConfigError
 
-TINY = dict(model_type="llama", vocab_size=512, hidden_size=64, intermediate_size=128,
-            num_hidden_layers=2, num_attention_heads=4, num_key_value_heads=4)
+TINY = dict(
+    model_type="llama",
+    vocab_size=512,
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=4,
+)
 
 
 def test_each_lever_shrinks_the_peak():

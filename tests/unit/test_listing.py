@@ -28,14 +28,17 @@ def _from_file(path: Path, name: str) -> str:
     for node in ast.parse(text).body:
         if isinstance(node, ast.FunctionDef) and node.name == name:
             first = min([node.lineno] + [d.lineno for d in node.decorator_list])
-            return "\n".join(text.splitlines()[first - 1:node.end_lineno])
+            return "\n".join(text.splitlines()[first - 1 : node.end_lineno])
     raise LookupError(name)
 
 
-@pytest.mark.parametrize("fn, path", [
-    (timing.benchmark, SRC / "bench" / "timing.py"),
-    (memory.kv_cache_bytes, SRC / "estimate" / "memory.py"),  # wrapped by @checked
-])
+@pytest.mark.parametrize(
+    "fn, path",
+    [
+        (timing.benchmark, SRC / "bench" / "timing.py"),
+        (memory.kv_cache_bytes, SRC / "estimate" / "memory.py"),  # wrapped by @checked
+    ],
+)
 def test_show_displays_the_function_as_its_file_has_it(fn, path):
     shown = listing.show(fn)
     assert shown.code == _from_file(path, fn.__name__)
@@ -43,8 +46,11 @@ def test_show_displays_the_function_as_its_file_has_it(fn, path):
     markdown = shown._repr_markdown_()
     assert f"```python\n{shown.code}\n```" in markdown
     first = int(re.search(r"lines (\d+)-", shown.where)[1])
-    assert path.read_text(encoding="utf-8").splitlines()[first - 1].startswith(
-        shown.code.splitlines()[0])
+    assert (
+        path.read_text(encoding="utf-8")
+        .splitlines()[first - 1]
+        .startswith(shown.code.splitlines()[0])
+    )
 
 
 def test_show_refuses_what_has_no_source():
@@ -68,7 +74,7 @@ def _library_bodies() -> dict[str, set[str]]:
         text = path.read_text(encoding="utf-8")
         for node in ast.walk(ast.parse(text)):
             if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                body = "\n".join(text.splitlines()[node.lineno - 1:node.end_lineno])
+                body = "\n".join(text.splitlines()[node.lineno - 1 : node.end_lineno])
                 bodies[f"{path.relative_to(SRC)}:{node.name}"] = _statements(body)
     return bodies
 
@@ -98,6 +104,10 @@ NOTEBOOKS = [*runs.discover(), *runs.learner_copies()]
 def test_no_notebook_markdown_copies_a_gpulab_function(notebook):
     bodies = _library_bodies()
     cells = json.loads(notebook.read_text(encoding="utf-8"))["cells"]
-    copies = [f"cell {i}: {name}" for i, c in enumerate(cells) if c["cell_type"] == "markdown"
-              for name in copies_of_library_code("".join(c["source"]), bodies)]
+    copies = [
+        f"cell {i}: {name}"
+        for i, c in enumerate(cells)
+        if c["cell_type"] == "markdown"
+        for name in copies_of_library_code("".join(c["source"]), bodies)
+    ]
     assert copies == [], "show it with gpulab.listing.show(fn) instead of copying it"

@@ -13,7 +13,9 @@ from gpulab.core.errors import GpulabConfigError
 
 def test_disk_bounds_follow_from_line_rates():
     assert loading.DISKS["SATA SSD"].read_bytes_per_s == pytest.approx(600e6)
-    assert loading.DISKS["NVMe PCIe 4.0 x4"].read_bytes_per_s == pytest.approx(4 * 16e9 * 128 / 130 / 8)
+    assert loading.DISKS["NVMe PCIe 4.0 x4"].read_bytes_per_s == pytest.approx(
+        4 * 16e9 * 128 / 130 / 8
+    )
     # a 14 GB checkpoint (7B in bf16) from a SATA SSD: 14e9 / 600e6 = 23.3 s at best
     assert loading.load_seconds(14e9, "SATA SSD") == pytest.approx(23.33, abs=0.01)
     assert loading.load_seconds(140e9, "hard disk (7200 rpm)") == pytest.approx(140e9 / 205e6)

@@ -18,8 +18,12 @@ ROOT = Path(__file__).resolve().parents[2]
 README = (ROOT / "README.md").read_text(encoding="utf-8")
 # what the stamps of `make setup`, `make lab` and the npm install are made from, oldest first
 SOURCES = ("pyproject.toml", "constraints.txt", "package.json", "package-lock.json")
-STAMPS = (".venv/bin/python", ".venv/.installed", "node_modules/.package-lock.json",
-          ".venv/.installed-lab")
+STAMPS = (
+    ".venv/bin/python",
+    ".venv/.installed",
+    "node_modules/.package-lock.json",
+    ".venv/.installed-lab",
+)
 
 
 @pytest.fixture(autouse=True)
@@ -43,13 +47,23 @@ def _tree(tmp_path: Path, stale: tuple[str, ...] = ()) -> Path:
     return tmp_path
 
 
-def _dry_run(tree: Path, *args: str, env: dict[str, str] | None = None
-             ) -> subprocess.CompletedProcess:
+def _dry_run(
+    tree: Path, *args: str, env: dict[str, str] | None = None
+) -> subprocess.CompletedProcess:
     # the outer `make test`'s flags (MAKEFLAGS carries its command-line variables) stay out
-    clean = {k: v for k, v in os.environ.items()
-             if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "BOOTSTRAP_PYTHON")}
-    return subprocess.run(["make", "-n", *args], cwd=tree, capture_output=True, text=True,
-                          env=clean | (env or {}), timeout=60)
+    clean = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("MAKEFLAGS", "MFLAGS", "MAKELEVEL", "BOOTSTRAP_PYTHON")
+    }
+    return subprocess.run(
+        ["make", "-n", *args],
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        env=clean | (env or {}),
+        timeout=60,
+    )
 
 
 def _commands(tree: Path, *args: str, env: dict[str, str] | None = None) -> list[str]:
@@ -101,9 +115,11 @@ def test_make_serve_passes_mode_and_port_to_the_pipeline(tmp_path):
     command line, not from an environment that set them for something else."""
     tree = _tree(tmp_path)
     assert _commands(tree, "serve", env={"MODE": "dev", "PORT": "80"}) == [
-        "python3 tools/pipeline.py serve --mode full --port 8000"]
+        "python3 tools/pipeline.py serve --mode full --port 8000"
+    ]
     assert _commands(tree, "serve", "PORT=9001", "MODE=quick") == [
-        "python3 tools/pipeline.py serve --mode quick --port 9001"]
+        "python3 tools/pipeline.py serve --mode quick --port 9001"
+    ]
 
 
 def _readme_targets() -> set[str]:
@@ -131,8 +147,9 @@ def test_the_readme_runs_the_doctor_from_the_venv():
     commands = re.findall(r"`([^`]*gpulab doctor[^`]*)`", README)
     assert commands, "the README names no doctor command"
     for command in commands:
-        assert command.startswith((".venv/bin/gpulab doctor", ".venv/bin/python -m gpulab doctor")), \
-            command
+        assert command.startswith(
+            (".venv/bin/gpulab doctor", ".venv/bin/python -m gpulab doctor")
+        ), command
     assert not re.search(r"(?<!/bin/)python3? -m gpulab", README)
     scripts = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
     assert re.search(r'^gpulab = "gpulab\.__main__:main"$', scripts, re.M)

@@ -29,8 +29,12 @@ def test_sweeps_return_one_point_per_job():
     points = measure.matmul_sweep("cpu", [16, 32], ["fp32"], min_run_time=0.01, progress=False)
     assert [p.size for p in points] == ["16x16x16", "32x32x32"]
     bw = measure.bandwidth_sweep("cpu", [4096, 65536], min_run_time=0.01, progress=False)
-    assert [(p.op, p.nbytes) for p in bw] == [("copy", 4096), ("copy", 65536),
-                                              ("triad", 4096), ("triad", 65536)]
+    assert [(p.op, p.nbytes) for p in bw] == [
+        ("copy", 4096),
+        ("copy", 65536),
+        ("triad", 4096),
+        ("triad", 65536),
+    ]
     assert bw[0].work == 2 * 4096 and bw[2].work == 3 * 4096
 
 

@@ -67,11 +67,21 @@ def test_the_folder_can_be_pointed_elsewhere(monkeypatch, tmp_path):
 def test_a_backend_is_verified_only_by_figures_measured_on_it(tmp_path):
     """Pages say 'not yet verified on this hardware' until a stored section was measured there."""
     assert measured.backend_status("cuda", tmp_path) == measured.NOT_VERIFIED
-    prov = {"gpu": "NVIDIA H200", "device": "cuda", "driver": "580.159", "torch": "2.11.0+cu130",
-            "cuda": "13.0", "date": "2026-12-01", "command": "benchmarks/gpu_rates.py"}
+    prov = {
+        "gpu": "NVIDIA H200",
+        "device": "cuda",
+        "driver": "580.159",
+        "torch": "2.11.0+cu130",
+        "cuda": "13.0",
+        "date": "2026-12-01",
+        "command": "benchmarks/gpu_rates.py",
+    }
     measured.save("NVIDIA H200", "gpu_rates", {"x": 1}, prov, tmp_path)
     measured.save("NVIDIA H200", "decode_bound", {"x": 2}, {**prov, "date": "2026-12-02"}, tmp_path)
-    assert measured.backend_status("cuda", tmp_path) == "run on NVIDIA H200 (2026-12-02, torch 2.11.0+cu130)"
+    assert (
+        measured.backend_status("cuda", tmp_path)
+        == "run on NVIDIA H200 (2026-12-02, torch 2.11.0+cu130)"
+    )
     assert measured.backend_status("rocm", tmp_path) == measured.NOT_VERIFIED
     assert measured.backend_status("mps", tmp_path) == measured.NOT_VERIFIED
     with pytest.raises(GpulabConfigError, match="kind='metal'"):
@@ -80,8 +90,11 @@ def test_a_backend_is_verified_only_by_figures_measured_on_it(tmp_path):
 
 def test_a_benchmark_starts_with_its_options_its_device_and_this_machine():
     """record.start: the common options, a script's own, the device picked, the machine read."""
-    args, device, report = record.start("d", ["--device", "cpu", "--quick", "--rounds", "5"],
-                                        lambda p: p.add_argument("--rounds", type=int, default=3))
+    args, device, report = record.start(
+        "d",
+        ["--device", "cpu", "--quick", "--rounds", "5"],
+        lambda p: p.add_argument("--rounds", type=int, default=3),
+    )
     assert args.quick and args.rounds == 5 and args.out is None
     assert str(device) == "cpu" and report.backend
     with pytest.raises(SystemExit):

@@ -14,11 +14,22 @@ R1 = models.get("DeepSeek-R1")
 GB = 1e9
 
 
-@pytest.mark.parametrize("fmt, bpw", [
-    ("fp32", 32), ("fp16", 16), ("bf16", 16), ("fp8", 8 + 32 / 16384), ("int8", 8 + 16 / 4096),
-    ("int4", 4.125), ("int4-asym", 4 + 20 / 128), ("nf4", 4 + 8 / 64 + 32 / (64 * 256)),
-    ("q8_0", 8.5), ("q4_0", 4.5), ("q4_k_m", 4.84),
-])
+@pytest.mark.parametrize(
+    "fmt, bpw",
+    [
+        ("fp32", 32),
+        ("fp16", 16),
+        ("bf16", 16),
+        ("fp8", 8 + 32 / 16384),
+        ("int8", 8 + 16 / 4096),
+        ("int4", 4.125),
+        ("int4-asym", 4 + 20 / 128),
+        ("nf4", 4 + 8 / 64 + 32 / (64 * 256)),
+        ("q8_0", 8.5),
+        ("q4_0", 4.5),
+        ("q4_k_m", 4.84),
+    ],
+)
 def test_every_weight_format_has_its_bits_per_weight_and_a_source(fmt, bpw):
     """Bits per weight = value bits + scale bits / group size (or a published mix)."""
     assert memory.bits_per_weight(fmt) == pytest.approx(bpw)
@@ -71,7 +82,9 @@ def test_kv_cache_formula_by_hand():
 def test_mla_latent_cache_and_its_expansion():
     """DeepSeek-R1: 61 x (512 + 64) values per token; expanded: 61 x 128 x (128 + 64 + 128)."""
     assert memory.kv_cache_bytes(R1, 1000, 1, "bf16") == 61 * 576 * 1000 * 2
-    assert memory.kv_cache_bytes(R1, 1000, 1, "bf16", mla_expanded=True) == 61 * 128 * 320 * 1000 * 2
+    assert (
+        memory.kv_cache_bytes(R1, 1000, 1, "bf16", mla_expanded=True) == 61 * 128 * 320 * 1000 * 2
+    )
 
 
 def test_inference_breakdown_parts_and_moe_note():
@@ -87,12 +100,23 @@ def test_inference_breakdown_parts_and_moe_note():
 def test_training_bytes_per_parameter_by_recipe():
     """AdamW: fp32 16 B/param; bf16 mixed (ZeRO) 2 + 2 + 12 = 16; pure bf16 2 + 2 + 4 = 8."""
     n = LLAMA_8B.n_params
-    for precision, per_param in [("fp32", 16), ("bf16-mixed", 16), ("bf16", 8), ("autocast-bf16", 18)]:
-        b = estimate_training(LLAMA_8B, precision=precision, optimizer="adamw", batch=1, seq_len=128)
+    for precision, per_param in [
+        ("fp32", 16),
+        ("bf16-mixed", 16),
+        ("bf16", 8),
+        ("autocast-bf16", 18),
+    ]:
+        b = estimate_training(
+            LLAMA_8B, precision=precision, optimizer="adamw", batch=1, seq_len=128
+        )
         assert (b.weights + b.gradients + b.optimizer) == pytest.approx(n * per_param, rel=1e-9)
-    sgd = estimate_training(LLAMA_8B, precision="fp32", optimizer="sgd-momentum", batch=1, seq_len=128)
+    sgd = estimate_training(
+        LLAMA_8B, precision="fp32", optimizer="sgd-momentum", batch=1, seq_len=128
+    )
     assert sgd.optimizer == n * 4
-    eight_bit = estimate_training(LLAMA_8B, precision="bf16", optimizer="adamw8bit", batch=1, seq_len=128)
+    eight_bit = estimate_training(
+        LLAMA_8B, precision="bf16", optimizer="adamw8bit", batch=1, seq_len=128
+    )
     assert eight_bit.optimizer == pytest.approx(n * 2 * (1 + 4 / 2048), rel=1e-6)
 
 
@@ -110,8 +134,9 @@ def test_checkpointing_cuts_activations_and_the_optimizer_step_can_set_the_peak(
     assert ckpt.activations - logits < (full.activations - logits) / 10
     assert full.peak <= full.total
     assert ckpt.peak == LLAMA_8B.n_params * 20
-    fused = estimate_training(LLAMA_8B, batch=4, seq_len=2048, activation_checkpointing=True,
-                              optimizer_impl="fused")
+    fused = estimate_training(
+        LLAMA_8B, batch=4, seq_len=2048, activation_checkpointing=True, optimizer_impl="fused"
+    )
     assert fused.peak <= fused.total
 
 
@@ -123,8 +148,13 @@ def test_optimizer_step_temporaries_by_hand():
     parameter; fused and SGD: nothing. tests/unit/test_memprobe.py measures the same on a CPU.
     """
     assert memory.optimizer_step_bytes(LLAMA_8B, "adamw", "for-loop") == 2 * 525_336_576 * 4
-    assert memory.optimizer_step_bytes(LLAMA_8B, "adamw", "auto", device="cpu") == 2 * 525_336_576 * 4
-    assert memory.optimizer_step_bytes(LLAMA_8B, "adamw", "auto", device="cuda") == LLAMA_8B.n_params * 4
+    assert (
+        memory.optimizer_step_bytes(LLAMA_8B, "adamw", "auto", device="cpu") == 2 * 525_336_576 * 4
+    )
+    assert (
+        memory.optimizer_step_bytes(LLAMA_8B, "adamw", "auto", device="cuda")
+        == LLAMA_8B.n_params * 4
+    )
     assert memory.optimizer_step_bytes(LLAMA_8B, "adamw", "fused") == 0
     assert memory.optimizer_step_bytes(LLAMA_8B, "sgd-momentum", "foreach") == 0
 
@@ -181,8 +211,9 @@ def test_the_runtime_share_is_counted_once_on_the_capacity_side():
     assert t.overhead == 0
     assert t.total == t.weights + t.gradients + t.optimizer + t.activations
     # asked for, the share is there (a total as nvidia-smi shows it), and only then
-    asked = memory.estimate_inference(spec, "int4", batch=2, seq_len=1024,
-                                      context_bytes=2**29, allocator_slack=0.05)
+    asked = memory.estimate_inference(
+        spec, "int4", batch=2, seq_len=1024, context_bytes=2**29, allocator_slack=0.05
+    )
     assert asked.overhead == 2**29 + int(0.05 * b.total)
     # the card's side: one context and the slack, each once
     card = specs.get_gpu("RTX 4090")
@@ -204,17 +235,20 @@ def test_largest_batch_and_context_fit_the_budget():
     assert memory.largest_batch(LLAMA_8B, 200 * 2**30, mode="training", seq_len=2048) >= 1
 
 
-@pytest.mark.parametrize("call, field", [
-    (lambda: estimate_inference(LLAMA_8B, weights="int3"), "weights='int3'"),
-    (lambda: estimate_inference(LLAMA_8B, kv_cache="fp64"), "kv_cache='fp64'"),
-    (lambda: estimate_inference(LLAMA_8B, batch=0), "batch=0"),
-    (lambda: estimate_inference(LLAMA_8B, seq_len=-5), "seq_len=-5"),
-    (lambda: estimate_training(LLAMA_8B, precision="fp8"), "precision='fp8'"),
-    (lambda: estimate_training(LLAMA_8B, optimizer="lion"), "optimizer='lion'"),
-    (lambda: estimate_inference({"hidden_size": 4096}), "ModelSpec"),
-    (lambda: memory.largest_batch(LLAMA_8B, -1), "budget_bytes"),
-    (lambda: memory.largest_batch(LLAMA_8B, 2**30, mode="serve"), "mode='serve'"),
-])
+@pytest.mark.parametrize(
+    "call, field",
+    [
+        (lambda: estimate_inference(LLAMA_8B, weights="int3"), "weights='int3'"),
+        (lambda: estimate_inference(LLAMA_8B, kv_cache="fp64"), "kv_cache='fp64'"),
+        (lambda: estimate_inference(LLAMA_8B, batch=0), "batch=0"),
+        (lambda: estimate_inference(LLAMA_8B, seq_len=-5), "seq_len=-5"),
+        (lambda: estimate_training(LLAMA_8B, precision="fp8"), "precision='fp8'"),
+        (lambda: estimate_training(LLAMA_8B, optimizer="lion"), "optimizer='lion'"),
+        (lambda: estimate_inference({"hidden_size": 4096}), "ModelSpec"),
+        (lambda: memory.largest_batch(LLAMA_8B, -1), "budget_bytes"),
+        (lambda: memory.largest_batch(LLAMA_8B, 2**30, mode="serve"), "mode='serve'"),
+    ],
+)
 def test_invalid_input_names_the_field(call, field):
     """Every bad argument raises a ValueError that names it and the allowed values."""
     with pytest.raises(ValueError, match=field.replace("(", r"\(")):

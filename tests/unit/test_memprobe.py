@@ -13,8 +13,16 @@ from gpulab.estimate.memory import (
     optimizer_step_bytes,
 )
 
-TINY = dict(model_type="llama", hidden_size=128, intermediate_size=344, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, vocab_size=1000, tie_word_embeddings=False)
+TINY = dict(
+    model_type="llama",
+    hidden_size=128,
+    intermediate_size=344,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=1000,
+    tie_word_embeddings=False,
+)
 
 
 def test_inference_measurement_is_exact_for_weights_and_cache():
@@ -23,8 +31,9 @@ def test_inference_measurement_is_exact_for_weights_and_cache():
     m = memprobe.measure_inference(torch_models.build_model(TINY), batch=2, seq_len=64)
     assert 0 <= m.weights - spec.n_params * 4 <= 256  # inv_freq: head_dim / 2 floats
     assert m.kv_cache == 2 * 2 * (2 * 32) * 2 * 64 * 4
-    rows = memprobe.compare(estimate_inference(spec, "fp32", "fp32", 2, 64, activations="fp32",
-                                               device="cpu"), m)
+    rows = memprobe.compare(
+        estimate_inference(spec, "fp32", "fp32", 2, 64, activations="fp32", device="cpu"), m
+    )
     assert all(abs(r["error %"]) <= 10 for r in rows), rows
 
 
@@ -51,11 +60,14 @@ def _step(model, opt, ids):
     opt.zero_grad(set_to_none=True)
 
 
-@pytest.mark.parametrize("impl, make", [
-    ("for-loop", lambda p: torch.optim.AdamW(p, foreach=False)),
-    ("foreach", lambda p: torch.optim.AdamW(p, foreach=True)),
-    ("fused", lambda p: torch.optim.AdamW(p, fused=True)),
-])
+@pytest.mark.parametrize(
+    "impl, make",
+    [
+        ("for-loop", lambda p: torch.optim.AdamW(p, foreach=False)),
+        ("foreach", lambda p: torch.optim.AdamW(p, foreach=True)),
+        ("fused", lambda p: torch.optim.AdamW(p, fused=True)),
+    ],
+)
 def test_the_optimizer_steps_temporaries_are_measured(impl, make):
     """MemTracker over one AdamW step alone, less the weights, gradients and states before it:
     the estimator's optimizer_step_bytes (for-loop: twice the 1000 x 128 embedding) to 1 KiB."""
@@ -65,8 +77,13 @@ def test_the_optimizer_steps_temporaries_are_measured(impl, make):
     ids = torch.randint(0, 1000, (1, 16))
     _step(model, opt, ids)
     model(input_ids=ids, labels=ids).loss.backward()
-    held = memprobe.tensor_bytes([*model.parameters(), *(p.grad for p in model.parameters()),
-                                  *(t for s in opt.state.values() for t in s.values())])
+    held = memprobe.tensor_bytes(
+        [
+            *model.parameters(),
+            *(p.grad for p in model.parameters()),
+            *(t for s in opt.state.values() for t in s.values()),
+        ]
+    )
     temporaries = memprobe.peak_bytes(opt.step, "cpu", model, opt) - held
     by_hand = {"for-loop": 2 * 1000 * 128 * 4, "foreach": spec.n_params * 4, "fused": 0}[impl]
     assert optimizer_step_bytes(spec, "adamw", impl, "cpu") == by_hand
@@ -83,13 +100,23 @@ def test_each_setting_is_predicted_within_2_percent_of_memtracker(setting, atten
     model = torch_models.build_model(TINY, attn_implementation=attention)
     if setting == "train":
         m = memprobe.measure_training(model, 2, 128)
-        predicted = estimate_training(spec, "fp32", "adamw", 2, 128, attention=attention,
-                                      device="cpu").peak
+        predicted = estimate_training(
+            spec, "fp32", "adamw", 2, 128, attention=attention, device="cpu"
+        ).peak
     else:
         logits = "last" if setting == "prefill" else "all"
         m = memprobe.measure_inference(model, 2, 128, logits=logits)
-        predicted = estimate_inference(spec, "fp32", "fp32", 2, 128, activations="fp32",
-                                       logits=logits, attention=attention, device="cpu").total
+        predicted = estimate_inference(
+            spec,
+            "fp32",
+            "fp32",
+            2,
+            128,
+            activations="fp32",
+            logits=logits,
+            attention=attention,
+            device="cpu",
+        ).total
     assert predicted == pytest.approx(m.peak, rel=0.02)
 
 
@@ -103,7 +130,9 @@ def test_the_allocator_is_a_second_instrument():
             x = torch.empty(1 << 20, dtype=torch.uint8)
         return x.sum()
 
-    assert memprobe.peak_bytes(hidden, "cpu") < 1 << 20 <= memprobe.allocator_peak_bytes(hidden, "cpu")
+    assert (
+        memprobe.peak_bytes(hidden, "cpu") < 1 << 20 <= memprobe.allocator_peak_bytes(hidden, "cpu")
+    )
     model = torch_models.build_model(TINY)
     ids = torch.randint(0, 1000, (2, 64))
 
@@ -112,13 +141,16 @@ def test_the_allocator_is_a_second_instrument():
             model(input_ids=ids)
 
     by_tracker = memprobe.peak_bytes(forward, "cpu", model)
-    assert memprobe.allocator_peak_bytes(forward, "cpu", model) == pytest.approx(by_tracker, rel=0.01)
+    assert memprobe.allocator_peak_bytes(forward, "cpu", model) == pytest.approx(
+        by_tracker, rel=0.01
+    )
 
 
 def test_a_checkpointed_training_step_prints_no_transformers_warning(capfd):
     """The step asks for no KV cache, so transformers has nothing to warn about (chapter 5's
     page used to show its use_cache warning)."""
-    memprobe.measure_training(torch_models.build_model(TINY), batch=1, seq_len=16,
-                              activation_checkpointing=True)
+    memprobe.measure_training(
+        torch_models.build_model(TINY), batch=1, seq_len=16, activation_checkpointing=True
+    )
     out, err = capfd.readouterr()
     assert "use_cache" not in out + err

@@ -14,9 +14,19 @@ from gpulab.core.errors import GpulabConfigError
 from gpulab.reference.modelspec import ModelSpec
 
 CONFIG_DIR = Path(str(resources.files("gpulab"))) / "data" / "model_configs"
-REQUIRED = ("Llama-3-8B", "Llama-3-70B", "Llama-3.1-8B", "Llama-3.2-1B", "Llama-3.2-3B",
-            "Qwen2.5-7B", "Qwen2.5-72B", "Mistral-7B", "Mixtral-8x7B", "Phi-3-mini",
-            "DeepSeek-R1")
+REQUIRED = (
+    "Llama-3-8B",
+    "Llama-3-70B",
+    "Llama-3.1-8B",
+    "Llama-3.2-1B",
+    "Llama-3.2-3B",
+    "Qwen2.5-7B",
+    "Qwen2.5-72B",
+    "Mistral-7B",
+    "Mixtral-8x7B",
+    "Phi-3-mini",
+    "DeepSeek-R1",
+)
 WITH_PUBLISHED = [name for name, e in models.CATALOGUE.items() if e.published_params]
 WITH_ACTIVE = [name for name, e in models.CATALOGUE.items() if e.published_active_params]
 
@@ -54,8 +64,9 @@ def test_total_within_half_a_percent_of_published(name):
     assert entry.spec.n_params == pytest.approx(entry.published_params, rel=0.005)
 
 
-@pytest.mark.parametrize("name", [n for n in WITH_PUBLISHED
-                                  if models.CATALOGUE[n].published_params % 10**6])
+@pytest.mark.parametrize(
+    "name", [n for n in WITH_PUBLISHED if models.CATALOGUE[n].published_params % 10**6]
+)
 def test_exact_published_counts_match_to_the_parameter(name):
     """Where the figure is exact (a safetensors total), the architecture gives it exactly."""
     entry = models.CATALOGUE[name]
@@ -82,11 +93,18 @@ def test_moe_active_parameters():
     assert models.get("Llama-3-70B").n_active_params == models.get("Llama-3-70B").n_params
 
 
-@pytest.mark.parametrize(("name", "kind"), [
-    ("Llama-3-8B", "gqa"), ("Llama-3-70B", "gqa"), ("Qwen2.5-7B", "gqa"),
-    ("Mistral-7B", "gqa"), ("Mixtral-8x7B", "gqa"), ("Phi-3-mini", "mha"),
-    ("DeepSeek-R1", "mla"),
-])
+@pytest.mark.parametrize(
+    ("name", "kind"),
+    [
+        ("Llama-3-8B", "gqa"),
+        ("Llama-3-70B", "gqa"),
+        ("Qwen2.5-7B", "gqa"),
+        ("Mistral-7B", "gqa"),
+        ("Mixtral-8x7B", "gqa"),
+        ("Phi-3-mini", "mha"),
+        ("DeepSeek-R1", "mla"),
+    ],
+)
 def test_attention_types(name, kind):
     assert models.get(name).attention_type == kind
 
@@ -119,16 +137,21 @@ def test_full_size_entry_matches_transformers_on_meta(name):
     """
     import torch
     import transformers
-    cfg = {k: v for k, v in models.CATALOGUE[name].config.items()
-           if k not in ("quantization_config", "auto_map")}
+
+    cfg = {
+        k: v
+        for k, v in models.CATALOGUE[name].config.items()
+        if k not in ("quantization_config", "auto_map")
+    }
     config = transformers.AutoConfig.for_model(**cfg)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with torch.device("meta"):
             model = transformers.AutoModelForCausalLM.from_config(config)
     counted = sum(p.numel() for p in model.parameters())
-    counted += sum(b.numel() for key, b in model.named_buffers()
-                   if key.endswith("e_score_correction_bias"))
+    counted += sum(
+        b.numel() for key, b in model.named_buffers() if key.endswith("e_score_correction_bias")
+    )
     assert type(model).__name__ == cfg["architectures"][0]
     assert counted == models.get(name).n_params
 

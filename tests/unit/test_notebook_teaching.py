@@ -22,8 +22,10 @@ ALL = runs.discover()
 SHOWN = {
     "notebooks/01_why_gpus_are_fast.ipynb": {"timing.benchmark"},
     "notebooks/02_will_it_fit.ipynb": {"memory.weight_bytes", "memory.kv_cache_bytes"},
-    "notebooks/03_inference_vs_training.ipynb": {"perf.decode_tokens_per_s",
-                                                 "perf.decode_bytes_per_step"},
+    "notebooks/03_inference_vs_training.ipynb": {
+        "perf.decode_tokens_per_s",
+        "perf.decode_bytes_per_step",
+    },
     "notebooks/04_backends.ipynb": {"attention.naive_attention", "attention.sdpa"},
     "notebooks/05_pitfalls.ipynb": {"syncs.unsynchronised_seconds"},
     "labs/01_roofline_lab.ipynb": {"roofline.attainable"},
@@ -38,8 +40,11 @@ def _code_cells(path: Path) -> list[str]:
 
 def _tree(source: str) -> ast.Module:
     # IPython magics and shell lines are not Python
-    return ast.parse("\n".join("" if line.lstrip().startswith(("%", "!")) else line
-                               for line in source.splitlines()))
+    return ast.parse(
+        "\n".join(
+            "" if line.lstrip().startswith(("%", "!")) else line for line in source.splitlines()
+        )
+    )
 
 
 def predictions(code_cells: list[str]) -> list[str]:
@@ -48,21 +53,32 @@ def predictions(code_cells: list[str]) -> list[str]:
     found = []
     for before, after in zip(code_cells, code_cells[1:], strict=False):
         body = list(_tree(before).body)
-        if not (len(body) == 1 and isinstance(body[0], ast.Assign)
-                and isinstance(body[0].value, ast.Constant) and body[0].value.value is None
-                and len(body[0].targets) == 1 and isinstance(body[0].targets[0], ast.Name)):
+        if not (
+            len(body) == 1
+            and isinstance(body[0], ast.Assign)
+            and isinstance(body[0].value, ast.Constant)
+            and body[0].value.value is None
+            and len(body[0].targets) == 1
+            and isinstance(body[0].targets[0], ast.Name)
+        ):
             continue
         name = body[0].targets[0].id
         for node in ast.walk(_tree(after)):
-            if (isinstance(node, ast.Call) and ast.unparse(node.func).endswith("predict.compare")
-                    and node.args and isinstance(node.args[0], ast.Name)
-                    and node.args[0].id == name):
+            if (
+                isinstance(node, ast.Call)
+                and ast.unparse(node.func).endswith("predict.compare")
+                and node.args
+                and isinstance(node.args[0], ast.Name)
+                and node.args[0].id == name
+            ):
                 found.append(name)
     return found
 
 
 def test_the_prediction_detector_needs_the_none_cell_and_the_compare():
-    assert predictions(["my_x = None  # in ms", "t = 3\npredict.compare(my_x, t, 'ms')"]) == ["my_x"]
+    assert predictions(["my_x = None  # in ms", "t = 3\npredict.compare(my_x, t, 'ms')"]) == [
+        "my_x"
+    ]
     assert predictions(["my_x = 4", "predict.compare(my_x, 3, 'ms')"]) == []
     assert predictions(["my_x = None", "print(my_x)"]) == []
 
@@ -93,11 +109,17 @@ def formatter_problems(source: str) -> list[str]:
     for node in ast.walk(_tree(source)):
         if isinstance(node, (ast.Assign, ast.AnnAssign)) and isinstance(node.value, ast.Lambda):
             found.append(f"a lambda bound to a name: {ast.unparse(node)[:60]}")
-        if isinstance(node, ast.keyword) and node.arg == "formats" and isinstance(node.value, ast.Dict):
+        if (
+            isinstance(node, ast.keyword)
+            and node.arg == "formats"
+            and isinstance(node.value, ast.Dict)
+        ):
             for key, value in zip(node.value.keys, node.value.values, strict=True):
                 if not (isinstance(value, ast.Constant) and isinstance(value.value, str)):
-                    found.append(f"formats[{ast.unparse(key)}] is {ast.unparse(value)[:40]}, "
-                                 "not a format string")
+                    found.append(
+                        f"formats[{ast.unparse(key)}] is {ast.unparse(value)[:40]}, "
+                        "not a format string"
+                    )
     return found
 
 
@@ -119,8 +141,9 @@ def prose_from_code(source: str) -> list[str]:
         if not isinstance(node, ast.Call):
             continue
         name = ast.unparse(node.func)
-        if name.endswith("show_markdown") or (name.endswith("Markdown") and node.args
-                                              and isinstance(node.args[0], ast.JoinedStr)):
+        if name.endswith("show_markdown") or (
+            name.endswith("Markdown") and node.args and isinstance(node.args[0], ast.JoinedStr)
+        ):
             found.append(ast.unparse(node)[:60])
     return found
 
@@ -149,8 +172,11 @@ def test_no_two_pages_of_the_book_share_a_title():
     for name in files:
         md, nb = ROOT / f"{name}.md", ROOT / f"{name}.ipynb"
         if md.exists():
-            title = next(line for line in md.read_text(encoding="utf-8").splitlines()
-                         if line.startswith("# "))[2:]
+            title = next(
+                line
+                for line in md.read_text(encoding="utf-8").splitlines()
+                if line.startswith("# ")
+            )[2:]
         else:
             title = title_of(json.loads(nb.read_text(encoding="utf-8")))
         titles.setdefault(title.strip(), []).append(name)
@@ -169,8 +195,10 @@ def machine_time_claims(title_source: str) -> list[str]:
 
 
 def test_the_machine_time_check_can_fail():
-    assert machine_time_claims("# Lab\n\n**Time:** 30 minutes (about 2 minutes of measuring at "
-                               "full size). **Hardware:** a CPU") == ["measur", "full size", "("]
+    assert machine_time_claims(
+        "# Lab\n\n**Time:** 30 minutes (about 2 minutes of measuring at "
+        "full size). **Hardware:** a CPU"
+    ) == ["measur", "full size", "("]
     assert machine_time_claims("# Lab\n\n**Time:** 30 minutes. **Hardware:** a CPU") == []
 
 

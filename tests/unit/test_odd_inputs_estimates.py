@@ -27,8 +27,9 @@ LLAMA_8B_CONFIG = models.CATALOGUE["Llama-3-8B"].config
 
 
 def _paste(text: str, weights: str = "int4", mode: str = "inference"):
-    return calculator.estimate_for(calculator.PASTE, text, mode, weights, "bf16", "bf16-mixed",
-                                   "adamw", 4096, 1)
+    return calculator.estimate_for(
+        calculator.PASTE, text, mode, weights, "bf16", "bf16-mixed", "adamw", 4096, 1
+    )
 
 
 def _one_line(err: BaseException) -> str:
@@ -40,15 +41,18 @@ def _one_line(err: BaseException) -> str:
 # --------------------------------------------------------------------------- 3: config keys
 
 
-@pytest.mark.parametrize("key, value", [
-    ("model_type", []),
-    ("model_type", {"llama": 1}),
-    ("model_type", 5),
-    ("architectures", 5),
-    ("architectures", [["LlamaForCausalLM"]]),
-    ("architectures", {"LlamaForCausalLM": 1}),
-    ("architectures", ["LlamaForCausalLM", 7]),
-])
+@pytest.mark.parametrize(
+    "key, value",
+    [
+        ("model_type", []),
+        ("model_type", {"llama": 1}),
+        ("model_type", 5),
+        ("architectures", 5),
+        ("architectures", [["LlamaForCausalLM"]]),
+        ("architectures", {"LlamaForCausalLM": 1}),
+        ("architectures", ["LlamaForCausalLM", 7]),
+    ],
+)
 def test_a_config_key_of_the_wrong_kind_is_refused_naming_the_key(key, value):
     with pytest.raises(GpulabConfigError) as info:
         ModelSpec.from_hf_config({**LLAMA_1B_CONFIG, key: value})
@@ -64,11 +68,14 @@ def test_a_pasted_config_with_a_key_of_the_wrong_kind_names_the_key(key, value):
     assert key in _one_line(info.value)
 
 
-@pytest.mark.parametrize("text", [
-    "[" * 100_000 + "]" * 100_000,
-    '{"a": ' * 100_000 + "1" + "}" * 100_000,
-    '{"model_type": "llama", "rope_scaling": ' + "[" * 200 + "]" * 200 + "}",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "[" * 100_000 + "]" * 100_000,
+        '{"a": ' * 100_000 + "1" + "}" * 100_000,
+        '{"model_type": "llama", "rope_scaling": ' + "[" * 200 + "]" * 200 + "}",
+    ],
+)
 def test_a_pasted_text_nested_too_deep_is_not_a_config(text):
     with pytest.raises(GpulabConfigError, match="not a config") as info:
         _paste(text)
@@ -101,15 +108,18 @@ def _suggested(call) -> list[str]:
     return re.findall(r"'([^']*)'", match.group(1)) if match else []
 
 
-@pytest.mark.parametrize("typed, expected", [
-    ("H100", ["H100 SXM", "H100 PCIe"]),
-    ("A100", ["A100 40GB SXM", "A100 80GB SXM", "A100 80GB PCIe"]),
-    ("RTX 3060", ["RTX 3060 12GB", "RTX 3060 8GB"]),
-    ("B200", []),  # no B200 row under any spelling, and H200 is another card
-    ("RTX 5080", []),  # nor is the RTX 5090 an RTX 5080
-    ("RTX4090x", ["RTX 4090"]),  # a character added
-    ("GTX 1650", ["GTX 1650 GDDR5"]),
-])
+@pytest.mark.parametrize(
+    "typed, expected",
+    [
+        ("H100", ["H100 SXM", "H100 PCIe"]),
+        ("A100", ["A100 40GB SXM", "A100 80GB SXM", "A100 80GB PCIe"]),
+        ("RTX 3060", ["RTX 3060 12GB", "RTX 3060 8GB"]),
+        ("B200", []),  # no B200 row under any spelling, and H200 is another card
+        ("RTX 5080", []),  # nor is the RTX 5090 an RTX 5080
+        ("RTX4090x", ["RTX 4090"]),  # a character added
+        ("GTX 1650", ["GTX 1650 GDDR5"]),
+    ],
+)
 def test_get_gpu_suggests_the_cards_whose_name_holds_what_was_typed(typed, expected):
     assert _suggested(lambda: specs.get_gpu(typed)) == expected
 
@@ -117,22 +127,27 @@ def test_get_gpu_suggests_the_cards_whose_name_holds_what_was_typed(typed, expec
 def test_two_suggestions_read_as_a_sentence():
     with pytest.raises(GpulabConfigError, match=r"did you mean 'H100 SXM' or 'H100 PCIe'\? "):
         specs.get_gpu("H100")
-    with pytest.raises(GpulabConfigError,
-                       match=r"did you mean 'A100 40GB SXM', 'A100 80GB SXM' or 'A100 80GB PCIe'\?"):
+    with pytest.raises(
+        GpulabConfigError,
+        match=r"did you mean 'A100 40GB SXM', 'A100 80GB SXM' or 'A100 80GB PCIe'\?",
+    ):
         specs.get_gpu("A100")
 
 
-@pytest.mark.parametrize("call, expected", [
-    (lambda: specs.get_gpu("RTX4090"), ["RTX 4090"]),  # the spelling differs: the same name
-    (lambda: specs.get_gpu("RTX 409"), ["RTX 4090"]),  # a character dropped
-    (lambda: models.get("Lama-3-8B"), ["Llama-3-8B"]),  # a character dropped
-    (lambda: models.get("Llama-3-7B"), []),  # a character changed: another model
-    (lambda: models.get("Mistrel-7B"), ["Mistral-7B"]),  # a letter changed in a word: a typo
-    (lambda: models.get("Llama-3.2"), ["Llama-3.2-1B", "Llama-3.2-3B"]),
-    (lambda: published.get("mamf-mi300x-bf61"), ["mamf-mi300x-bf16"]),  # two swapped
-    (lambda: memory.weight_bytes(LLAMA_1B, "Q4KM"), ["q4_k_m"]),
-    (lambda: memory.weight_bytes(LLAMA_1B, "int4a"), ["int4-asym"]),
-])
+@pytest.mark.parametrize(
+    "call, expected",
+    [
+        (lambda: specs.get_gpu("RTX4090"), ["RTX 4090"]),  # the spelling differs: the same name
+        (lambda: specs.get_gpu("RTX 409"), ["RTX 4090"]),  # a character dropped
+        (lambda: models.get("Lama-3-8B"), ["Llama-3-8B"]),  # a character dropped
+        (lambda: models.get("Llama-3-7B"), []),  # a character changed: another model
+        (lambda: models.get("Mistrel-7B"), ["Mistral-7B"]),  # a letter changed in a word: a typo
+        (lambda: models.get("Llama-3.2"), ["Llama-3.2-1B", "Llama-3.2-3B"]),
+        (lambda: published.get("mamf-mi300x-bf61"), ["mamf-mi300x-bf16"]),  # two swapped
+        (lambda: memory.weight_bytes(LLAMA_1B, "Q4KM"), ["q4_k_m"]),
+        (lambda: memory.weight_bytes(LLAMA_1B, "int4a"), ["int4-asym"]),
+    ],
+)
 def test_every_name_lookup_suggests_the_same_way(call, expected):
     assert _suggested(call) == expected
 
@@ -158,8 +173,11 @@ def test_a_short_text_held_by_many_names_is_no_suggestion():
 
 
 def test_a_layer_split_over_more_cards_than_layers_is_refused():
-    with pytest.raises(GpulabConfigError, match=r"^n_gpus=1000 must be at most the model's 16 "
-                                                r"layers") as info:
+    with pytest.raises(
+        GpulabConfigError,
+        match=r"^n_gpus=1000 must be at most the model's 16 "
+        r"layers",
+    ) as info:
         serving.split_inference(LLAMA_1B, 1000)
     assert info.value.field == "n_gpus"
     with pytest.raises(GpulabConfigError, match="at most the model's 16 layers") as info:
@@ -176,8 +194,11 @@ def test_a_layer_split_over_as_many_cards_as_layers_is_fine():
 
 
 def test_a_tensor_split_that_does_not_divide_the_heads_is_refused():
-    with pytest.raises(GpulabConfigError, match=r"^degree=3 must divide the model's 32 "
-                                                r"attention heads") as info:
+    with pytest.raises(
+        GpulabConfigError,
+        match=r"^degree=3 must divide the model's 32 "
+        r"attention heads",
+    ) as info:
         serving.tensor_parallel_tokens_per_s(LLAMA_8B, 936, 3, 32e9)
     assert info.value.field == "degree"
     assert serving.tensor_parallel_tokens_per_s(LLAMA_8B, 936, 4, 32e9) > 0
@@ -185,16 +206,23 @@ def test_a_tensor_split_that_does_not_divide_the_heads_is_refused():
 
 def test_serving_refuses_in_the_words_of_memory_per_gpu():
     """One check: the same reason after the parameter's own name."""
+
     def reason(call) -> str:
         with pytest.raises(GpulabConfigError) as info:
             call()
         return str(info.value).split(" ", 1)[1]
 
-    tp = reason(lambda: parallel.memory_per_gpu(LLAMA_8B, parallel.Strategy("TP", tensor=3), 3,
-                                                global_batch=3))
+    tp = reason(
+        lambda: parallel.memory_per_gpu(
+            LLAMA_8B, parallel.Strategy("TP", tensor=3), 3, global_batch=3
+        )
+    )
     assert tp == reason(lambda: serving.tensor_parallel_tokens_per_s(LLAMA_8B, 936, 3, 32e9))
-    pp = reason(lambda: parallel.memory_per_gpu(LLAMA_1B, parallel.Strategy("PP", pipeline=17),
-                                                17, global_batch=17))
+    pp = reason(
+        lambda: parallel.memory_per_gpu(
+            LLAMA_1B, parallel.Strategy("PP", pipeline=17), 17, global_batch=17
+        )
+    )
     assert pp == reason(lambda: serving.split_inference(LLAMA_1B, 17))
 
 
@@ -215,9 +243,19 @@ def test_a_lora_rank_beyond_the_adapted_matrices_is_refused():
 # --------------------------------------------------------------------------- 11: items of containers
 
 
-@pytest.mark.parametrize("own", [[(5, 10)], [("x", math.nan)], [("x",)], ["RTX 4090"],
-                                 [("x", "24GB")], [("x", -1)], [("x", True)],
-                                 [("RTX 4090", 24 * 2**30), ("x", math.inf)]])
+@pytest.mark.parametrize(
+    "own",
+    [
+        [(5, 10)],
+        [("x", math.nan)],
+        [("x",)],
+        ["RTX 4090"],
+        [("x", "24GB")],
+        [("x", -1)],
+        [("x", True)],
+        [("RTX 4090", 24 * 2**30), ("x", math.inf)],
+    ],
+)
 def test_fit_verdicts_names_the_bad_entry_of_own_gpus(own):
     b = memory.estimate_inference(LLAMA_8B, "int4")
     with pytest.raises(GpulabConfigError) as info:
@@ -230,11 +268,14 @@ def test_fit_verdicts_still_reads_good_entries():
     b = memory.estimate_inference(LLAMA_8B, "int4")
     lines = calculator.fit_verdicts(b, [("RTX 4090", 24 * 2**30), ["Apple M3 Max", 36e9]])
     assert lines[0].startswith("your RTX 4090 (25.8 GB") and lines[0].endswith(": fits")
-    assert lines[1].startswith("your Apple M3 Max (36.0 GB, 25.7 GB for tensors)")  # 36e9 x 0.75 / 1.05
+    assert lines[1].startswith(
+        "your Apple M3 Max (36.0 GB, 25.7 GB for tensors)"
+    )  # 36e9 x 0.75 / 1.05
 
 
-@pytest.mark.parametrize("gpus", [{"x": 5}, {"RTX 4090": "RTX 4090"},
-                                  {"RTX 4090": specs.get_gpu("RTX 4090"), "y": None}])
+@pytest.mark.parametrize(
+    "gpus", [{"x": 5}, {"RTX 4090": "RTX 4090"}, {"RTX 4090": specs.get_gpu("RTX 4090"), "y": None}]
+)
 def test_gpus_that_fit_names_gpus_for_an_entry_that_is_not_a_row(gpus):
     with pytest.raises(GpulabConfigError, match=r"^gpus\[") as info:
         memory.gpus_that_fit(1e9, gpus)
@@ -247,14 +288,18 @@ def test_gpus_that_fit_names_gpus_for_an_entry_that_is_not_a_row(gpus):
 LONG = "x" * 5_000_000
 
 
-@pytest.mark.parametrize("call", [
-    lambda text: specs.get_gpu(text),
-    lambda text: specs.get_cpu(text),
-    lambda text: specs.resolve_gpu(text, "gpu"),
-    lambda text: models.get(text),
-    lambda text: published.get(text),
-    lambda text: memory.weight_bytes(LLAMA_1B, text),
-], ids=["get_gpu", "get_cpu", "resolve_gpu", "models.get", "published.get", "OneOf"])
+@pytest.mark.parametrize(
+    "call",
+    [
+        lambda text: specs.get_gpu(text),
+        lambda text: specs.get_cpu(text),
+        lambda text: specs.resolve_gpu(text, "gpu"),
+        lambda text: models.get(text),
+        lambda text: published.get(text),
+        lambda text: memory.weight_bytes(LLAMA_1B, text),
+    ],
+    ids=["get_gpu", "get_cpu", "resolve_gpu", "models.get", "published.get", "OneOf"],
+)
 def test_a_long_name_is_cut_in_the_message_and_not_searched(call, monkeypatch):
     def short_message() -> str:
         with pytest.raises(GpulabConfigError) as info:
@@ -290,8 +335,9 @@ def test_find_gpu_does_not_tokenise_a_long_name_once_per_row(monkeypatch):
 # --------------------------------------------------------------------------- 15: find_gpu is lenient
 
 
-@pytest.mark.parametrize("memory_bytes", ["24GB", b"24", [24], {}, object(), math.nan, math.inf,
-                                          -1, 10**400])
+@pytest.mark.parametrize(
+    "memory_bytes", ["24GB", b"24", [24], {}, object(), math.nan, math.inf, -1, 10**400]
+)
 def test_find_gpu_gives_none_for_a_memory_size_it_cannot_read(memory_bytes):
     assert specs.find_gpu("NVIDIA GeForce RTX 3060", memory_bytes) is None
     assert specs.find_gpu("NVIDIA GeForce RTX 4090", memory_bytes) is None
@@ -308,8 +354,9 @@ AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, 
 GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True, "desc_act": False}
 
 
-@pytest.mark.parametrize("quantization, asked", [(AWQ, "int4-asym"), (GPTQ, "int4"),
-                                                 ({**GPTQ, "bits": 8}, "int8")])
+@pytest.mark.parametrize(
+    "quantization, asked", [(AWQ, "int4-asym"), (GPTQ, "int4"), ({**GPTQ, "bits": 8}, "int8")]
+)
 def test_a_config_that_declares_its_quantization_says_it_is_not_applied(quantization, asked):
     spec = ModelSpec.from_hf_config({**LLAMA_8B_CONFIG, "quantization_config": quantization})
     (note,) = spec.notes

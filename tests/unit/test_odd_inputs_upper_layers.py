@@ -28,8 +28,13 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 @checked
-def _takes(count: PositiveInt, size: PositiveFloat, maybe: int | None = None,
-           either: int | float = 0, many: tuple[PositiveFloat, ...] = ()):
+def _takes(
+    count: PositiveInt,
+    size: PositiveFloat,
+    maybe: int | None = None,
+    either: int | float = 0,
+    many: tuple[PositiveFloat, ...] = (),
+):
     return count, size, maybe, either, many
 
 
@@ -134,7 +139,9 @@ def test_check_psu_takes_a_fraction_and_numpy_watts():
 # --------------------------------------------------------------------------- item 10: compare
 
 
-@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf, np.float64("nan"), "12", None, True])
+@pytest.mark.parametrize(
+    "bad", [math.nan, math.inf, -math.inf, np.float64("nan"), "12", None, True]
+)
 def test_compare_refuses_a_measurement_that_is_not_a_finite_number(bad):
     """compare(10, nan) is an error naming `measured`, not 'error +nan% ... off by infx'."""
     from gpulab.ui import predict
@@ -145,8 +152,16 @@ def test_compare_refuses_a_measurement_that_is_not_a_finite_number(bad):
     assert "\n" not in str(err.value)
 
 
-@pytest.mark.parametrize("guess, value", [(np.int64(10), 10.0), (np.float64(2.5), 2.5),
-                                          (np.float32(0.5), 0.5), (Ratio(5, 2), 2.5), (7, 7.0)])
+@pytest.mark.parametrize(
+    "guess, value",
+    [
+        (np.int64(10), 10.0),
+        (np.float64(2.5), 2.5),
+        (np.float32(0.5), 0.5),
+        (Ratio(5, 2), 2.5),
+        (7, 7.0),
+    ],
+)
 def test_compare_accepts_any_real_number_as_a_guess(guess, value):
     """NumPy integers and floats and a Fraction are guesses like any number."""
     from gpulab.ui import predict
@@ -170,14 +185,20 @@ def test_compare_refuses_a_bool_or_non_finite_guess_naming_the_variable(bad):
 # --------------------------------------------------------------------------- item 11: memory_expected
 
 
-@pytest.mark.parametrize("field, bad", [("users", 0), ("users", -1), ("context", 0),
-                                        ("users", 1.5)])
+@pytest.mark.parametrize(
+    "field, bad", [("users", 0), ("users", -1), ("context", 0), ("users", 1.5)]
+)
 def test_memory_expected_names_its_own_parameters(field, bad):
     """memory_expected(users=0) names `users`, not gpulab.memory's `batch`."""
     from tests import calculator_oracle as oracle
 
-    args = {"model": "Llama-3.1-8B", "weights": "bf16", "context": 4096, "users": 1,
-            "gpu": "RTX 4090"} | {field: bad}
+    args = {
+        "model": "Llama-3.1-8B",
+        "weights": "bf16",
+        "context": 4096,
+        "users": 1,
+        "gpu": "RTX 4090",
+    } | {field: bad}
     with pytest.raises(GpulabConfigError) as err:
         oracle.memory_expected(**args)
     assert err.value.field == field
@@ -194,10 +215,21 @@ def _in_small_process(code: str) -> subprocess.CompletedProcess:
         import resource
         resource.setrlimit(resource.RLIMIT_AS, (2 * 2**30, 2 * 2**30))
     """)
-    env = {"OPENBLAS_NUM_THREADS": "1", "OMP_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
-           "PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT / "src")}
-    return subprocess.run([sys.executable, "-c", prologue + textwrap.dedent(code)], env=env,
-                          capture_output=True, text=True, timeout=60, cwd=ROOT)
+    env = {
+        "OPENBLAS_NUM_THREADS": "1",
+        "OMP_NUM_THREADS": "1",
+        "MKL_NUM_THREADS": "1",
+        "PATH": "/usr/bin:/bin",
+        "PYTHONPATH": str(ROOT / "src"),
+    }
+    return subprocess.run(
+        [sys.executable, "-c", prologue + textwrap.dedent(code)],
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
 
 
 @pytest.mark.parametrize("steps", [2**63, 10**12, 10**7])
@@ -246,15 +278,20 @@ def test_the_out_of_date_hint_names_a_command_that_runs(tmp_path, capsys):
     assert "python tools/checks/nbcheck.py --fix" in out and "gpulab.labs`" not in out
     assert learner_generator.REGENERATE == "python tools/checks/nbcheck.py --fix"
     script, option = learner_generator.REGENERATE.split()[1:]
-    result = subprocess.run([sys.executable, script, "--help"], cwd=ROOT, capture_output=True,
-                            text=True, timeout=120)
+    result = subprocess.run(
+        [sys.executable, script, "--help"], cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
     assert result.returncode == 0, result.stderr[-2000:]
     assert option in result.stdout
 
 
 def test_no_text_names_the_missing_module():
     """`python -m gpulab.labs` does not exist; no docstring, hint or guide names it."""
-    texts = [ROOT / "CONTRIBUTING.md", ROOT / "README.md",
-             *sorted((ROOT / "src" / "gpulab").rglob("*.py")), *sorted((ROOT / "tools").rglob("*.py"))]
+    texts = [
+        ROOT / "CONTRIBUTING.md",
+        ROOT / "README.md",
+        *sorted((ROOT / "src" / "gpulab").rglob("*.py")),
+        *sorted((ROOT / "tools").rglob("*.py")),
+    ]
     naming = [str(p.relative_to(ROOT)) for p in texts if "-m gpulab.labs" in p.read_text("utf-8")]
     assert naming == []

@@ -84,32 +84,63 @@ def fake_torch(is_available=lambda: False):
     return SimpleNamespace(
         __version__="2.13.0+fake",
         version=SimpleNamespace(cuda=None, hip=None),
-        cuda=SimpleNamespace(is_available=is_available, device_count=lambda: 0,
-                             get_arch_list=lambda: []),
-        backends=SimpleNamespace(mps=SimpleNamespace(is_built=lambda: False,
-                                                     is_available=lambda: False)),
+        cuda=SimpleNamespace(
+            is_available=is_available, device_count=lambda: 0, get_arch_list=lambda: []
+        ),
+        backends=SimpleNamespace(
+            mps=SimpleNamespace(is_built=lambda: False, is_available=lambda: False)
+        ),
     )
 
 
 def cpu_report(cpu: CPUInfo, **overrides) -> HardwareReport:
     """A CPU-only report around ``cpu``."""
-    values = dict(os="Linux", python="3.11", torch=TorchInfo(installed=True, version="2.13.0+cpu"),
-                  cpu=cpu, ram_total_bytes=32 * GIB, ram_available_bytes=16 * GIB, gpus=[],
-                  backend="cpu", in_colab=False, visible_devices={}, nvidia_device_files=False,
-                  notes=[])
+    values = dict(
+        os="Linux",
+        python="3.11",
+        torch=TorchInfo(installed=True, version="2.13.0+cpu"),
+        cpu=cpu,
+        ram_total_bytes=32 * GIB,
+        ram_available_bytes=16 * GIB,
+        gpus=[],
+        backend="cpu",
+        in_colab=False,
+        visible_devices={},
+        nvidia_device_files=False,
+        notes=[],
+    )
     values.update(overrides)
     return HardwareReport(**values)
 
 
 def gpu_report(driver: str) -> HardwareReport:
     """A CUDA machine with one RTX 4090 on the given driver version."""
-    gpu = GPUInfo(index=0, name="NVIDIA GeForce RTX 4090", memory_total_bytes=24 * GIB,
-                  memory_free_bytes=20 * GIB, driver_version=driver, cuda_driver_version="12.8",
-                  compute_capability="8.9")
-    t = TorchInfo(installed=True, version="2.13.0+cu128", cuda_version="12.8",
-                  cuda_available=True, device_count=1, arch_list=["sm_80", "sm_89"], build="cuda")
-    return cpu_report(CPUInfo("Test CPU", 4, 8, ["AVX2"]), torch=t, gpus=[gpu], backend="cuda",
-                      nvidia_device_files=True, gpus_present=1)
+    gpu = GPUInfo(
+        index=0,
+        name="NVIDIA GeForce RTX 4090",
+        memory_total_bytes=24 * GIB,
+        memory_free_bytes=20 * GIB,
+        driver_version=driver,
+        cuda_driver_version="12.8",
+        compute_capability="8.9",
+    )
+    t = TorchInfo(
+        installed=True,
+        version="2.13.0+cu128",
+        cuda_version="12.8",
+        cuda_available=True,
+        device_count=1,
+        arch_list=["sm_80", "sm_89"],
+        build="cuda",
+    )
+    return cpu_report(
+        CPUInfo("Test CPU", 4, 8, ["AVX2"]),
+        torch=t,
+        gpus=[gpu],
+        backend="cuda",
+        nvidia_device_files=True,
+        gpus_present=1,
+    )
 
 
 HUNG_IMPORT = "import time\ntime.sleep(3600)\n"
@@ -139,18 +170,28 @@ def nvmlSystemGetCudaDriverVersion(): return 12080
 """
 
 
-def run_doctor(tmp_path: Path, fakes: dict[str, str], *args: str, limit_s: str = "2",
-               encoding: str = "utf-8") -> subprocess.CompletedProcess:
+def run_doctor(
+    tmp_path: Path, fakes: dict[str, str], *args: str, limit_s: str = "2", encoding: str = "utf-8"
+) -> subprocess.CompletedProcess:
     """``python -m gpulab doctor ARGS`` with the fake modules first on the path."""
     folder = tmp_path / "fakes"
     for relative, text in fakes.items():
         path = folder / relative
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text, encoding="utf-8")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(folder), str(SRC)]),
-               GPULAB_DETECT_TIMEOUT_S=limit_s, PYTHONIOENCODING=encoding)
-    return subprocess.run([sys.executable, "-m", "gpulab", "doctor", *args], cwd=tmp_path,
-                          env=env, capture_output=True, timeout=GUARD_S)
+    env = dict(
+        os.environ,
+        PYTHONPATH=os.pathsep.join([str(folder), str(SRC)]),
+        GPULAB_DETECT_TIMEOUT_S=limit_s,
+        PYTHONIOENCODING=encoding,
+    )
+    return subprocess.run(
+        [sys.executable, "-m", "gpulab", "doctor", *args],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        timeout=GUARD_S,
+    )
 
 
 def notes_and_codes(tmp_path, fakes, limit_s="2") -> tuple[str, list[str], list[str]]:
@@ -169,8 +210,9 @@ def notes_and_codes(tmp_path, fakes, limit_s="2") -> tuple[str, list[str], list[
 # --------------------------------------------------------------------------- 1. one deadline
 
 
-@pytest.mark.parametrize("torch_init", [HUNG_TORCH_PROBE, HUNG_IMPORT],
-                         ids=["cuda.is_available sleeps", "import sleeps"])
+@pytest.mark.parametrize(
+    "torch_init", [HUNG_TORCH_PROBE, HUNG_IMPORT], ids=["cuda.is_available sleeps", "import sleeps"]
+)
 def test_doctor_reports_when_torch_hangs(tmp_path, torch_init):
     text, notes, codes = notes_and_codes(tmp_path, {"torch/__init__.py": torch_init})
     assert any(n.startswith("torch did not answer within 2 s") for n in notes), notes
@@ -192,10 +234,13 @@ def test_doctor_reports_when_the_pynvml_import_calls_sys_exit(tmp_path):
     assert "SystemExit: 3" in text
 
 
-@pytest.mark.parametrize("module, importer", [
-    ("pynvml", nvml.import_nvml), ("torch", lambda: torch_probe.import_torch_traced()[:2])])
-def test_an_import_that_calls_sys_exit_is_a_reason_not_an_exit(monkeypatch, tmp_path, module,
-                                                                 importer):
+@pytest.mark.parametrize(
+    "module, importer",
+    [("pynvml", nvml.import_nvml), ("torch", lambda: torch_probe.import_torch_traced()[:2])],
+)
+def test_an_import_that_calls_sys_exit_is_a_reason_not_an_exit(
+    monkeypatch, tmp_path, module, importer
+):
     (tmp_path / f"{module}.py").write_text(EXITING_IMPORT)
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.delitem(sys.modules, module, raising=False)
@@ -207,8 +252,10 @@ def test_nvml_and_torch_hanging_together_share_one_deadline():
     release = threading.Event()
     try:
         report = hardware.detect(
-            environ={"GPULAB_DETECT_TIMEOUT_S": "0.5"}, nvml=FakeNVML(hang=release),
-            torch_module=fake_torch(lambda: release.wait(60)))
+            environ={"GPULAB_DETECT_TIMEOUT_S": "0.5"},
+            nvml=FakeNVML(hang=release),
+            torch_module=fake_torch(lambda: release.wait(60)),
+        )
     finally:
         release.set()
     assert any(n.startswith("NVML did not answer within 0.5 s") for n in report.notes)
@@ -219,11 +266,14 @@ def test_nvml_and_torch_hanging_together_share_one_deadline():
 
 @pytest.mark.parametrize("value", ["abc", "0", "-3", "nan", "inf", ""])
 def test_a_bad_detection_time_limit_falls_back_to_the_default_with_a_note(value):
-    report = hardware.detect(environ={"GPULAB_DETECT_TIMEOUT_S": value}, nvml=FakeNVML(),
-                             torch_module=fake_torch())
+    report = hardware.detect(
+        environ={"GPULAB_DETECT_TIMEOUT_S": value}, nvml=FakeNVML(), torch_module=fake_torch()
+    )
     assert len(report.gpus) == 1  # detection ran
     expected = f"GPULAB_DETECT_TIMEOUT_S={value!r} is not a number of seconds above 0"
-    assert any(n.startswith(expected) and "the default, 60 s" in n for n in report.notes), report.notes
+    assert any(n.startswith(expected) and "the default, 60 s" in n for n in report.notes), (
+        report.notes
+    )
 
 
 # --------------------------------------------------------------------------- 2. CPU peak
@@ -231,8 +281,11 @@ def test_a_bad_detection_time_limit_falls_back_to_the_default_with_a_note(value)
 
 @pytest.mark.parametrize("mhz", [0.0, math.nan, -2000.0, math.inf])
 def test_an_odd_cpu_clock_means_peak_unknown(mhz):
-    report = cpu_report(CPUInfo("Test CPU", 4, 8, ["AVX2", "FMA"], max_frequency_mhz=mhz,
-                                reported_frequency_mhz=mhz))
+    report = cpu_report(
+        CPUInfo(
+            "Test CPU", 4, 8, ["AVX2", "FMA"], max_frequency_mhz=mhz, reported_frequency_mhz=mhz
+        )
+    )
     estimate = peaks.cpu_peak(report)
     assert estimate.fp32_flops is None and estimate.bf16_flops is None
     assert estimate.clock_ghz is None
@@ -242,8 +295,11 @@ def test_an_odd_cpu_clock_means_peak_unknown(mhz):
 
 
 def test_a_zero_max_clock_falls_back_to_the_reported_one():
-    report = cpu_report(CPUInfo("Test CPU", 4, 8, ["AVX2", "FMA"], max_frequency_mhz=0.0,
-                                reported_frequency_mhz=2500.0))
+    report = cpu_report(
+        CPUInfo(
+            "Test CPU", 4, 8, ["AVX2", "FMA"], max_frequency_mhz=0.0, reported_frequency_mhz=2500.0
+        )
+    )
     assert peaks.cpu_peak(report).fp32_flops == pytest.approx(4 * 2.5e9 * 32)
 
 
@@ -251,9 +307,12 @@ def test_a_vm_reporting_0_mhz_gets_a_note_that_the_doctor_prints(tmp_path, monke
     cpuinfo = tmp_path / "cpuinfo"
     cpuinfo.write_text("model name\t: Virtual CPU\nflags\t\t: avx2 fma\ncpu MHz\t\t: 0.000\n")
     monkeypatch.setattr("gpulab.machine.host.core_counts", lambda: (4, 8, None))
-    monkeypatch.setattr("gpulab.machine.host.SYSFS_CPU", str(tmp_path / "no-sysfs"))  # a VM: no cpufreq
-    report = hardware.detect(environ={}, cpuinfo_path=str(cpuinfo), nvml=FakeNVML(),
-                             torch_module=fake_torch())
+    monkeypatch.setattr(
+        "gpulab.machine.host.SYSFS_CPU", str(tmp_path / "no-sysfs")
+    )  # a VM: no cpufreq
+    report = hardware.detect(
+        environ={}, cpuinfo_path=str(cpuinfo), nvml=FakeNVML(), torch_module=fake_torch()
+    )
     assert report.cpu.reported_frequency_mhz is None and report.cpu.max_frequency_mhz is None
     note = next(n for n in report.notes if n.startswith("CPU clock"))
     assert "0 MHz" in note and "peak unknown" in note
@@ -265,8 +324,11 @@ def test_a_vm_reporting_0_mhz_gets_a_note_that_the_doctor_prints(tmp_path, monke
 
 @pytest.mark.parametrize("device", ["cuda:7", 0, "CPU", None, "meta", "cuda:x", 1.5])
 def test_allowance_on_a_device_that_does_not_exist_here_says_so(device):
-    for call in (lambda: budget.allowance(device), lambda: budget.fits(device, 4e8),
-                 lambda: budget.max_elements(device, 4)):
+    for call in (
+        lambda: budget.allowance(device),
+        lambda: budget.fits(device, 4e8),
+        lambda: budget.max_elements(device, 4),
+    ):
         with pytest.raises(GpulabConfigError, match="no such device") as info:
             call()
         assert info.value.field == "device"
@@ -306,8 +368,12 @@ def test_a_readable_driver_version_is_not_called_unreadable():
 def test_a_pynvml_that_raises_breaks_torch_and_the_doctor_names_pynvml(tmp_path):
     # torch/cuda/__init__.py imports pynvml and catches only ImportError: a RuntimeError raised
     # by a broken pynvml makes `import torch` itself fail.
-    run = run_doctor(tmp_path, {"pynvml.py": "raise RuntimeError('nvml binding is broken')\n"},
-                     "--json", limit_s="15")
+    run = run_doctor(
+        tmp_path,
+        {"pynvml.py": "raise RuntimeError('nvml binding is broken')\n"},
+        "--json",
+        limit_s="15",
+    )
     data = json.loads(run.stdout)
     findings = {f["code"]: f for f in data["findings"]}
     assert "torch-broken" not in findings and "pynvml-broken" in findings
@@ -317,8 +383,9 @@ def test_a_pynvml_that_raises_breaks_torch_and_the_doctor_names_pynvml(tmp_path)
 
 
 def test_the_pynvml_rule_on_a_report_built_by_hand():
-    t = TorchInfo(installed=False, build="not installed", import_error="RuntimeError: x",
-                  broken_by="pynvml")
+    t = TorchInfo(
+        installed=False, build="not installed", import_error="RuntimeError: x", broken_by="pynvml"
+    )
     report = cpu_report(CPUInfo(None, None, None, []), torch=t)
     assert [f.code for f in rules.rules_setup.rule_pynvml_broken(report)] == ["pynvml-broken"]
     codes = [f.code for f in diagnose(report)]
@@ -342,8 +409,9 @@ def test_the_doctor_prints_an_odd_gpu_name_on_an_ascii_stdout(tmp_path):
 def test_non_ascii_digits_hide_every_gpu_as_cuda_reads_them(value):
     parsed = parse_visible_devices(value)
     assert parsed.hides_all and parsed.entries == [] and "will see no GPU" in parsed.note
-    report = hardware.detect(environ={"CUDA_VISIBLE_DEVICES": value}, nvml=FakeNVML(),
-                             torch_module=fake_torch())
+    report = hardware.detect(
+        environ={"CUDA_VISIBLE_DEVICES": value}, nvml=FakeNVML(), torch_module=fake_torch()
+    )
     assert report.gpus == [] and report.gpus_present == 1
     assert "gpus-hidden" in [f.code for f in diagnose(report)]
 

@@ -72,8 +72,9 @@ def _linear(per_item, fixed=0):
     return peak, calls
 
 
-@pytest.mark.parametrize("budget_bytes, expected", [(100, 10), (105, 10), (1000, 100), (9, 0),
-                                                    (10, 1), (37, 3), (64, 6)])
+@pytest.mark.parametrize(
+    "budget_bytes, expected", [(100, 10), (105, 10), (1000, 100), (9, 0), (10, 1), (37, 3), (64, 6)]
+)
 def test_largest_batch_with_a_linear_peak(budget_bytes, expected):
     """peak = 10 x batch: the answer is budget // 10, found with O(log n) measurements."""
     peak, calls = _linear(10)
@@ -86,6 +87,7 @@ def test_largest_batch_with_a_linear_peak(budget_bytes, expected):
 
 def test_largest_batch_when_measurement_runs_out_of_memory():
     """None (or a raised OutOfMemoryError) means the batch does not fit."""
+
     def peak(batch):
         if batch > 20:
             return None

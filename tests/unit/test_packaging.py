@@ -46,8 +46,11 @@ def test_environment_yml_uses_the_constraints_and_installs_the_package():
 
 def test_constraints_pin_torch_and_pyproject_allows_it():
     """constraints.txt pins torch to one version that the package's range admits."""
-    pins = [line for line in (ROOT / "constraints.txt").read_text().splitlines()
-            if line and not line.startswith("#")]
+    pins = [
+        line
+        for line in (ROOT / "constraints.txt").read_text().splitlines()
+        if line and not line.startswith("#")
+    ]
     assert pins == ["torch==2.13.0"]
     assert "torch>=2.4" in PYPROJECT["project"]["dependencies"]
 
@@ -59,10 +62,16 @@ def test_kernels_extra_leaves_triton_unpinned():
 
 def test_two_kernelspecs_one_hides_the_gpus():
     """gpulab sees the GPUs; gpulab-cpu hides them through all three variables."""
-    specs = {p.parent.name: json.loads(p.read_text()) for p in (ROOT / "jupyter" / "kernels").glob("*/kernel.json")}
+    specs = {
+        p.parent.name: json.loads(p.read_text())
+        for p in (ROOT / "jupyter" / "kernels").glob("*/kernel.json")
+    }
     assert set(specs) == {"gpulab", "gpulab-cpu"}
     for spec in specs.values():
         assert spec["argv"][0] == "python"
     assert "env" not in specs["gpulab"]
-    assert specs["gpulab-cpu"]["env"] == {"CUDA_VISIBLE_DEVICES": "", "HIP_VISIBLE_DEVICES": "",
-                                          "ROCR_VISIBLE_DEVICES": ""}
+    assert specs["gpulab-cpu"]["env"] == {
+        "CUDA_VISIBLE_DEVICES": "",
+        "HIP_VISIBLE_DEVICES": "",
+        "ROCR_VISIBLE_DEVICES": "",
+    }

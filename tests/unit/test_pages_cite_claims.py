@@ -27,8 +27,11 @@ CLAIM_ROLE = re.compile(r"\{(?:claim|verdict)\}`[^`]*`")
 ANY_ROLE = re.compile(r"\{[\w:.-]+\}`[^`]*`")
 INLINE_CODE = re.compile(r"`[^`]*`")
 # The verdicts of the rubric and the words pages used to grade claims with before it.
-VERDICT_WORDS = re.compile(r"\b(correct|incorrect|wrong|misleading|not checkable|uncheckable|"
-                           r"plausible|implausible|impossible)\b", re.IGNORECASE)
+VERDICT_WORDS = re.compile(
+    r"\b(correct|incorrect|wrong|misleading|not checkable|uncheckable|"
+    r"plausible|implausible|impossible)\b",
+    re.IGNORECASE,
+)
 PLAIN_CLAIM_REF = re.compile(r"\bclaims? \d+|\(id \d+\)", re.IGNORECASE)
 FENCE = re.compile(r"^(```|~~~).*?^\1", re.MULTILINE | re.DOTALL)
 
@@ -47,7 +50,9 @@ def verdict_problems(text: str) -> list[str]:
     for unit in _units(text):
         prose = INLINE_CODE.sub(" ", ANY_ROLE.sub(" ", unit))
         for ref in PLAIN_CLAIM_REF.findall(prose):
-            problems.append(f"a claim cited as plain text ({ref!r}): use {{claim}}`N`: {unit[:120]}")
+            problems.append(
+                f"a claim cited as plain text ({ref!r}): use {{claim}}`N`: {unit[:120]}"
+            )
         if CLAIM_ROLE.search(unit) or PLAIN_CLAIM_REF.search(prose):
             for word in VERDICT_WORDS.findall(prose):
                 problems.append(f"verdict word {word!r} beside a claim: {unit[:120]}")
@@ -59,7 +64,11 @@ def _verdict_column_problems(text: str) -> list[str]:
     """Every cell of a table's "verdict" column is one or more {verdict} roles, nothing else."""
     problems, column = [], None
     for line in text.splitlines():
-        cells = [c.strip() for c in line.strip().strip("|").split("|")] if line.lstrip().startswith("|") else None
+        cells = (
+            [c.strip() for c in line.strip().strip("|").split("|")]
+            if line.lstrip().startswith("|")
+            else None
+        )
         if cells is None:
             column = None
             continue
@@ -76,7 +85,9 @@ def _verdict_column_problems(text: str) -> list[str]:
         cited = set(re.findall(r"\{claim\}`(\d+)`", line))
         graded = set(re.findall(r"\d+", " ".join(re.findall(r"\{verdict\}`([\d, ]+)`", cell))))
         if cited and cited != graded:
-            problems.append(f"the row cites claims {sorted(cited)} but grades {sorted(graded)}: {line[:120]}")
+            problems.append(
+                f"the row cites claims {sorted(cited)} but grades {sorted(graded)}: {line[:120]}"
+            )
     return problems
 
 
@@ -85,15 +96,20 @@ def test_a_page_states_verdicts_only_through_the_registry(page):
     assert verdict_problems(page.read_text(encoding="utf-8")) == []
 
 
-@pytest.mark.parametrize("text, found", [
-    ("Claim 42 is wrong.", ["plain text", "verdict word 'wrong'"]),
-    ("The article says {claim}`42`, which is misleading.", ["verdict word 'misleading'"]),
-    ("| claim | verdict |\n|---|---|\n| {claim}`2` | wrong |", ["verdict word 'wrong'",
-                                                            "verdict column"]),
-    ("| claim | verdict |\n|---|---|\n| {claim}`2` | {verdict}`2` |", []),
-    ("| claim | verdict |\n|---|---|\n| {claim}`2` | {verdict}`3` |", ["cites claims ['2']"]),
-    ("What goes wrong when the driver is old.", []),
-])
+@pytest.mark.parametrize(
+    "text, found",
+    [
+        ("Claim 42 is wrong.", ["plain text", "verdict word 'wrong'"]),
+        ("The article says {claim}`42`, which is misleading.", ["verdict word 'misleading'"]),
+        (
+            "| claim | verdict |\n|---|---|\n| {claim}`2` | wrong |",
+            ["verdict word 'wrong'", "verdict column"],
+        ),
+        ("| claim | verdict |\n|---|---|\n| {claim}`2` | {verdict}`2` |", []),
+        ("| claim | verdict |\n|---|---|\n| {claim}`2` | {verdict}`3` |", ["cites claims ['2']"]),
+        ("What goes wrong when the driver is old.", []),
+    ],
+)
 def test_the_verdict_check_can_fail(text, found):
     problems = verdict_problems(text)
     assert len(problems) == len(found)
@@ -103,8 +119,11 @@ def test_the_verdict_check_can_fail(text, found):
 
 def _markdown_cells(path: Path) -> list[str]:
     cells = json.loads(path.read_text(encoding="utf-8"))["cells"]
-    return ["".join(c["source"]) if isinstance(c["source"], list) else c["source"]
-            for c in cells if c["cell_type"] == "markdown"]
+    return [
+        "".join(c["source"]) if isinstance(c["source"], list) else c["source"]
+        for c in cells
+        if c["cell_type"] == "markdown"
+    ]
 
 
 def reader_problems(markdown: str) -> list[str]:
@@ -124,7 +143,8 @@ def test_a_jupyter_reader_sees_no_raw_myst(notebook):
     assert problems == []
 
 
-@pytest.mark.parametrize("markdown", ["See {doc}`../book/02_vram`.", "```{note}\nhi\n```",
-                                      ":::{tip}\nhi\n:::"])
+@pytest.mark.parametrize(
+    "markdown", ["See {doc}`../book/02_vram`.", "```{note}\nhi\n```", ":::{tip}\nhi\n:::"]
+)
 def test_the_reader_check_can_fail(markdown):
     assert reader_problems(markdown)

@@ -17,10 +17,17 @@ N70 = LLAMA_70B.n_params
 def test_one_gpu_data_parallel_is_chapter_2s_estimate():
     """With one GPU nothing is split: every part equals memory.estimate_training's."""
     for ckpt in (False, True):
-        got = parallel.memory_per_gpu(LLAMA_7B, Strategy("DP"), n_gpus=1, global_batch=2,
-                                      seq_len=1024, activation_checkpointing=ckpt)
-        want = memory.estimate_training(LLAMA_7B, batch=2, seq_len=1024,
-                                        activation_checkpointing=ckpt)
+        got = parallel.memory_per_gpu(
+            LLAMA_7B,
+            Strategy("DP"),
+            n_gpus=1,
+            global_batch=2,
+            seq_len=1024,
+            activation_checkpointing=ckpt,
+        )
+        want = memory.estimate_training(
+            LLAMA_7B, batch=2, seq_len=1024, activation_checkpointing=ckpt
+        )
         for part in ("weights", "gradients", "optimizer", "activations", "overhead"):
             assert getattr(got, part) == getattr(want, part), part
 
@@ -32,7 +39,9 @@ def test_pipeline_stages_hold_every_parameter_once(spec, p):
     last stage keeps a copy of the embedding as its head when it is not also the first)."""
     stages = parallel._stages(spec, p)
     assert sum(len(r) for r in stages) == spec.n_layers
-    total = sum(parallel._stage_params(spec, r, i == 0, i == p - 1)[0] for i, r in enumerate(stages))
+    total = sum(
+        parallel._stage_params(spec, r, i == 0, i == p - 1)[0] for i, r in enumerate(stages)
+    )
     copy = spec.params_by_component()["embedding"] if spec.tie_embeddings and p > 1 else 0
     assert total == spec.n_params + copy
 
@@ -41,8 +50,9 @@ def test_zero_stages_shard_what_the_paper_says():
     """bf16 + AdamW: 2 + 2 + 12 bytes per parameter; ZeRO-1 shards the 12, ZeRO-2 also the
     gradients' 2, ZeRO-3 also the weights' 2 (plus two gathered units and one unit's gradient)."""
     kw = dict(n_gpus=8, global_batch=8, seq_len=2048, activation_checkpointing=True)
-    dp, z1, z2, z3 = (parallel.memory_per_gpu(LLAMA_70B, Strategy("x", zero_stage=z), **kw)
-                      for z in range(4))
+    dp, z1, z2, z3 = (
+        parallel.memory_per_gpu(LLAMA_70B, Strategy("x", zero_stage=z), **kw) for z in range(4)
+    )
     assert dp.optimizer == 12 * N70 and dp.gradients == 2 * N70 and dp.weights == 2 * N70
     assert z1.optimizer == -(-12 * N70 // 8) and z1.gradients == 2 * N70
     assert z2.gradients == -(-2 * N70 // 8) and z2.weights == 2 * N70
@@ -92,8 +102,11 @@ def test_fewer_micro_batches_than_stages_fill_less_of_the_pipeline():
 def test_data_parallel_moves_two_gradients_per_rank_and_zero3_three():
     """Ring all-reduce: 2(n-1)/n x S per rank. ZeRO-1/2 (reduce-scatter + all-gather) move the
     same; ZeRO-3 gathers the parameters twice: 1.5 x (ZeRO paper, section 7.2)."""
+
     def volume(stage):
-        moves = parallel.communication_per_step(LLAMA_70B, Strategy("x", zero_stage=stage), 8, 8, 4096)
+        moves = parallel.communication_per_step(
+            LLAMA_70B, Strategy("x", zero_stage=stage), 8, 8, 4096
+        )
         return sum(m.bytes_per_rank for m in moves)
 
     assert volume(0) == pytest.approx(2 * 7 / 8 * 2 * N70)
@@ -108,8 +121,9 @@ def test_tensor_parallel_all_reduces_four_activations_per_layer():
     message = 8 * 4096 * 8192 * 2
     assert moves[0].nbytes == message and moves[0].calls == 4 * 80
     assert moves[0].bytes_per_rank == pytest.approx(320 * 2 * 7 / 8 * message)
-    ckpt = parallel.communication_per_step(LLAMA_70B, Strategy("TP", tensor=8), 8, 8, 4096,
-                                           activation_checkpointing=True)
+    ckpt = parallel.communication_per_step(
+        LLAMA_70B, Strategy("TP", tensor=8), 8, 8, 4096, activation_checkpointing=True
+    )
     assert ckpt[0].calls == 6 * 80
 
 
@@ -133,8 +147,9 @@ def test_two_gpu_gradient_all_reduce_over_pcie_4_by_hand():
     link = links.pcie(4, 16)
     want = 2 * LLAMA_7B.n_params * 1.0 / (16e9 * 128 / 130 / 8 * 16)
     assert parallel.step_communication_seconds(moves, link.bytes_per_s) == pytest.approx(want)
-    assert parallel.step_communication_seconds(moves, link.bytes_per_s, latency_s=1e-3) \
-        == pytest.approx(want + 1e-3)
+    assert parallel.step_communication_seconds(
+        moves, link.bytes_per_s, latency_s=1e-3
+    ) == pytest.approx(want + 1e-3)
 
 
 def test_pcie_rates_per_direction():
@@ -171,14 +186,18 @@ def test_layer_split_reads_at_one_cards_bandwidth():
     assert two == pytest.approx(perf.decode_tokens_per_s(LLAMA_70B, "q4_k_m", "bf16", 1, 4096, 936))
     mixed = serving.layer_split_tokens_per_s(LLAMA_70B, [936, 1008], "q4_k_m")
     harmonic = 2 / (1 / 936 + 1 / 1008)
-    assert mixed == pytest.approx(perf.decode_tokens_per_s(LLAMA_70B, "q4_k_m", "bf16", 1, 4096, harmonic))
+    assert mixed == pytest.approx(
+        perf.decode_tokens_per_s(LLAMA_70B, "q4_k_m", "bf16", 1, 4096, harmonic)
+    )
 
 
 def test_tensor_parallel_decode_adds_bandwidths_minus_all_reduces():
     one = serving.tensor_parallel_tokens_per_s(LLAMA_70B, 936, 1, 31.5e9, "q4_k_m")
     assert one == pytest.approx(perf.decode_tokens_per_s(LLAMA_70B, "q4_k_m", "bf16", 1, 4096, 936))
     free = serving.tensor_parallel_tokens_per_s(LLAMA_70B, 936, 2, 31.5e9, "q4_k_m")
-    slow = serving.tensor_parallel_tokens_per_s(LLAMA_70B, 936, 2, 31.5e9, "q4_k_m", latency_s=20e-6)
+    slow = serving.tensor_parallel_tokens_per_s(
+        LLAMA_70B, 936, 2, 31.5e9, "q4_k_m", latency_s=20e-6
+    )
     assert one < free < 2 * one and slow < free
     # 160 all-reduces of 16 KB cost 160 x 16384 / 31.5e9 s on top of the halved reads
     read = perf.decode_bytes_per_step(LLAMA_70B, "q4_k_m") / (2 * 936e9)
@@ -207,26 +226,40 @@ def test_bubble_fraction():
     assert parallel.bubble_fraction(1, 1) == 0
 
 
-@pytest.mark.parametrize("call, field", [
-    (lambda: Strategy("x", zero_stage=4), "zero_stage"),
-    (lambda: Strategy("x", tensor=0), "tensor"),
-    (lambda: parallel.memory_per_gpu(LLAMA_70B, Strategy("x", tensor=3), 3, 3), "tensor=3"),
-    (lambda: parallel.memory_per_gpu(LLAMA_70B, Strategy("x", tensor=8), 12, 12), "n_gpus=12"),
-    (lambda: parallel.memory_per_gpu(LLAMA_70B, Strategy("DP"), 8, 12), "global_batch=12"),
-    (lambda: parallel.memory_per_gpu(LLAMA_70B, Strategy("x", pipeline=81), 81, 81), "pipeline=81"),
-    (lambda: parallel.memory_per_gpu(LLAMA_70B, Strategy("x", pipeline=2, micro_batch=3), 2, 4),
-     "micro_batch=3"),
-    (lambda: parallel.memory_per_gpu(LLAMA_70B, "DP", 8, 8), "strategy"),
-    (lambda: parallel.memory_per_gpu({}, Strategy("DP"), 8, 8), "spec"),
-    (lambda: parallel.communication_per_step(LLAMA_70B, Strategy("DP"), 8, 8, precision="fp8"),
-     "precision"),
-    (lambda: links.pcie(7), "gen=7"),
-    (lambda: links.pcie(4, 3), "lanes=3"),
-    (lambda: links.gpu_link("RTX 4090", "infiniband"), "kind"),
-    (lambda: serving.layer_split_tokens_per_s(LLAMA_70B, []), "bandwidths_gbs"),
-    (lambda: serving.layer_split_tokens_per_s(LLAMA_70B, [936, 0]), r"bandwidths_gbs\[1\]"),
-    (lambda: parallel.step_communication_seconds([], 0), "bus_bytes_per_s"),
-])
+@pytest.mark.parametrize(
+    "call, field",
+    [
+        (lambda: Strategy("x", zero_stage=4), "zero_stage"),
+        (lambda: Strategy("x", tensor=0), "tensor"),
+        (lambda: parallel.memory_per_gpu(LLAMA_70B, Strategy("x", tensor=3), 3, 3), "tensor=3"),
+        (lambda: parallel.memory_per_gpu(LLAMA_70B, Strategy("x", tensor=8), 12, 12), "n_gpus=12"),
+        (lambda: parallel.memory_per_gpu(LLAMA_70B, Strategy("DP"), 8, 12), "global_batch=12"),
+        (
+            lambda: parallel.memory_per_gpu(LLAMA_70B, Strategy("x", pipeline=81), 81, 81),
+            "pipeline=81",
+        ),
+        (
+            lambda: parallel.memory_per_gpu(
+                LLAMA_70B, Strategy("x", pipeline=2, micro_batch=3), 2, 4
+            ),
+            "micro_batch=3",
+        ),
+        (lambda: parallel.memory_per_gpu(LLAMA_70B, "DP", 8, 8), "strategy"),
+        (lambda: parallel.memory_per_gpu({}, Strategy("DP"), 8, 8), "spec"),
+        (
+            lambda: parallel.communication_per_step(
+                LLAMA_70B, Strategy("DP"), 8, 8, precision="fp8"
+            ),
+            "precision",
+        ),
+        (lambda: links.pcie(7), "gen=7"),
+        (lambda: links.pcie(4, 3), "lanes=3"),
+        (lambda: links.gpu_link("RTX 4090", "infiniband"), "kind"),
+        (lambda: serving.layer_split_tokens_per_s(LLAMA_70B, []), "bandwidths_gbs"),
+        (lambda: serving.layer_split_tokens_per_s(LLAMA_70B, [936, 0]), r"bandwidths_gbs\[1\]"),
+        (lambda: parallel.step_communication_seconds([], 0), "bus_bytes_per_s"),
+    ],
+)
 def test_bad_input_names_the_field(call, field):
     with pytest.raises(GpulabConfigError, match=field):
         call()

@@ -12,8 +12,16 @@ from gpulab.estimate.memory import ModelSpec
 
 LLAMA_70B = models.get("Llama-3-70B")
 LLAMA_8B = models.get("Llama-3-8B")
-TINY = dict(model_type="llama", hidden_size=128, intermediate_size=344, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, vocab_size=1000, tie_word_embeddings=False)
+TINY = dict(
+    model_type="llama",
+    hidden_size=128,
+    intermediate_size=344,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=1000,
+    tie_word_embeddings=False,
+)
 
 
 def test_llama_3_70b_int4_on_an_rtx_4090_by_hand():
@@ -26,8 +34,9 @@ def test_llama_3_70b_int4_on_an_rtx_4090_by_hand():
     weights = (LLAMA_70B.n_params - kept) * 4.125 / 8 + read_16bit * 2
     kv = 2 * 80 * 8 * 128 * 4096 * 2
     expected = 1008e9 / (weights + kv)
-    got = perf.decode_tokens_per_s(LLAMA_70B, weights="int4", kv_cache="bf16", batch=1,
-                                   seq_len=4096, bandwidth_gbs=1008)
+    got = perf.decode_tokens_per_s(
+        LLAMA_70B, weights="int4", kv_cache="bf16", batch=1, seq_len=4096, bandwidth_gbs=1008
+    )
     assert got == pytest.approx(expected)
     assert 25.5 < got < 26.5
 
@@ -37,11 +46,13 @@ def test_decode_reads_one_embedding_row_per_sequence_and_a_tied_matrix_once():
     whole = memory.weight_bytes(LLAMA_8B, "bf16")
     table = 128256 * 4096 * 2  # Llama-3-8B's untied input embedding in bf16
     assert perf.decode_bytes_per_step(LLAMA_8B, "bf16", "bf16", 1, 1) == pytest.approx(
-        whole - table + 4096 * 2 + memory.kv_cache_bytes(LLAMA_8B, 1, 1, "bf16"))
+        whole - table + 4096 * 2 + memory.kv_cache_bytes(LLAMA_8B, 1, 1, "bf16")
+    )
     tied = models.get("Llama-3.2-1B")  # tied: the one matrix is the head, read whole
     assert tied.tie_embeddings
     assert perf.decode_bytes_per_step(tied, "bf16", "bf16", 1, 1) == pytest.approx(
-        tied.n_params * 2 + memory.kv_cache_bytes(tied, 1, 1, "bf16"))
+        tied.n_params * 2 + memory.kv_cache_bytes(tied, 1, 1, "bf16")
+    )
 
 
 def test_decode_bound_batches_share_the_weight_read():
@@ -51,8 +62,9 @@ def test_decode_bound_batches_share_the_weight_read():
     eight = perf.decode_bytes_per_step(LLAMA_8B, "bf16", "bf16", 8, 1024)
     kv = memory.kv_cache_bytes(LLAMA_8B, 1024, 1, "bf16")
     assert eight - one == pytest.approx(7 * (kv + 4096 * 2))
-    assert perf.decode_tokens_per_s(LLAMA_8B, "bf16", "bf16", 8, 1024, 1000) > \
-        7 * perf.decode_tokens_per_s(LLAMA_8B, "bf16", "bf16", 1, 1024, 1000)
+    assert perf.decode_tokens_per_s(
+        LLAMA_8B, "bf16", "bf16", 8, 1024, 1000
+    ) > 7 * perf.decode_tokens_per_s(LLAMA_8B, "bf16", "bf16", 1, 1024, 1000)
 
 
 def test_moe_decode_reads_active_experts_only():
@@ -60,8 +72,9 @@ def test_moe_decode_reads_active_experts_only():
     s = models.get("Mixtral-8x7B")
     read = perf.decode_bytes_per_step(s, "bf16", "bf16", 1, 1)
     unread_rows = (32000 - 1) * 4096  # Mixtral's untied 32,000-row embedding, but one row
-    assert read == pytest.approx((s.n_active_params - unread_rows) * 2
-                                 + memory.kv_cache_bytes(s, 1, 1, "bf16"))
+    assert read == pytest.approx(
+        (s.n_active_params - unread_rows) * 2 + memory.kv_cache_bytes(s, 1, 1, "bf16")
+    )
     assert read < memory.weight_bytes(s, "bf16") / 3
 
 
@@ -91,7 +104,9 @@ def test_forward_flops_match_flop_counter_mode(attention):
     counts = counter.get_flop_counts()["Global"]
     matmuls = sum(v for k, v in counts.items() if "bmm" not in str(k))
     if attention:
-        assert counter.get_total_flops() == pytest.approx(perf.forward_flops(spec, 128, 64), rel=1e-3)
+        assert counter.get_total_flops() == pytest.approx(
+            perf.forward_flops(spec, 128, 64), rel=1e-3
+        )
     else:
         assert matmuls == pytest.approx(perf.forward_flops(spec, 128), rel=1e-3)
 
@@ -112,21 +127,26 @@ def test_prefill_and_mfu_by_hand():
     assert perf.prefill_seconds(LLAMA_8B, 4096, 165) == pytest.approx(flops / 165e12)
     per_token = perf.training_flops(LLAMA_8B, 1, 2048)
     assert perf.mfu(1000, LLAMA_8B, 989, training=True, seq_len=2048) == pytest.approx(
-        1000 * per_token / 989e12)
+        1000 * per_token / 989e12
+    )
     assert perf.mfu(1000, LLAMA_8B, 989, training=False) == pytest.approx(
-        1000 * 2 * perf.matmul_params(LLAMA_8B) / 989e12)
+        1000 * 2 * perf.matmul_params(LLAMA_8B) / 989e12
+    )
 
 
-@pytest.mark.parametrize("call, field", [
-    (lambda: perf.decode_tokens_per_s(LLAMA_8B, bandwidth_gbs=0), "bandwidth_gbs"),
-    (lambda: perf.decode_tokens_per_s(LLAMA_8B, weights="int3"), "weights='int3'"),
-    (lambda: perf.decode_tokens_per_s(LLAMA_8B, batch=0), "batch=0"),
-    (lambda: perf.prefill_seconds(LLAMA_8B, tokens=-1), "tokens=-1"),
-    (lambda: perf.prefill_seconds(LLAMA_8B, peak_tflops=-5), "peak_tflops"),
-    (lambda: perf.prefill_seconds(LLAMA_8B, weights="fp64"), "weights='fp64'"),
-    (lambda: perf.mfu(0, LLAMA_8B, 100), "achieved_tokens_per_s"),
-    (lambda: perf.training_flops("llama", 10), "ModelSpec"),
-])
+@pytest.mark.parametrize(
+    "call, field",
+    [
+        (lambda: perf.decode_tokens_per_s(LLAMA_8B, bandwidth_gbs=0), "bandwidth_gbs"),
+        (lambda: perf.decode_tokens_per_s(LLAMA_8B, weights="int3"), "weights='int3'"),
+        (lambda: perf.decode_tokens_per_s(LLAMA_8B, batch=0), "batch=0"),
+        (lambda: perf.prefill_seconds(LLAMA_8B, tokens=-1), "tokens=-1"),
+        (lambda: perf.prefill_seconds(LLAMA_8B, peak_tflops=-5), "peak_tflops"),
+        (lambda: perf.prefill_seconds(LLAMA_8B, weights="fp64"), "weights='fp64'"),
+        (lambda: perf.mfu(0, LLAMA_8B, 100), "achieved_tokens_per_s"),
+        (lambda: perf.training_flops("llama", 10), "ModelSpec"),
+    ],
+)
 def test_bad_input_names_the_field(call, field):
     """Every bad argument raises GpulabConfigError (a ValueError) naming the field."""
     with pytest.raises(GpulabConfigError, match=field.replace("(", r"\(")):
@@ -139,10 +159,12 @@ def test_layers_that_fit_a_24_gb_card():
 
     n = gpu_layers_that_fit(LLAMA_70B, 24e9, "q4_k_m", 4096)
     sizes = layer_bytes(LLAMA_70B, "q4_k_m", 4096)
-    assert sum(sizes[:n]) <= 24e9 < sum(sizes[:n + 1])
+    assert sum(sizes[:n]) <= 24e9 < sum(sizes[: n + 1])
     # a raw capacity: the context comes off first, when the caller says so
     raw = gpu_layers_that_fit(LLAMA_70B, 24e9, "q4_k_m", 4096, context_bytes=CUDA_CONTEXT_BYTES)
-    assert sum(sizes[:raw]) + CUDA_CONTEXT_BYTES <= 24e9 < sum(sizes[:raw + 1]) + CUDA_CONTEXT_BYTES
+    assert (
+        sum(sizes[:raw]) + CUDA_CONTEXT_BYTES <= 24e9 < sum(sizes[: raw + 1]) + CUDA_CONTEXT_BYTES
+    )
     assert 0 < n < 80
     assert gpu_layers_that_fit(models.get("Llama-3.2-1B"), 80e9) == 17  # 16 layers + the head
 
@@ -155,7 +177,9 @@ def test_offloading_bound_by_hand():
     head = LLAMA_70B.params_by_component()["lm_head"] * 4.84 / 8
     expected = 1 / (sum(sizes[:40]) / 1008e9 + (sum(sizes[40:]) + head) / 89.6e9)
     assert perf.offloaded_tokens_per_s(LLAMA_70B, 40) == pytest.approx(expected)
-    assert perf.offloaded_tokens_per_s(LLAMA_70B, 81) > 5 * perf.offloaded_tokens_per_s(LLAMA_70B, 40)
+    assert perf.offloaded_tokens_per_s(LLAMA_70B, 81) > 5 * perf.offloaded_tokens_per_s(
+        LLAMA_70B, 40
+    )
     with pytest.raises(GpulabConfigError, match="gpu_layers=90"):
         perf.offloaded_tokens_per_s(LLAMA_70B, 90)
 

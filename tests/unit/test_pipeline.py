@@ -43,13 +43,37 @@ def test_report_table_marks_failures_and_budget():
     """The table shows each notebook's wall and CPU time; over the CPU budget fails, over the
     wall budget is only reported."""
     rows = [
-        {"notebook": "a.ipynb", "seconds": 1.0, "ok": True, "budget_s": 60, "over_budget": False,
-         "cpu_seconds": 1.5, "cpu_budget_s": 120, "over_cpu_budget": False},
-        {"notebook": "b.ipynb", "seconds": 70.0, "ok": True, "budget_s": 60, "over_budget": True,
-         "cpu_seconds": 80.0, "cpu_budget_s": 120, "over_cpu_budget": False},
+        {
+            "notebook": "a.ipynb",
+            "seconds": 1.0,
+            "ok": True,
+            "budget_s": 60,
+            "over_budget": False,
+            "cpu_seconds": 1.5,
+            "cpu_budget_s": 120,
+            "over_cpu_budget": False,
+        },
+        {
+            "notebook": "b.ipynb",
+            "seconds": 70.0,
+            "ok": True,
+            "budget_s": 60,
+            "over_budget": True,
+            "cpu_seconds": 80.0,
+            "cpu_budget_s": 120,
+            "over_cpu_budget": False,
+        },
         {"notebook": "c.ipynb", "seconds": 2.0, "ok": False, "budget_s": 60, "over_budget": False},
-        {"notebook": "d.ipynb", "seconds": 50.0, "ok": True, "budget_s": 60, "over_budget": False,
-         "cpu_seconds": 130.0, "cpu_budget_s": 120, "over_cpu_budget": True},
+        {
+            "notebook": "d.ipynb",
+            "seconds": 50.0,
+            "ok": True,
+            "budget_s": 60,
+            "over_budget": False,
+            "cpu_seconds": 130.0,
+            "cpu_budget_s": 120,
+            "over_cpu_budget": True,
+        },
     ]
     lines = timing_report.format_table(rows).splitlines()
     status = {line.split()[0]: line for line in lines[2:]}
@@ -63,10 +87,8 @@ def test_report_table_marks_failures_and_budget():
 def test_cpu_budget_not_wall_time_decides():
     """A notebook that waited (wall time over budget, CPU time within) is not over budget;
     one whose kernel worked too long is, however fast the machine ran it."""
-    waited = runs.NotebookResult("a", 95.0, True, budget_s=60, cpu_seconds=70.0,
-                                     cpu_budget_s=120)
-    worked = runs.NotebookResult("b", 40.0, True, budget_s=60, cpu_seconds=121.0,
-                                     cpu_budget_s=120)
+    waited = runs.NotebookResult("a", 95.0, True, budget_s=60, cpu_seconds=70.0, cpu_budget_s=120)
+    worked = runs.NotebookResult("b", 40.0, True, budget_s=60, cpu_seconds=121.0, cpu_budget_s=120)
     assert waited.over_budget and not waited.over_cpu_budget
     assert worked.over_cpu_budget and not worked.over_budget
     assert runs.NotebookResult("c", 1.0, True, cpu_budget_s=120).over_cpu_budget is False
@@ -87,11 +109,19 @@ def test_a_kernels_cpu_time_is_measured(tmp_path, monkeypatch):
     monkeypatch.setattr(runs, "BUILD", tmp_path / "build")
     monkeypatch.setattr(runs, "ROOT", tmp_path)
     times = {}
-    for name, code in [("spin", "import time\nend = time.process_time() + 1.5\n"
-                                "while time.process_time() < end: pass"),
-                       ("sleep", "import time\ntime.sleep(1.5)")]:
+    for name, code in [
+        (
+            "spin",
+            "import time\nend = time.process_time() + 1.5\nwhile time.process_time() < end: pass",
+        ),
+        ("sleep", "import time\ntime.sleep(1.5)"),
+    ]:
         nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
-        nb.metadata["kernelspec"] = {"name": "gpulab-cpu", "display_name": "x", "language": "python"}
+        nb.metadata["kernelspec"] = {
+            "name": "gpulab-cpu",
+            "display_name": "x",
+            "language": "python",
+        }
         path = tmp_path / f"{name}.ipynb"
         nbformat.write(nb, path)
         result = executor.execute(path, runs.RunConfig())
@@ -111,8 +141,10 @@ def test_a_hung_cell_is_stopped_and_its_notebook_run_once_more(tmp_path, monkeyp
     monkeypatch.setattr(runs, "ROOT", tmp_path)
     monkeypatch.setattr(runs, "CELL_TIMEOUT_S", {"quick": 2, "full": 2})
     # the first run sleeps past the timeout and leaves a mark; the second finds it and ends
-    code = ("import pathlib, time\nmark = pathlib.Path('ran-once')\n"
-            "if not mark.exists():\n    mark.touch()\n    time.sleep(30)")
+    code = (
+        "import pathlib, time\nmark = pathlib.Path('ran-once')\n"
+        "if not mark.exists():\n    mark.touch()\n    time.sleep(30)"
+    )
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(code)])
     nb.metadata["kernelspec"] = {"name": "gpulab-cpu", "display_name": "x", "language": "python"}
     path = tmp_path / "hangs_once.ipynb"
@@ -138,9 +170,14 @@ def test_write_report_merges_results(tmp_path, monkeypatch):
 
 def test_failure_description_names_the_cell():
     """A papermill failure is summarised with the cell, its first line and the error."""
+
     class Fake(Exception):
         cell_index, exec_count, ename, evalue, source = 4, 3, "ValueError", "bad", "x = f()\ny"
-    assert executor._describe_failure(Fake()) == "cell 4 (execution count 3): `x = f()` raised ValueError: bad"
+
+    assert (
+        executor._describe_failure(Fake())
+        == "cell 4 (execution count 3): `x = f()` raised ValueError: bad"
+    )
 
 
 def test_install_kernels_writes_absolute_python(tmp_path):
@@ -159,10 +196,12 @@ def test_progress_line_names_notebook_time_and_status():
     assert line.startswith("[ 3/17] notebooks/00_x.ipynb") and "12.3 s" in line
     assert line.rstrip().endswith("ok      (elapsed 2.5 min)")
     assert "slow: over 60 s of wall time" in timing_report.progress_line(late, 4, 17, 200.0)
-    heavy = runs.NotebookResult("labs/01_y.ipynb", 30.0, True, budget_s=60, cpu_seconds=150.0,
-                                    cpu_budget_s=120)
+    heavy = runs.NotebookResult(
+        "labs/01_y.ipynb", 30.0, True, budget_s=60, cpu_seconds=150.0, cpu_budget_s=120
+    )
     assert "CPU  150.0 s  FAILED: over its CPU budget (120 s)" in timing_report.progress_line(
-        heavy, 4, 17, 200.0)
+        heavy, 4, 17, 200.0
+    )
     failed = runs.NotebookResult("a.ipynb", 1.0, False, "cell 2 raised X")
     assert "FAILED" in timing_report.progress_line(failed, 1, 1, 1.0)
 
@@ -207,15 +246,27 @@ def test_step_prints_its_label_then_its_time(capfd):
 def test_figures_alt_text_moves_from_the_outputs_to_the_cell_options():
     """myst-nb reads an image's alt from the cell's `mystnb.image` options; two figures in one
     cell are described in turn, and a cell without a figure is left alone."""
+
     def image(alt):
-        return {"output_type": "display_data", "data": {"image/png": "iVBOR"},
-                "metadata": {"image/png": {"alt": alt}}}
-    nb = {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [image("line chart: A.")]},
-                    {"cell_type": "code", "metadata": {}, "outputs": [image("a."), image("b.")]},
-                    {"cell_type": "code", "metadata": {}, "outputs": []}]}
+        return {
+            "output_type": "display_data",
+            "data": {"image/png": "iVBOR"},
+            "metadata": {"image/png": {"alt": alt}},
+        }
+
+    nb = {
+        "cells": [
+            {"cell_type": "code", "metadata": {}, "outputs": [image("line chart: A.")]},
+            {"cell_type": "code", "metadata": {}, "outputs": [image("a."), image("b.")]},
+            {"cell_type": "code", "metadata": {}, "outputs": []},
+        ]
+    }
     site_copy.add_image_alt_text(nb)
     assert nb["cells"][0]["metadata"]["mystnb"]["image"]["alt"] == "line chart: A."
-    assert nb["cells"][1]["metadata"]["mystnb"]["image"]["alt"] == "Figure 1 of 2: a. Figure 2 of 2: b."
+    assert (
+        nb["cells"][1]["metadata"]["mystnb"]["image"]["alt"]
+        == "Figure 1 of 2: a. Figure 2 of 2: b."
+    )
     assert nb["cells"][2]["metadata"] == {}
 
 
@@ -256,21 +307,35 @@ def test_a_finished_notebooks_kernel_is_shut_down_without_an_interrupt(monkeypat
 
 def _widget_output(model_id: str, **extra) -> dict:
     """A display_data output showing a widget's view, with any other representation."""
-    return {"output_type": "display_data", "metadata": extra.pop("metadata", {}),
-            "data": {site_copy.WIDGET_VIEW: {"version_major": 2, "version_minor": 0,
-                                            "model_id": model_id},
-                     "text/plain": "VBox(...)", **extra}}
+    return {
+        "output_type": "display_data",
+        "metadata": extra.pop("metadata", {}),
+        "data": {
+            site_copy.WIDGET_VIEW: {"version_major": 2, "version_minor": 0, "model_id": model_id},
+            "text/plain": "VBox(...)",
+            **extra,
+        },
+    }
 
 
 def _model(name: str, **state) -> dict:
-    return {"model_name": name, "model_module": "@jupyter-widgets/controls",
-            "model_module_version": "2.0.0", "state": state}
+    return {
+        "model_name": name,
+        "model_module": "@jupyter-widgets/controls",
+        "model_module_version": "2.0.0",
+        "state": state,
+    }
 
 
 def _notebook(*outputs: dict, state: dict) -> dict:
-    return {"cells": [{"cell_type": "code", "metadata": {}, "outputs": [o]} for o in outputs],
-            "metadata": {"widgets": {site_copy.WIDGET_STATE: {"version_major": 2,
-                                                             "version_minor": 0, "state": state}}}}
+    return {
+        "cells": [{"cell_type": "code", "metadata": {}, "outputs": [o]} for o in outputs],
+        "metadata": {
+            "widgets": {
+                site_copy.WIDGET_STATE: {"version_major": 2, "version_minor": 0, "state": state}
+            }
+        },
+    }
 
 
 def test_the_site_keeps_the_marked_representation_and_the_state_still_shown():
@@ -283,7 +348,8 @@ def test_the_site_keeps_the_marked_representation_and_the_state_still_shown():
     state = {
         "tab": _model("TabModel", children=["IPY_MODEL_html"], layout="IPY_MODEL_tab-layout"),
         "html": _model("HTMLModel", value="<b>Machine</b>", layout="IPY_MODEL_html-layout"),
-        "tab-layout": _model("LayoutModel"), "html-layout": _model("LayoutModel"),
+        "tab-layout": _model("LayoutModel"),
+        "html-layout": _model("LayoutModel"),
         "calc": _model("VBoxModel", children=["IPY_MODEL_out"], layout="IPY_MODEL_calc-layout"),
         "calc-layout": _model("LayoutModel"),
         "out": _model("OutputModel", outputs=[_widget_output("inner")]),
@@ -308,8 +374,10 @@ def test_a_notebook_left_without_a_widget_view_loses_its_widget_state():
     whose marked representation is missing is left whole, and a notebook without widgets
     is left alone."""
     site = {"gpulab": {"site": "text/html"}}
-    nb = _notebook(_widget_output("calc", metadata=site, **{"text/html": "<p>x</p>"}),
-                   state={"calc": _model("VBoxModel")})
+    nb = _notebook(
+        _widget_output("calc", metadata=site, **{"text/html": "<p>x</p>"}),
+        state={"calc": _model("VBoxModel")},
+    )
     site_copy.keep_site_representations(nb)
     assert "widgets" not in nb["metadata"]
     odd = _widget_output("calc", metadata={"gpulab": {"site": "image/png"}})
@@ -319,5 +387,7 @@ def test_a_notebook_left_without_a_widget_view_loses_its_widget_state():
     assert set(nb["metadata"]["widgets"][site_copy.WIDGET_STATE]["state"]) == {"calc"}
     plain = {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "x"}], "metadata": {}}
     site_copy.keep_site_representations(plain)
-    assert plain == {"cells": [{"cell_type": "markdown", "metadata": {}, "source": "x"}],
-                     "metadata": {}}
+    assert plain == {
+        "cells": [{"cell_type": "markdown", "metadata": {}, "source": "x"}],
+        "metadata": {},
+    }

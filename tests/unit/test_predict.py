@@ -43,7 +43,8 @@ def test_expected_factor_below_one_is_refused():
 
 
 def test_a_computed_answer_is_labelled_computed():
-    assert "computed: 3 months" in repr(predict.compare(2, 3, "break-even", unit="months",
-                                                        basis="computed"))
+    assert "computed: 3 months" in repr(
+        predict.compare(2, 3, "break-even", unit="months", basis="computed")
+    )
     with pytest.raises(GpulabConfigError, match="basis"):
         predict.compare(2, 3, "x", basis="guessed")

@@ -52,8 +52,13 @@ from gpulab.reference.modelspec import ModelSpec
 
 EXAMPLES = int(os.environ.get("GPULAB_HYPOTHESIS_EXAMPLES", "30"))
 RANDOM = os.environ.get("GPULAB_HYPOTHESIS_RANDOM") == "1"  # a fresh search, not CI's fixed one
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=not RANDOM, database=None,
-                    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=not RANDOM,
+    database=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+)
 
 # --------------------------------------------------------------------------- the functions
 
@@ -99,9 +104,13 @@ def _qualname(fn: Callable) -> str:
 
 def test_every_public_function_with_arguments_is_checked_or_lenient_for_a_reason():
     """One validation layer at the public boundary: no hand-rolled checks left uncovered."""
-    unchecked = [_qualname(f) for f in FUNCTIONS
-                 if not getattr(f, "__gpulab_checked__", False) and _parameters(f)
-                 and _qualname(f) not in LENIENT]
+    unchecked = [
+        _qualname(f)
+        for f in FUNCTIONS
+        if not getattr(f, "__gpulab_checked__", False)
+        and _parameters(f)
+        and _qualname(f) not in LENIENT
+    ]
     assert unchecked == []
     assert len(CHECKED) >= 60  # the suite below really covers the API
 
@@ -109,31 +118,82 @@ def test_every_public_function_with_arguments_is_checked_or_lenient_for_a_reason
 # --------------------------------------------------------------------------- strategies
 
 SPECS = [models.get(name) for name in models.names()]
-TINY = ModelSpec(name="tiny", n_layers=2, hidden_size=64, n_heads=4, n_kv_heads=2, head_dim=None,
-                 intermediate_size=128, vocab_size=100, tie_embeddings=True)
-TINY_MOE = ModelSpec(name="tiny-moe", n_layers=3, hidden_size=64, n_heads=4, n_kv_heads=4,
-                     head_dim=None, intermediate_size=128, vocab_size=100, tie_embeddings=False,
-                     n_routed_experts=4, experts_per_token=2, moe_intermediate_size=32,
-                     first_dense_layers=1, n_shared_experts=1)
+TINY = ModelSpec(
+    name="tiny",
+    n_layers=2,
+    hidden_size=64,
+    n_heads=4,
+    n_kv_heads=2,
+    head_dim=None,
+    intermediate_size=128,
+    vocab_size=100,
+    tie_embeddings=True,
+)
+TINY_MOE = ModelSpec(
+    name="tiny-moe",
+    n_layers=3,
+    hidden_size=64,
+    n_heads=4,
+    n_kv_heads=4,
+    head_dim=None,
+    intermediate_size=128,
+    vocab_size=100,
+    tie_embeddings=False,
+    n_routed_experts=4,
+    experts_per_token=2,
+    moe_intermediate_size=32,
+    first_dense_layers=1,
+    n_shared_experts=1,
+)
 GPU_NAMES = list(specs.load_gpus())
 # What a calculator's form fields may hold (valid text first), by field.
-FORM_TEXT = {"model": ["Llama-3-8B", "Llama-3-70B", "DeepSeek-R1"], "weights": ["int4", "bf16"],
-             "kv_cache": ["bf16", "fp8"], "context": ["4096", "131072", "1e9", "0", "-2"],
-             "users": ["1", "30", "2.5"], "gpu": ["RTX 4090", "H200", "Apple M3 Max", "RTX 4060"],
-             "memory_gb": ["", "8", "24", "0", "-1", "1e30"],
-             "hardware_price": ["15000", "0"], "power_load_w": ["350", "0"],
-             "power_idle_w": ["50", "9999"], "electricity_per_kwh": ["0.6"],
-             "hours_per_day": ["10", "25"], "utilisation": ["1", "0.5", "0"], "years": ["3"],
-             "price_per_hour": ["2.8"], "monthly_fee": ["0", "-1"], "tokens_per_s": ["50", "0"],
-             "currency": ["CNY", "USD", "EUR"]}
+FORM_TEXT = {
+    "model": ["Llama-3-8B", "Llama-3-70B", "DeepSeek-R1"],
+    "weights": ["int4", "bf16"],
+    "kv_cache": ["bf16", "fp8"],
+    "context": ["4096", "131072", "1e9", "0", "-2"],
+    "users": ["1", "30", "2.5"],
+    "gpu": ["RTX 4090", "H200", "Apple M3 Max", "RTX 4060"],
+    "memory_gb": ["", "8", "24", "0", "-1", "1e30"],
+    "hardware_price": ["15000", "0"],
+    "power_load_w": ["350", "0"],
+    "power_idle_w": ["50", "9999"],
+    "electricity_per_kwh": ["0.6"],
+    "hours_per_day": ["10", "25"],
+    "utilisation": ["1", "0.5", "0"],
+    "years": ["3"],
+    "price_per_hour": ["2.8"],
+    "monthly_fee": ["0", "-1"],
+    "tokens_per_s": ["50", "0"],
+    "currency": ["CNY", "USD", "EUR"],
+}
 # The values that broke earlier versions (fuzzing found them): none is valid for any number.
-JUNK = [None, "x", "0.05", "False", float("nan"), float("inf"), -float("inf"), -1, 0,
-        10**400, True, [1], ["bf16"], {}, 1.5e308, object()]
+JUNK = [
+    None,
+    "x",
+    "0.05",
+    "False",
+    float("nan"),
+    float("inf"),
+    -float("inf"),
+    -1,
+    0,
+    10**400,
+    True,
+    [1],
+    ["bf16"],
+    {},
+    1.5e308,
+    object(),
+]
 
 
 def _parameters(fn: Callable) -> list[inspect.Parameter]:
-    return [p for p in inspect.signature(fn).parameters.values()
-            if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)]
+    return [
+        p
+        for p in inspect.signature(fn).parameters.values()
+        if p.kind not in (p.VAR_POSITIONAL, p.VAR_KEYWORD)
+    ]
 
 
 def _annotation(fn: Callable, param: inspect.Parameter) -> Any:
@@ -162,11 +222,19 @@ def _number(kind: type, rules: list) -> st.SearchStrategy:
         hi = int(min(high, 1e6)) - (1 if high_open and high == int(high) else 0)
         small = st.integers(lo, max(lo, min(hi, lo + 64)))
         return st.one_of(small, st.integers(lo, max(lo, hi)))
-    floats = st.floats(low, min(high, 1e6), allow_nan=False, allow_infinity=False,
-                       exclude_min=low_open, exclude_max=high_open)
+    floats = st.floats(
+        low,
+        min(high, 1e6),
+        allow_nan=False,
+        allow_infinity=False,
+        exclude_min=low_open,
+        exclude_max=high_open,
+    )
     # mostly values of a sensible size, sometimes the smallest the validation layer accepts
-    return st.one_of(floats.filter(lambda x: x == 0 or abs(x) >= 1e-9),
-                     st.just(1e-12).filter(lambda x: low < x < high or (x == low and not low_open)))
+    return st.one_of(
+        floats.filter(lambda x: x == 0 or abs(x) >= 1e-9),
+        st.just(1e-12).filter(lambda x: low < x < high or (x == low and not low_open)),
+    )
 
 
 FACTORIES: dict[type, st.SearchStrategy] = {}
@@ -176,14 +244,21 @@ def _valid(fn: Callable, name: str, ann: Any) -> st.SearchStrategy | None:
     """Values of every kind `ann` allows (None when the suite cannot make one)."""
     origin = typing.get_origin(ann)
     if name in ("inputs", "inputs_json"):  # a static calculator's form, as text
-        forms = st.one_of(*(st.fixed_dictionaries({f: st.sampled_from(FORM_TEXT[f] + ["", "x", "nan"])
-                                                   for f in fields})
-                            for fields in (calculator.MEMORY_FIELDS, calculator.COST_FIELDS)))
+        forms = st.one_of(
+            *(
+                st.fixed_dictionaries(
+                    {f: st.sampled_from(FORM_TEXT[f] + ["", "x", "nan"]) for f in fields}
+                )
+                for fields in (calculator.MEMORY_FIELDS, calculator.COST_FIELDS)
+            )
+        )
         return forms.map(json.dumps) if name == "inputs_json" else forms
     if ann is Any and name == "dtype":  # a dtype name, a byte count, or a torch dtype
         import torch
 
-        return st.sampled_from(["fp32", "bf16", "fp16", "int8", 2, 4, torch.float32, torch.bfloat16])
+        return st.sampled_from(
+            ["fp32", "bf16", "fp16", "int8", 2, 4, torch.float32, torch.bfloat16]
+        )
     if origin is Annotated:
         base, *extras = typing.get_args(ann)
         choices = [e for e in extras if isinstance(e, OneOf)]
@@ -211,8 +286,11 @@ def _valid(fn: Callable, name: str, ann: Any) -> st.SearchStrategy | None:
     if ann is float:
         return st.floats(-1e6, 1e6, allow_nan=False, allow_infinity=False)
     if ann is str:
-        if name in ("gpu", "name") and fn.__module__ != "gpulab.reference.specs" \
-                or fn.__name__ in ("get_gpu", "build_for_gpu"):
+        if (
+            name in ("gpu", "name")
+            and fn.__module__ != "gpulab.reference.specs"
+            or fn.__name__ in ("get_gpu", "build_for_gpu")
+        ):
             return st.sampled_from(GPU_NAMES + ["RTX4090", "GTX 9999"])
         if name == "model":
             return st.sampled_from(models.names() + ["llama3-8b"])
@@ -251,24 +329,48 @@ def _f(low: float, high: float) -> st.SearchStrategy:
     return st.floats(low, high, allow_nan=False).map(lambda x: 0.0 if abs(x) < 1e-9 else x)
 
 
-FACTORIES.update({
-    ModelSpec: st.sampled_from(SPECS + [TINY, TINY_MOE]),
-    memory.Breakdown: st.builds(lambda w, k: memory.Breakdown(weights=w, kv_cache=k),
-                                st.integers(0, 10**12), st.integers(0, 10**11)),
-    parallel.Strategy: st.sampled_from(parallel.standard_strategies(8)
-                                       + [parallel.Strategy("TPxPP", tensor=2, pipeline=2)]),
-    choose.Workload: st.builds(choose.Workload, st.sampled_from(models.names()),
-                               st.sampled_from(["bf16", "int4", "q4_k_m"]),
-                               st.integers(1, 32768), st.integers(1, 32)),
-    cost.LocalSetup: st.builds(cost.LocalSetup, _f(0, 1e5), _f(100, 2000), _f(0, 2), _f(0.5, 24)),
-    cost.CloudRate: st.builds(cost.CloudRate, _f(0, 100)),
-    power.Build: st.builds(power.Build, _f(50, 1000), st.integers(1, 8)),
-    levers.Lever: st.builds(levers.Lever, st.just("lever"), st.integers(1, 16), st.integers(1, 8),
-                            st.sampled_from(list(formats.TRAINING_PRECISIONS)), st.booleans()),
-    parallel.Transfer: st.builds(parallel.Transfer, st.sampled_from(["all-reduce", "all-gather"]),
-                                 st.just("gradients"), st.integers(1, 10**10), st.integers(1, 10),
-                                 st.integers(1, 16), st.just("test")),
-})
+FACTORIES.update(
+    {
+        ModelSpec: st.sampled_from(SPECS + [TINY, TINY_MOE]),
+        memory.Breakdown: st.builds(
+            lambda w, k: memory.Breakdown(weights=w, kv_cache=k),
+            st.integers(0, 10**12),
+            st.integers(0, 10**11),
+        ),
+        parallel.Strategy: st.sampled_from(
+            parallel.standard_strategies(8) + [parallel.Strategy("TPxPP", tensor=2, pipeline=2)]
+        ),
+        choose.Workload: st.builds(
+            choose.Workload,
+            st.sampled_from(models.names()),
+            st.sampled_from(["bf16", "int4", "q4_k_m"]),
+            st.integers(1, 32768),
+            st.integers(1, 32),
+        ),
+        cost.LocalSetup: st.builds(
+            cost.LocalSetup, _f(0, 1e5), _f(100, 2000), _f(0, 2), _f(0.5, 24)
+        ),
+        cost.CloudRate: st.builds(cost.CloudRate, _f(0, 100)),
+        power.Build: st.builds(power.Build, _f(50, 1000), st.integers(1, 8)),
+        levers.Lever: st.builds(
+            levers.Lever,
+            st.just("lever"),
+            st.integers(1, 16),
+            st.integers(1, 8),
+            st.sampled_from(list(formats.TRAINING_PRECISIONS)),
+            st.booleans(),
+        ),
+        parallel.Transfer: st.builds(
+            parallel.Transfer,
+            st.sampled_from(["all-reduce", "all-gather"]),
+            st.just("gradients"),
+            st.integers(1, 10**10),
+            st.integers(1, 10),
+            st.integers(1, 16),
+            st.just("test"),
+        ),
+    }
+)
 
 
 # --------------------------------------------------------------------------- sane results
@@ -342,7 +444,8 @@ seq_st = st.integers(1, 131072)
 @SETTINGS
 @given(spec_st, weights_st, kv_st, batch_st, seq_st, st.integers(1, 8), st.integers(1, 4096))
 def test_inference_memory_grows_with_batch_and_context_and_covers_the_weights(
-        spec, weights, kv, batch, seq, more_batch, more_seq):
+    spec, weights, kv, batch, seq, more_batch, more_seq
+):
     b = memory.estimate_inference(spec, weights, kv, batch, seq)
     assert b.total >= b.weights == memory.weight_bytes(spec, weights) > 0
     assert min(b.as_dict().values()) >= 0
@@ -351,11 +454,17 @@ def test_inference_memory_grows_with_batch_and_context_and_covers_the_weights(
 
 
 @SETTINGS
-@given(spec_st, st.sampled_from(list(formats.TRAINING_PRECISIONS)),
-       st.sampled_from(list(memory.OPTIMIZERS)), st.integers(1, 16), st.integers(1, 8192),
-       st.booleans())
+@given(
+    spec_st,
+    st.sampled_from(list(formats.TRAINING_PRECISIONS)),
+    st.sampled_from(list(memory.OPTIMIZERS)),
+    st.integers(1, 16),
+    st.integers(1, 8192),
+    st.booleans(),
+)
 def test_training_memory_grows_with_batch_and_its_peak_lies_within_the_total(
-        spec, precision, optimizer, batch, seq, ckpt):
+    spec, precision, optimizer, batch, seq, ckpt
+):
     b = memory.estimate_training(spec, precision, optimizer, batch, seq, ckpt)
     # the peak may pass the total only by what is alive for a moment: the tied embedding's
     # gradient copy, the optimizer step's temporaries, and the loss backward's vocab-wide fp32
@@ -363,8 +472,9 @@ def test_training_memory_grows_with_batch_and_its_peak_lies_within_the_total(
     recipe = formats.TRAINING_PRECISIONS[precision]
     parts = spec.params_by_component()
     tied_copy = parts["embedding"] * recipe["gradients"] if spec.tie_embeddings else 0
-    step = memory.optimizer_step_bytes(spec, optimizer,
-                                       state_bytes=4 if recipe["master"] else recipe["gradients"])
+    step = memory.optimizer_step_bytes(
+        spec, optimizer, state_bytes=4 if recipe["master"] else recipe["gradients"]
+    )
     loss = batch * seq * spec.vocab_size * 4
     assert b.weights <= b.peak <= b.total + tied_copy + step + loss
     bigger = memory.estimate_training(spec, precision, optimizer, batch + 1, seq, ckpt)
@@ -379,10 +489,14 @@ def test_training_memory_grows_with_batch_and_its_peak_lies_within_the_total(
 def test_tokens_per_second_fall_as_the_bytes_per_step_grow(spec, weights, kv, batch, seq, bw):
     fast = perf.decode_tokens_per_s(spec, weights, kv, batch, seq, bw)
     longer = perf.decode_tokens_per_s(spec, weights, kv, batch, seq * 2, bw)
-    step, longer_step = (perf.decode_bytes_per_step(spec, weights, kv, batch, s) for s in (seq, seq * 2))
+    step, longer_step = (
+        perf.decode_bytes_per_step(spec, weights, kv, batch, s) for s in (seq, seq * 2)
+    )
     assert longer_step > step and longer < fast
     assert fast == pytest.approx(batch * bw * 1e9 / step)
-    assert perf.decode_tokens_per_s(spec, weights, kv, batch, seq, bw * 2) == pytest.approx(2 * fast)
+    assert perf.decode_tokens_per_s(spec, weights, kv, batch, seq, bw * 2) == pytest.approx(
+        2 * fast
+    )
 
 
 @SETTINGS
@@ -400,8 +514,12 @@ def test_mfu_is_a_fraction_or_an_error_naming_the_rate(spec, tokens_per_s, peak,
 
 
 @SETTINGS
-@given(spec_st, st.sampled_from(["int4", "q4_k_m", "bf16"]), st.floats(1e8, 1e12),
-       st.integers(1, 32768))
+@given(
+    spec_st,
+    st.sampled_from(["int4", "q4_k_m", "bf16"]),
+    st.floats(1e8, 1e12),
+    st.integers(1, 32768),
+)
 def test_largest_batch_is_the_boundary_of_what_fits(spec, weights, budget, seq):
     largest = memory.largest_batch(spec, budget, seq_len=seq, weights=weights, limit=4096)
 
@@ -424,8 +542,12 @@ def test_more_vram_never_holds_fewer_layers(spec, vram, factor):
 
 
 @SETTINGS
-@given(st.sampled_from(models.names()), st.sampled_from(["int4", "bf16"]),
-       st.integers(512, 32768), st.integers(1, 8))
+@given(
+    st.sampled_from(models.names()),
+    st.sampled_from(["int4", "bf16"]),
+    st.integers(512, 32768),
+    st.integers(1, 8),
+)
 def test_every_recommended_candidate_fits(model, fmt, context, users):
     workload = choose.Workload(model, fmt, context, users)
     for candidate in choose.recommend(workload, max_count=4):
@@ -451,25 +573,33 @@ def test_break_even_is_where_the_cumulative_costs_cross(setup, rate):
 LLAMA = models.get("Llama-3-8B")
 
 
-@pytest.mark.parametrize("call, field", [
-    (lambda: memory.estimate_inference(LLAMA, allocator_slack="0.05"), "allocator_slack"),
-    (lambda: memory.estimate_training(LLAMA, activation_checkpointing="False"),
-     "activation_checkpointing"),
-    (lambda: memory.estimate_inference(LLAMA, weights=["bf16"]), "weights"),
-    (lambda: memory.estimate_inference("Llama-3-8B"), "spec"),
-    (lambda: memory.largest_batch(LLAMA, float("nan")), "budget_bytes"),
-    (lambda: memory.gpu_layers_that_fit(LLAMA, float("nan")), "vram_bytes"),
-    (lambda: memory.kv_cache_bytes(LLAMA, 10**400), "seq_len"),
-    (lambda: perf.mfu(1e9, LLAMA, 100), "achieved_tokens_per_s"),
-    (lambda: specs.get_gpu("RTX4090x"), "name"),
-    (lambda: ModelSpec.from_hf_config({**models.CATALOGUE["Llama-3.2-1B"].config,
-                                       "tie_word_embeddings": "false"}), "tie_word_embeddings"),
-    (lambda: choose.recommend(choose.Workload("Llama-3-8B"), max_count=10**6), "max_count"),
-    # arguments handed on through **kwargs are checked as the caller's, size limits included
-    (lambda: memory.largest_batch(LLAMA, 1e9, context_bytes=10**400), "context_bytes"),
-    (lambda: power.build_for_gpu("RTX 4090", cpu_power_w=1e300), "cpu_power_w"),
-])
-
+@pytest.mark.parametrize(
+    "call, field",
+    [
+        (lambda: memory.estimate_inference(LLAMA, allocator_slack="0.05"), "allocator_slack"),
+        (
+            lambda: memory.estimate_training(LLAMA, activation_checkpointing="False"),
+            "activation_checkpointing",
+        ),
+        (lambda: memory.estimate_inference(LLAMA, weights=["bf16"]), "weights"),
+        (lambda: memory.estimate_inference("Llama-3-8B"), "spec"),
+        (lambda: memory.largest_batch(LLAMA, float("nan")), "budget_bytes"),
+        (lambda: memory.gpu_layers_that_fit(LLAMA, float("nan")), "vram_bytes"),
+        (lambda: memory.kv_cache_bytes(LLAMA, 10**400), "seq_len"),
+        (lambda: perf.mfu(1e9, LLAMA, 100), "achieved_tokens_per_s"),
+        (lambda: specs.get_gpu("RTX4090x"), "name"),
+        (
+            lambda: ModelSpec.from_hf_config(
+                {**models.CATALOGUE["Llama-3.2-1B"].config, "tie_word_embeddings": "false"}
+            ),
+            "tie_word_embeddings",
+        ),
+        (lambda: choose.recommend(choose.Workload("Llama-3-8B"), max_count=10**6), "max_count"),
+        # arguments handed on through **kwargs are checked as the caller's, size limits included
+        (lambda: memory.largest_batch(LLAMA, 1e9, context_bytes=10**400), "context_bytes"),
+        (lambda: power.build_for_gpu("RTX 4090", cpu_power_w=1e300), "cpu_power_w"),
+    ],
+)
 def test_each_case_fuzzing_found_gives_a_clear_error(call, field):
     with pytest.raises(GpulabConfigError) as info:
         call()
@@ -486,17 +616,52 @@ def test_a_near_miss_gets_a_suggestion():
 
 # --------------------------------------------------------------------------- detection
 
-ODD_VALUES = [None, "N/A", b"\xff\xfe", float("nan"), float("inf"), -1, 0, 2**32 - 1, 10**400,
-              True, [], (), (-1, -1), ("8", "9"), 1.5, "8.9", object()]
-NVML_FIELDS = ["name", "uuid", "memory", "cc", "power_limit_mw", "power_mw", "temperature",
-               "sm_clock", "max_sm_clock", "mem_clock", "pcie_gen", "pcie_gen_max", "pcie_width",
-               "pcie_width_max", "utilization", "clocks_event_reasons", "processes"]
+ODD_VALUES = [
+    None,
+    "N/A",
+    b"\xff\xfe",
+    float("nan"),
+    float("inf"),
+    -1,
+    0,
+    2**32 - 1,
+    10**400,
+    True,
+    [],
+    (),
+    (-1, -1),
+    ("8", "9"),
+    1.5,
+    "8.9",
+    object(),
+]
+NVML_FIELDS = [
+    "name",
+    "uuid",
+    "memory",
+    "cc",
+    "power_limit_mw",
+    "power_mw",
+    "temperature",
+    "sm_clock",
+    "max_sm_clock",
+    "mem_clock",
+    "pcie_gen",
+    "pcie_gen_max",
+    "pcie_width",
+    "pcie_width_max",
+    "utilization",
+    "clocks_event_reasons",
+    "processes",
+]
 
 
 @SETTINGS
-@given(st.dictionaries(st.sampled_from(NVML_FIELDS), st.sampled_from(ODD_VALUES), max_size=6),
-       st.sampled_from([None, "550.54.14", b"\xff", 3, float("nan")]),
-       st.sampled_from([12040, None, "N/A", -5, 10**9]))
+@given(
+    st.dictionaries(st.sampled_from(NVML_FIELDS), st.sampled_from(ODD_VALUES), max_size=6),
+    st.sampled_from([None, "550.54.14", b"\xff", 3, float("nan")]),
+    st.sampled_from([12040, None, "N/A", -5, 10**9]),
+)
 def test_detection_and_the_doctor_survive_whatever_nvml_returns(odd, driver, cuda):
     """Any mix of odd NVML values: the GPU stays in the report, the doctor runs, JSON is strict."""
     import json as json_
@@ -509,8 +674,9 @@ def test_detection_and_the_doctor_survive_whatever_nvml_returns(odd, driver, cud
             return self._get("name", h)
 
     gpu = full_gpu("NVIDIA GeForce RTX 4090", UUID0) | odd
-    report = hardware.detect(environ={}, nvml=Odd([gpu], driver=driver, cuda=cuda),
-                             torch_module=fake_torch())
+    report = hardware.detect(
+        environ={}, nvml=Odd([gpu], driver=driver, cuda=cuda), torch_module=fake_torch()
+    )
     assert len(report.gpus) == 1 and report.gpus_present == 1
     findings = doctor.diagnose(report)
     assert "no-gpu" not in {f.code for f in findings}

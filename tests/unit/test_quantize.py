@@ -66,17 +66,24 @@ def test_stored_bytes_formula():
     """Codes packed at `bits` bits plus one scale per row or group at scale_bits."""
     w = _weight(64, 256)
     assert quantize.stored_bytes(quantize.quantize_per_channel(w, 8)) == 64 * 256 + 64 * 2
-    assert quantize.stored_bytes(quantize.quantize_per_group(w, 4, 32)) == 64 * 256 // 2 + 64 * 8 * 2
-    assert quantize.stored_bytes(quantize.quantize_per_group(w, 4, 32), scale_bits=32) \
+    assert (
+        quantize.stored_bytes(quantize.quantize_per_group(w, 4, 32)) == 64 * 256 // 2 + 64 * 8 * 2
+    )
+    assert (
+        quantize.stored_bytes(quantize.quantize_per_group(w, 4, 32), scale_bits=32)
         == 64 * 128 + 64 * 8 * 4
+    )
 
 
 @pytest.mark.parametrize("fmt, bits, group, inp", [("int4", 4, 128, 256), ("int8", 8, None, 4096)])
 def test_bits_per_weight_agree_with_gpulab_memory(fmt, bits, group, inp):
     """int4 group 128 with fp16 scales is 4.125 bits/weight; int8 over 4096-wide rows 8.0039."""
     w = _weight(8, inp)
-    qt = quantize.quantize_per_channel(w, bits) if group is None \
+    qt = (
+        quantize.quantize_per_channel(w, bits)
+        if group is None
         else quantize.quantize_per_group(w, bits, group)
+    )
     assert quantize.stored_bytes(qt) * 8 / w.numel() == pytest.approx(bits_per_weight(fmt))
     if fmt == "int4":
         assert bits_per_weight(fmt) == 4.125
@@ -104,9 +111,16 @@ def test_non_matrix_is_refused():
         quantize.quantize_per_channel(torch.ones(4, 4, dtype=torch.int64))
 
 
-TINY = dict(model_type="llama", hidden_size=64, intermediate_size=128, num_hidden_layers=2,
-            num_attention_heads=4, num_key_value_heads=2, vocab_size=100,
-            tie_word_embeddings=False)
+TINY = dict(
+    model_type="llama",
+    hidden_size=64,
+    intermediate_size=128,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=100,
+    tie_word_embeddings=False,
+)
 
 
 def test_quantize_linear_weights_skips_embeddings_and_head():
@@ -127,9 +141,17 @@ def test_quantize_linear_weights_skips_embeddings_and_head():
 
 def test_quantize_linear_weights_handles_fused_experts():
     """transformers' fused expert tensors (experts, out, in) are quantized row by row."""
-    cfg = dict(model_type="mixtral", hidden_size=64, intermediate_size=128, num_hidden_layers=1,
-               num_attention_heads=4, num_key_value_heads=2, num_local_experts=4,
-               num_experts_per_tok=2, vocab_size=100)
+    cfg = dict(
+        model_type="mixtral",
+        hidden_size=64,
+        intermediate_size=128,
+        num_hidden_layers=1,
+        num_attention_heads=4,
+        num_key_value_heads=2,
+        num_local_experts=4,
+        num_experts_per_tok=2,
+        vocab_size=100,
+    )
     model = torch_models.build_model(cfg)
     expert = next(p for n, p in model.named_parameters() if p.ndim == 3)
     old = expert.detach().clone()

@@ -22,7 +22,7 @@ from tools.staging import serve as site_serve
 
 # What Jupyter Book prints, in its colours: Sphinx's progress on standard output, then its
 # message box naming the folder it built into; warnings and errors on standard error.
-FAKE_JUPYTER_BOOK = textwrap.dedent('''\
+FAKE_JUPYTER_BOOK = textwrap.dedent("""\
     import sys
     from pathlib import Path
 
@@ -41,7 +41,7 @@ FAKE_JUPYTER_BOOK = textwrap.dedent('''\
     (out / "_build" / "html").mkdir(parents=True, exist_ok=True)
     (out / "_build" / "html" / "index.html").write_text("<p>built</p>")
     sys.exit(1 if fail else 0)
-    ''')
+    """)
 
 
 @pytest.fixture
@@ -58,8 +58,9 @@ def fake_jupyter_book(tmp_path, monkeypatch):
     return outcome
 
 
-def test_run_logged_logs_everything_and_shows_only_the_warnings_and_errors(tmp_path, capfd,
-                                                                           fake_jupyter_book):
+def test_run_logged_logs_everything_and_shows_only_the_warnings_and_errors(
+    tmp_path, capfd, fake_jupyter_book
+):
     """Standard output goes to the log only (colours and the message box left out); both
     warning lines reach the terminal and the log; the exit status is the command's."""
     log = tmp_path / "reports" / "site_build.log"
@@ -72,8 +73,10 @@ def test_run_logged_logs_everything_and_shows_only_the_warnings_and_errors(tmp_p
     code, shown = step.run_logged(command, log)
     terminal = capfd.readouterr()
     assert code == 1
-    assert shown == ["/src/book/intro.md:3: WARNING: undefined label: 'nowhere'",
-                     "ERROR: something else went wrong"]
+    assert shown == [
+        "/src/book/intro.md:3: WARNING: undefined label: 'nowhere'",
+        "ERROR: something else went wrong",
+    ]
     assert terminal.out == "" and terminal.err.splitlines() == shown  # not a tty: no colours
     text = log.read_text()
     assert text.count("reading sources... ") == 400 and "[199%] book/page199\n" in text
@@ -99,7 +102,8 @@ def _staged_without_notebooks(monkeypatch, tmp_path) -> None:
 
 
 def test_the_site_step_prints_a_few_lines_and_ends_naming_the_site_and_make_serve(
-        tmp_path, monkeypatch, capfd, fake_jupyter_book):
+    tmp_path, monkeypatch, capfd, fake_jupyter_book
+):
     """Three builds of 200 lines of progress each: on the terminal the pipeline's own lines,
     the first naming the log and the last naming index.html and `make serve`."""
     run = _executed_run(tmp_path, monkeypatch)
@@ -116,25 +120,29 @@ def test_the_site_step_prints_a_few_lines_and_ends_naming_the_site_and_make_serv
     assert not (run.run_dir / "build_zh_CN").exists()
     log = runs.site_log(run).read_text()
     assert log.count("reading sources... ") == 600  # catalogues, English, Chinese
-    assert f"moved {run.run_dir / 'build_zh_CN' / '_build' / 'html'} to {index.parent / 'zh_CN'}" in log
+    assert (
+        f"moved {run.run_dir / 'build_zh_CN' / '_build' / 'html'} to {index.parent / 'zh_CN'}"
+        in log
+    )
 
 
-def test_a_warning_fails_the_site_step_and_is_shown_with_the_log(tmp_path, monkeypatch, capfd,
-                                                                 fake_jupyter_book):
+def test_a_warning_fails_the_site_step_and_is_shown_with_the_log(
+    tmp_path, monkeypatch, capfd, fake_jupyter_book
+):
     """The build stops at the first build that warned; the warning is on the terminal."""
     run = _executed_run(tmp_path, monkeypatch, mode="quick", kernel="gpulab-cpu")
     _staged_without_notebooks(monkeypatch, tmp_path)
     fake_jupyter_book["result"] = "fail"
     with pytest.raises(SystemExit) as stop:
         site_build.build_site(run)
-    assert str(stop.value).startswith("FAILED: the message catalogues (exit status 1): the "
-                                      "warnings and errors above fail it")
+    assert str(stop.value).startswith(
+        "FAILED: the message catalogues (exit status 1): the warnings and errors above fail it"
+    )
     assert str(stop.value).endswith("_build/quick/reports/site_build.log")
     assert "WARNING: undefined label: 'nowhere'" in capfd.readouterr().err
 
 
-def test_a_broken_reference_fails_a_real_jupyter_book_build_and_shows_its_warning(tmp_path,
-                                                                                  capfd):
+def test_a_broken_reference_fails_a_real_jupyter_book_build_and_shows_its_warning(tmp_path, capfd):
     """A one-page book whose {ref} names no label: Sphinx's warning reaches the terminal and,
     warnings being errors, fails the build; its progress stays in the log."""
     need_module("jupyter_book", "dev")
@@ -153,12 +161,16 @@ def test_a_broken_reference_fails_a_real_jupyter_book_build_and_shows_its_warnin
     assert "reading sources" not in terminal.err and "reading sources" in log.read_text()
 
 
-@pytest.mark.parametrize(("mode", "kernel", "names"), [
-    ("full", "gpulab", "`make book` executes them"),
-    ("quick", "gpulab-cpu", "`python tools/pipeline.py execute --mode quick` executes them"),
-])
+@pytest.mark.parametrize(
+    ("mode", "kernel", "names"),
+    [
+        ("full", "gpulab", "`make book` executes them"),
+        ("quick", "gpulab-cpu", "`python tools/pipeline.py execute --mode quick` executes them"),
+    ],
+)
 def test_the_site_step_without_executed_notebooks_says_what_executes_them(
-        tmp_path, monkeypatch, mode, kernel, names):
+    tmp_path, monkeypatch, mode, kernel, names
+):
     """No timing report in the run: one line naming the folder and the command, nothing built."""
     monkeypatch.setattr(runs, "BUILD", tmp_path / "_build")
     monkeypatch.chdir(tmp_path)
@@ -218,7 +230,7 @@ def test_serve_serves_both_editions_over_http_on_127_0_0_1(tmp_path, monkeypatch
     monkeypatch.setattr(site_serve.os, "execv", lambda path, argv: handed.append((path, argv)))
     port = _free_port()
     pipeline.main(["serve", "--port", str(port)])
-    (path, argv), = handed
+    ((path, argv),) = handed
     assert path == argv[0] == sys.executable
     assert "--bind" in argv and argv[argv.index("--bind") + 1] == "127.0.0.1"
     assert f"open http://127.0.0.1:{port}/ " in capsys.readouterr().out
@@ -245,5 +257,7 @@ def test_serve_on_a_taken_port_says_so_in_one_line(tmp_path, monkeypatch, capsys
         port = other.getsockname()[1]
         assert pipeline.main(["serve", "--port", str(port)]) == 1
     err = capsys.readouterr().err
-    assert err == (f"port {port} on 127.0.0.1 is taken (another server?): choose another, "
-                   f"as in `make serve PORT={port + 1}`\n")
+    assert err == (
+        f"port {port} on 127.0.0.1 is taken (another server?): choose another, "
+        f"as in `make serve PORT={port + 1}`\n"
+    )

@@ -36,7 +36,12 @@ def test_the_readme_has_both_questions():
 def test_each_readme_example_prints_what_the_readme_shows():
     env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
     for args, shown in _examples():
-        done = subprocess.run([sys.executable, "-m", "gpulab", *args], capture_output=True,
-                              text=True, env=env, timeout=120)
+        done = subprocess.run(
+            [sys.executable, "-m", "gpulab", *args],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=120,
+        )
         assert done.returncode == 0, done.stderr
         assert done.stdout.rstrip("\n") == shown, f"README's `gpulab {' '.join(args)}` is stale"

@@ -26,7 +26,9 @@ def test_attainable_is_the_lower_roof():
 
 def test_square_fp16_matmul_intensity_is_n_over_3():
     """2n^3 FLOPs over 3 n^2 two-byte elements = n / 3 FLOP per byte."""
-    assert roofline.matmul_cost(4096, 4096, 4096, torch.float16).intensity == pytest.approx(4096 / 3)
+    assert roofline.matmul_cost(4096, 4096, 4096, torch.float16).intensity == pytest.approx(
+        4096 / 3
+    )
 
 
 def test_fp32_add_intensity_is_one_twelfth():
@@ -36,8 +38,10 @@ def test_fp32_add_intensity_is_one_twelfth():
 
 def test_softmax_and_layernorm_are_memory_bound_on_any_gpu():
     """A few FLOPs per element moved: far below every GPU's ridge point."""
-    for cost in (roofline.softmax_cost(1024, 1024, torch.float16),
-                 roofline.layernorm_cost(1024, 1024, torch.float16)):
+    for cost in (
+        roofline.softmax_cost(1024, 1024, torch.float16),
+        roofline.layernorm_cost(1024, 1024, torch.float16),
+    ):
         assert cost.intensity < 5
         assert roofline.bound(cost.intensity, *RTX_4090) == "memory"
 

@@ -31,10 +31,18 @@ def run(loop=SLOW, task: Task = TINY, seed: int = 0, steps: int = STEPS, workers
 # ---------------------------------------------------------------- configuration errors
 
 
-@pytest.mark.parametrize("kwargs, field", [
-    ({"batch": 0}, "batch"), ({"hidden": -1}, "hidden"), ({"classes": 1}, "classes"),
-    ({"transform_passes": -1}, "transform_passes"), ({"lr": 0}, "lr"),
-    ({"noise": float("inf")}, "noise"), ({"dataset_size": 2.5}, "dataset_size")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [
+        ({"batch": 0}, "batch"),
+        ({"hidden": -1}, "hidden"),
+        ({"classes": 1}, "classes"),
+        ({"transform_passes": -1}, "transform_passes"),
+        ({"lr": 0}, "lr"),
+        ({"noise": float("inf")}, "noise"),
+        ({"dataset_size": 2.5}, "dataset_size"),
+    ],
+)
 def test_bad_task_names_the_field(kwargs, field):
     """A Task with an unusable value is refused, naming the field."""
     with pytest.raises(GpulabConfigError, match=field):
@@ -60,8 +68,10 @@ def test_task_counts_its_parameters_and_memory():
 
 def test_sizes_give_a_gpu_longer_runs():
     """Quick mode shrinks the task; a GPU gets more steps (worker start-up must not dominate)."""
-    (cpu_task, cpu_steps), (gpu_task, gpu_steps) = (slowloop.sizes("cpu", True),
-                                                    slowloop.sizes("meta", True))
+    (cpu_task, cpu_steps), (gpu_task, gpu_steps) = (
+        slowloop.sizes("cpu", True),
+        slowloop.sizes("meta", True),
+    )
     full_task, full_steps = slowloop.sizes("cpu", False)
     assert cpu_task.bytes_needed() < full_task.bytes_needed() and cpu_steps < full_steps
     assert gpu_steps * gpu_task.batch > 4 * cpu_steps * cpu_task.batch
@@ -114,8 +124,9 @@ def test_loader_workers_are_real_processes_with_a_timeout():
     batches the main process would."""
     dataset = slowloop.SyntheticImages(TINY)
     order = slowloop.sampling_order(TINY, 2)
-    loader = torch.utils.data.DataLoader(dataset, batch_size=4, sampler=order,
-                                         **slowloop.loader_options(2))
+    loader = torch.utils.data.DataLoader(
+        dataset, batch_size=4, sampler=order, **slowloop.loader_options(2)
+    )
     assert loader.num_workers == 2 and loader.timeout == slowloop.LOADER_TIMEOUT_S
     assert not loader.persistent_workers
     if sys.platform == "linux":
@@ -139,11 +150,13 @@ def _plain_training(task: Task, steps: int, seed: int = 0) -> list[float]:
     weights = torch.tensor(len(dataset.labels) / (task.classes * counts), dtype=torch.float32)
     losses = []
     for step in range(steps):
-        rows = [dataset[i] for i in order[step * task.batch:(step + 1) * task.batch]]
+        rows = [dataset[i] for i in order[step * task.batch : (step + 1) * task.batch]]
         x = torch.from_numpy(np.stack([r[0] for r in rows]))
         y = torch.tensor([r[1] for r in rows])
-        loss = torch.nn.functional.cross_entropy(model(x), y, weight=weights,
-                                                 reduction="sum") / task.batch
+        loss = (
+            torch.nn.functional.cross_entropy(model(x), y, weight=weights, reduction="sum")
+            / task.batch
+        )
         loss.backward()
         opt.step()
         opt.zero_grad()
@@ -171,8 +184,14 @@ def test_the_parts_add_up_within_the_loops_time():
     _, seconds, prepared = run()
     outside = time.perf_counter() - start
     parts = prepared.part_seconds
-    assert {"wait for data", "class weights", "forward + backward", "optimizer step",
-            "read the loss (.item)", "copy to device"} == set(parts)
+    assert {
+        "wait for data",
+        "class weights",
+        "forward + backward",
+        "optimizer step",
+        "read the loss (.item)",
+        "copy to device",
+    } == set(parts)
     assert 0 < sum(parts.values()) <= seconds <= outside
 
 
@@ -211,8 +230,15 @@ def test_recommended_workers_leave_the_training_its_cores(monkeypatch):
 
 def test_measure_loops_interleaves_repeats_of_every_loop():
     """Each loop runs `repeats` times; medians, losses and the data share are per label."""
-    timed = slowloop_profile.measure_loops({"slow": SLOW, "fixed": FIXED}, TINY, 2, "cpu",
-                                           repeats=2, progress=False, workers={"fixed": 0})
+    timed = slowloop_profile.measure_loops(
+        {"slow": SLOW, "fixed": FIXED},
+        TINY,
+        2,
+        "cpu",
+        repeats=2,
+        progress=False,
+        workers={"fixed": 0},
+    )
     assert list(timed) == ["slow", "fixed"]
     for t in timed.values():
         assert len(t.runs_s) == 2 and t.seconds > 0 and len(t.losses) == 2
@@ -228,8 +254,13 @@ def test_profile_shows_the_parts_and_the_top_operators():
     """The profile names the loop's parts (data, class weights...) and real torch operators."""
     report = slowloop_profile.profile_training_loop(SLOW, TINY, 2, "cpu", top=5)
     phases = {p["phase"]: p for p in report.phases}
-    assert {"wait for data", "class weights", "forward + backward", "optimizer step",
-            "read the loss (.item)"} <= set(phases)
+    assert {
+        "wait for data",
+        "class weights",
+        "forward + backward",
+        "optimizer step",
+        "read the loss (.item)",
+    } <= set(phases)
     assert all(0 < p["share"] <= 1.5 for p in report.phases)  # the profiler's own cost adds a bit
     assert sum(p["seconds"] for p in report.phases) <= report.seconds * 1.5
     assert report.data_share == phases["wait for data"]["share"] > 0
@@ -259,7 +290,8 @@ def test_fixed_loop_is_at_least_twice_as_fast_on_cuda():
     """On a CUDA GPU the fixed loop passes the grader and reaches GPU_SPEEDUP_GOAL."""
     task, steps = slowloop.sizes("cuda", quick=True)  # what `make test-gpu` runs in the lab
     slowloop_grading.grade_loop(FIXED, task, steps, "cuda").require()
-    timed = slowloop_profile.measure_loops({"slow": SLOW, "fixed": FIXED}, task, steps, "cuda",
-                                           repeats=3, progress=False)
+    timed = slowloop_profile.measure_loops(
+        {"slow": SLOW, "fixed": FIXED}, task, steps, "cuda", repeats=3, progress=False
+    )
     speedup = timed["fixed"].samples_per_s / timed["slow"].samples_per_s
     assert speedup >= slowloop_grading.GPU_SPEEDUP_GOAL, f"only {speedup:.2f}x faster on the GPU"

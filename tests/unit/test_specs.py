@@ -112,7 +112,9 @@ def test_derived_values_are_none_when_fields_are_missing():
 def test_rtx_4090_ridge_point_by_hand():
     # 165.2 TFLOP/s bf16 / 1008 GB/s = 165.2e12 / 1008e9 = 163.9 FLOP per byte
     assert roofline.gpu_ridge_point("RTX 4090", "bf16") == pytest.approx(163.888, rel=1e-4)
-    assert roofline.gpu_ridge_point(get_gpu("RTX 4090")) == roofline.gpu_ridge_point("RTX 4090", "bf16")
+    assert roofline.gpu_ridge_point(get_gpu("RTX 4090")) == roofline.gpu_ridge_point(
+        "RTX 4090", "bf16"
+    )
 
 
 def test_peak_flops_units_and_missing_precisions():
@@ -207,8 +209,11 @@ def test_find_gpu_uses_memory_to_pick_a_variant():
 def test_get_gpu_exact_then_reported_then_error():
     assert get_gpu("T4").name == "T4"
     assert get_gpu("Tesla T4").name == "T4"
-    with pytest.raises(GpulabConfigError, match="name='GTX 1650' is not a GPU in the spec table; "
-                       "did you mean 'GTX 1650 GDDR5'.* known: .*RTX 4090") as info:
+    with pytest.raises(
+        GpulabConfigError,
+        match="name='GTX 1650' is not a GPU in the spec table; "
+        "did you mean 'GTX 1650 GDDR5'.* known: .*RTX 4090",
+    ) as info:
         get_gpu("GTX 1650")
     assert info.value.field == "name"
     with pytest.raises(GpulabConfigError, match="did you mean 'RTX 4090'"):
@@ -370,8 +375,17 @@ def test_cpu_table_rows_have_sources_and_bad_input_is_named():
 # --------------------------------------------------------------------------- chapter 6 rows
 
 # Cards the articles' buying questions name (consumer, workstation, data centre, Apple).
-CHAPTER6_ROWS = ("RTX 4070", "RTX 4080", "RTX 5070 Ti", "RTX A6000", "RTX 6000 Ada Generation",
-                 "L40S", "GTX 1650 GDDR5", "Apple M2 Ultra", "Apple M3 Ultra")
+CHAPTER6_ROWS = (
+    "RTX 4070",
+    "RTX 4080",
+    "RTX 5070 Ti",
+    "RTX A6000",
+    "RTX 6000 Ada Generation",
+    "L40S",
+    "GTX 1650 GDDR5",
+    "Apple M2 Ultra",
+    "Apple M3 Ultra",
+)
 
 
 @pytest.mark.parametrize("name", CHAPTER6_ROWS)
@@ -419,8 +433,15 @@ def test_find_gpu_on_chapter6_names(reported, row):
     assert spec is not None and spec.name == row
 
 
-@pytest.mark.parametrize("reported", ["NVIDIA GeForce RTX 4070 Ti", "NVIDIA GeForce RTX 4080 SUPER",
-                                      "NVIDIA L40", "NVIDIA GeForce GTX 1650"])
+@pytest.mark.parametrize(
+    "reported",
+    [
+        "NVIDIA GeForce RTX 4070 Ti",
+        "NVIDIA GeForce RTX 4080 SUPER",
+        "NVIDIA L40",
+        "NVIDIA GeForce GTX 1650",
+    ],
+)
 def test_find_gpu_does_not_guess_near_chapter6_rows(reported):
     assert find_gpu(reported) is None
 
@@ -429,14 +450,25 @@ def test_find_gpu_does_not_guess_near_chapter6_rows(reported):
 
 # Driver-reported totals, typed here from the cited outputs as the oracle (issue #14): the
 # nvidia-smi "Total" of each card, in MiB.
-REPORTED_MIB = {"RTX 4090": 24564, "RTX 3090": 24576, "A100 80GB SXM": 81920, "H100 SXM": 81559,
-                "L4": 23034, "T4": 15360, "A100 40GB SXM": 40960, "A10": 23028, "L40S": 46068}
+REPORTED_MIB = {
+    "RTX 4090": 24564,
+    "RTX 3090": 24576,
+    "A100 80GB SXM": 81920,
+    "H100 SXM": 81559,
+    "L4": 23034,
+    "T4": 15360,
+    "A100 40GB SXM": 40960,
+    "A10": 23028,
+    "L40S": 46068,
+}
 
 
 def test_every_row_has_a_reported_capacity_with_its_source():
     """memory_bytes comes from a per-row MiB figure, with a published source or the reason."""
-    reported = {name: row["memory_reported"]  # the rows as stored, not as gpulab reads them
-                for name, row in raw_data("gpu_specs.json")["gpus"].items()}
+    reported = {
+        name: row["memory_reported"]  # the rows as stored, not as gpulab reads them
+        for name, row in raw_data("gpu_specs.json")["gpus"].items()
+    }
     assert set(reported) == set(specs.load_gpus())
     for name, row in reported.items():
         assert row["kind"] in ("reported", "nominal-gib"), name
@@ -474,15 +506,18 @@ def test_cpu_peak_at_the_all_core_clocks_by_hand():
     """i9-13900K with every core busy: 8 P-cores x 32 FLOP/cycle x 5.5 GHz + 16 E-cores x 16 x 4.3."""
     cpu = specs.get_cpu("Core i9-13900K")
     assert cpu.peak_fp32_flops("all-core") == pytest.approx((8 * 32 * 5.5 + 16 * 16 * 4.3) * 1e9)
-    assert cpu.peak_fp32_flops("base") < cpu.peak_fp32_flops("all-core") < cpu.peak_fp32_flops("turbo")
+    assert (
+        cpu.peak_fp32_flops("base") < cpu.peak_fp32_flops("all-core") < cpu.peak_fp32_flops("turbo")
+    )
     with pytest.raises(GpulabConfigError, match="clock='boost'"):
         cpu.peak_fp32_flops("boost")
 
 
 def test_a_row_without_its_reported_memory_is_refused_by_name():
     """One GPU is one row: its driver-reported capacity is a field of the row, not optional."""
-    row = json.loads((Path(specs.__file__).parents[1] / "data" / "gpu_specs.json").read_text(
-        encoding="utf-8"))["gpus"]["RTX 4090"]
+    row = json.loads(
+        (Path(specs.__file__).parents[1] / "data" / "gpu_specs.json").read_text(encoding="utf-8")
+    )["gpus"]["RTX 4090"]
     assert row["memory_reported"]["mib"] == 24564  # RLinf issue 255's nvidia-smi output
     del row["memory_reported"]
     with pytest.raises(KeyError, match="row 'RTX 4090' lacks the key 'memory_reported'"):

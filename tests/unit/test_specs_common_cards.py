@@ -10,8 +10,16 @@ from gpulab.reference import specs
 from gpulab.reference.specs import find_gpu, get_gpu, load_gpus
 
 GIB = 2**30
-COMMON = ("RTX 4060", "RTX 4060 Ti 8GB", "RTX 3060 8GB", "RTX 3070", "AMD Radeon RX 7600",
-          "Intel Arc A770 16GB", "Intel Arc A770 8GB", "RTX 4070 SUPER")
+COMMON = (
+    "RTX 4060",
+    "RTX 4060 Ti 8GB",
+    "RTX 3060 8GB",
+    "RTX 3070",
+    "AMD Radeon RX 7600",
+    "Intel Arc A770 16GB",
+    "Intel Arc A770 8GB",
+    "RTX 4070 SUPER",
+)
 
 
 @pytest.mark.parametrize("name", COMMON)
@@ -25,9 +33,13 @@ def test_each_row_cites_its_figures_and_has_what_the_calculators_read(name):
 
 
 # (row, CUDA cores, tensor cores, boost GHz) typed from the rows' sources
-NVIDIA = [("RTX 4060", 3072, 96, 2.46), ("RTX 4060 Ti 8GB", 4352, 136, 2.535),
-          ("RTX 3060 8GB", 3584, 112, 1.777), ("RTX 3070", 5888, 184, 1.725),
-          ("RTX 4070 SUPER", 7168, 224, 2.475)]
+NVIDIA = [
+    ("RTX 4060", 3072, 96, 2.46),
+    ("RTX 4060 Ti 8GB", 4352, 136, 2.535),
+    ("RTX 3060 8GB", 3584, 112, 1.777),
+    ("RTX 3070", 5888, 184, 1.725),
+    ("RTX 4070 SUPER", 7168, 224, 2.475),
+]
 
 
 @pytest.mark.parametrize("name, cores, tensor_cores, ghz", NVIDIA)
@@ -56,38 +68,45 @@ def test_the_arc_a770_rows():
     """4,096 ALUs x 2.1 GHz x 2 = 17.2 TFLOPS; 256 bits at 17.5 and 16 Gbit/s = 560, 512 GB/s."""
     big, small = get_gpu("Intel Arc A770 16GB"), get_gpu("Intel Arc A770 8GB")
     for g in (big, small):
-        assert g.vendor == "Intel" and g.peak_tflops["fp32"] == pytest.approx(4096 * 2.1 * 2 / 1e3,
-                                                                             rel=0.005)
+        assert g.vendor == "Intel" and g.peak_tflops["fp32"] == pytest.approx(
+            4096 * 2.1 * 2 / 1e3, rel=0.005
+        )
         assert "bf16" not in g.peak_tflops  # no XMX figure verified: none typed
     assert (big.bandwidth_gbs, small.bandwidth_gbs) == (256 / 8 * 17.5, 256 / 8 * 16) == (560, 512)
 
 
-@pytest.mark.parametrize("reported, memory, row", [
-    ("NVIDIA GeForce RTX 4060", None, "RTX 4060"),
-    ("NVIDIA GeForce RTX 4060", 8188 * 2**20, "RTX 4060"),
-    ("NVIDIA GeForce RTX 4060 Ti", 8 * GIB, "RTX 4060 Ti 8GB"),
-    ("NVIDIA GeForce RTX 4060 Ti", 16 * GIB, "RTX 4060 Ti 16GB"),
-    ("NVIDIA GeForce RTX 3060", 8 * GIB, "RTX 3060 8GB"),
-    ("NVIDIA GeForce RTX 3060", 12 * GIB, "RTX 3060 12GB"),
-    ("NVIDIA GeForce RTX 3070", None, "RTX 3070"),
-    ("NVIDIA GeForce RTX 4070 SUPER", None, "RTX 4070 SUPER"),
-    ("NVIDIA GeForce RTX 4070", None, "RTX 4070"),
-    ("AMD Radeon RX 7600", None, "AMD Radeon RX 7600"),
-    ("Intel(R) Arc(TM) A770 Graphics", 16 * GIB, "Intel Arc A770 16GB"),
-    ("Intel(R) Arc(TM) A770 Graphics", 8 * GIB, "Intel Arc A770 8GB"),
-])
+@pytest.mark.parametrize(
+    "reported, memory, row",
+    [
+        ("NVIDIA GeForce RTX 4060", None, "RTX 4060"),
+        ("NVIDIA GeForce RTX 4060", 8188 * 2**20, "RTX 4060"),
+        ("NVIDIA GeForce RTX 4060 Ti", 8 * GIB, "RTX 4060 Ti 8GB"),
+        ("NVIDIA GeForce RTX 4060 Ti", 16 * GIB, "RTX 4060 Ti 16GB"),
+        ("NVIDIA GeForce RTX 3060", 8 * GIB, "RTX 3060 8GB"),
+        ("NVIDIA GeForce RTX 3060", 12 * GIB, "RTX 3060 12GB"),
+        ("NVIDIA GeForce RTX 3070", None, "RTX 3070"),
+        ("NVIDIA GeForce RTX 4070 SUPER", None, "RTX 4070 SUPER"),
+        ("NVIDIA GeForce RTX 4070", None, "RTX 4070"),
+        ("AMD Radeon RX 7600", None, "AMD Radeon RX 7600"),
+        ("Intel(R) Arc(TM) A770 Graphics", 16 * GIB, "Intel Arc A770 16GB"),
+        ("Intel(R) Arc(TM) A770 Graphics", 8 * GIB, "Intel Arc A770 8GB"),
+    ],
+)
 def test_reported_names_find_their_row(reported, memory, row):
     assert find_gpu(reported, memory).name == row
 
 
-@pytest.mark.parametrize("reported, memory", [
-    ("NVIDIA GeForce RTX 4060 Ti", None),  # two memory sizes, nothing says which
-    ("Intel(R) Arc(TM) A770 Graphics", None),
-    ("NVIDIA GeForce RTX 4060 Laptop GPU", None),
-    ("NVIDIA GeForce RTX 3070 Ti", None),
-    ("AMD Radeon RX 7600 XT", None),
-    ("NVIDIA GeForce RTX 4070 Ti SUPER", None),  # neither the RTX 4070 nor its SUPER
-])
+@pytest.mark.parametrize(
+    "reported, memory",
+    [
+        ("NVIDIA GeForce RTX 4060 Ti", None),  # two memory sizes, nothing says which
+        ("Intel(R) Arc(TM) A770 Graphics", None),
+        ("NVIDIA GeForce RTX 4060 Laptop GPU", None),
+        ("NVIDIA GeForce RTX 3070 Ti", None),
+        ("AMD Radeon RX 7600 XT", None),
+        ("NVIDIA GeForce RTX 4070 Ti SUPER", None),  # neither the RTX 4070 nor its SUPER
+    ],
+)
 def test_near_names_find_no_row_rather_than_a_guess(reported, memory):
     assert find_gpu(reported, memory) is None
 
@@ -95,8 +114,9 @@ def test_near_names_find_no_row_rather_than_a_guess(reported, memory):
 def test_the_rtx_4060_resolves_and_its_ti_suggests_both_sizes():
     assert get_gpu("RTX 4060").name == "RTX 4060"
     assert get_gpu("rtx 4060").name == "RTX 4060"
-    with pytest.raises(GpulabConfigError,
-                       match=r"did you mean 'RTX 4060 Ti 16GB' or 'RTX 4060 Ti 8GB'\?"):
+    with pytest.raises(
+        GpulabConfigError, match=r"did you mean 'RTX 4060 Ti 16GB' or 'RTX 4060 Ti 8GB'\?"
+    ):
         get_gpu("RTX 4060 Ti")
 
 

@@ -46,8 +46,10 @@ def test_unsynchronised_timing_on_the_cpu_matches_the_synchronised_one():
 
 
 def _rows(base, item, spread):
-    return [syncs.SyncResult("on-device", base, 1.0, "", spread),
-            syncs.SyncResult("item", item, 1.0, "", spread)]
+    return [
+        syncs.SyncResult("on-device", base, 1.0, "", spread),
+        syncs.SyncResult("item", item, 1.0, "", spread),
+    ]
 
 
 def test_the_words_follow_the_measured_result():
@@ -58,7 +60,9 @@ def test_the_words_follow_the_measured_result():
     assert "on cuda" in slower and "1.50 times" in slower and "the reads cost time" in slower
     faster = syncs.describe(_rows(1e-3, 0.5e-3, 0.05e-3), "cpu")
     assert "0.50 times" in faster and "faster" in faster and "cost the same" not in faster
-    assert all("\n" not in line and "`" not in line for line in (same, slower, faster))  # a printed line
+    assert all(
+        "\n" not in line and "`" not in line for line in (same, slower, faster)
+    )  # a printed line
     # the rule is the spreads added: a 0.09 ms gap is within 2 x 0.05 ms
     assert "cost the same" in syncs.describe(_rows(1e-3, 1.09e-3, 0.05e-3), "cpu")
     assert "cost the same" not in syncs.describe(_rows(1e-3, 1.11e-3, 0.05e-3), "cpu")

@@ -14,9 +14,13 @@ from gpulab.ui.tables import Table  # noqa: E402
 
 def test_table_text_and_html_agree():
     """Both renderings carry the same formatted cells; numbers right-aligned, HTML escaped."""
-    t = Table([{"a": "x<y", "b": 1234.5}, {"a": "z", "b": None}], ["a", "b"],
-              headers={"b": "value"}, formats={"b": lambda v: "-" if v is None else f"{v:.1f}"},
-              title="T")
+    t = Table(
+        [{"a": "x<y", "b": 1234.5}, {"a": "z", "b": None}],
+        ["a", "b"],
+        headers={"b": "value"},
+        formats={"b": lambda v: "-" if v is None else f"{v:.1f}"},
+        title="T",
+    )
     text = str(t)
     assert text.splitlines() == ["T", "a    value", "---  ------", "x<y  1234.5", "z    -"]
     html = t._repr_html_()
@@ -24,8 +28,12 @@ def test_table_text_and_html_agree():
 
 
 def _points():
-    return [RatePoint("matmul", f"{n}x{n}x{n}", "fp32", 1e-3, 0.0, 2 * n**3, "FLOP/s", 12 * n * n,
-                      n / 6) for n in (64, 128)]
+    return [
+        RatePoint(
+            "matmul", f"{n}x{n}x{n}", "fp32", 1e-3, 0.0, 2 * n**3, "FLOP/s", 12 * n * n, n / 6
+        )
+        for n in (64, 128)
+    ]
 
 
 def test_matmul_plot_has_a_line_per_precision_and_peak():
@@ -83,35 +91,39 @@ def test_cost_plots_draw_the_curves_they_are_given():
 def test_stacked_counts_and_reference_lines():
     from gpulab import plots
 
-    fig = plots.stacked_counts({"ch. 1": {"correct": 2, "wrong": 1}, "ch. 2": {"wrong": 3}},
-                               ["correct", "wrong"])
+    fig = plots.stacked_counts(
+        {"ch. 1": {"correct": 2, "wrong": 1}, "ch. 2": {"wrong": 3}}, ["correct", "wrong"]
+    )
     bars = fig.axes[0].patches
     assert [b.get_height() for b in bars] == [2, 0, 1, 3]
     fig = plots.lines_with_reference([0, 1], {"a": [1, 2]}, reference=(1.5, "ref"))
     assert [line.get_label() for line in fig.axes[0].lines] == ["a", "ref"]
 
 
-@pytest.mark.parametrize("spec, value, shown", [
-    (".1f", 3.14159, "3.1"),
-    (",.0f", 1234567.8, "1,234,568"),
-    (".0%", 0.256, "26%"),
-    ("+.1%", -0.0123, "-1.2%"),
-    (".2f x", 1.5, "1.50x"),
-    (".1f GiB", 3 * 2**30, "3.0 GiB"),
-    (".2f MiB", 2**19, "0.50 MiB"),
-    (".1f GB", 24e9, "24.0 GB"),
-    (".2f ms", 0.0042, "4.20 ms"),
-    (".0f us", 3e-5, "30 us"),
-    (".0f GB/s", 1.008e12, "1008 GB/s"),
-    (".1f TFLOP/s", 82.6e12, "82.6 TFLOP/s"),
-    (".2f tokens/s", 12.345, "12.35 tokens/s"),  # not a scaled unit: appended as it is
-    (".2f x|skipped", None, "skipped"),
-    (".1f", None, "-"),
-    (".1f|", None, ""),
-    ("seconds", 0.0042, "4.2 ms"),
-    ("size", 2**30, "1 GiB"),
-    ("yes/no", False, "no"),
-])
+@pytest.mark.parametrize(
+    "spec, value, shown",
+    [
+        (".1f", 3.14159, "3.1"),
+        (",.0f", 1234567.8, "1,234,568"),
+        (".0%", 0.256, "26%"),
+        ("+.1%", -0.0123, "-1.2%"),
+        (".2f x", 1.5, "1.50x"),
+        (".1f GiB", 3 * 2**30, "3.0 GiB"),
+        (".2f MiB", 2**19, "0.50 MiB"),
+        (".1f GB", 24e9, "24.0 GB"),
+        (".2f ms", 0.0042, "4.20 ms"),
+        (".0f us", 3e-5, "30 us"),
+        (".0f GB/s", 1.008e12, "1008 GB/s"),
+        (".1f TFLOP/s", 82.6e12, "82.6 TFLOP/s"),
+        (".2f tokens/s", 12.345, "12.35 tokens/s"),  # not a scaled unit: appended as it is
+        (".2f x|skipped", None, "skipped"),
+        (".1f", None, "-"),
+        (".1f|", None, ""),
+        ("seconds", 0.0042, "4.2 ms"),
+        ("size", 2**30, "1 GiB"),
+        ("yes/no", False, "no"),
+    ],
+)
 def test_a_format_string_shows_the_value_as_written_by_hand(spec, value, shown):
     table = Table([{"v": value}], formats={"v": spec})
     assert str(table).split("\n")[-1].strip() == shown
@@ -121,8 +133,11 @@ def test_a_format_string_shows_the_value_as_written_by_hand(spec, value, shown):
 
 def test_a_figure_keeps_its_unit_on_its_line():
     """A value cell never wraps; in words, a number and its unit are joined by a no-break space."""
-    html = Table([{"gpu": "RTX 4090", "size": 24e9, "why": "needs 48 GB at FP16, 35 tokens/s"}],
-                 headers={"size": "batch in 5.7 GiB"}, formats={"size": ".1f GB"})._repr_html_()
+    html = Table(
+        [{"gpu": "RTX 4090", "size": 24e9, "why": "needs 48 GB at FP16, 35 tokens/s"}],
+        headers={"size": "batch in 5.7 GiB"},
+        formats={"size": ".1f GB"},
+    )._repr_html_()
     assert ">batch in 5.7\u00a0GiB</th>" in html
     assert 'text-align:right;white-space:nowrap">24.0\u00a0GB</td>' in html
     assert ">needs 48\u00a0GB at FP16, 35\u00a0tokens/s</td>" in html
@@ -140,8 +155,10 @@ def test_a_table_scrolls_in_its_own_box_and_names_its_key_columns():
     """The HTML is wrapped in a scroll container, so a wide table never spills over the page."""
     html = Table([{"gpu": "A", "needed_gb": 1.5}], key_columns=1, title='GPUs "fit"')._repr_html_()
     # a region a keyboard reaches, named by the title
-    assert html.startswith('<div class="gpulab-table-wrap" role="region" aria-label="GPUs &quot;fit&quot;" '
-                           'tabindex="0" style="max-width:100%;overflow-x:auto">')
+    assert html.startswith(
+        '<div class="gpulab-table-wrap" role="region" aria-label="GPUs &quot;fit&quot;" '
+        'tabindex="0" style="max-width:100%;overflow-x:auto">'
+    )
     assert html.endswith("</table></div>") and 'data-key-columns="1"' in html
     # a key without a title reads as words, never as a raw field name
     assert "<th" in html and ">needed gb</th>" in html and "needed_gb" not in html
@@ -165,7 +182,9 @@ def _collisions(fig):
             continue
         box = legend.get_window_extent(renderer)
         things = [*ax.patches, *ax.texts, ax.xaxis.label, ax.yaxis.label]
-        found += [t for t in things if t.get_visible() and _overlaps(box, t.get_window_extent(renderer))]
+        found += [
+            t for t in things if t.get_visible() and _overlaps(box, t.get_window_extent(renderer))
+        ]
     return found
 
 
@@ -178,11 +197,17 @@ def test_legends_lie_on_no_bar_label_or_text():
     g = 10**9
     overview = plots.memory_overview(hardware.detect())
     breakdown = plots.memory_breakdown(
-        {"fp32, gradients kept": Breakdown(5 * g, 0, 70 * g, 5 * g, 10 * g),
-         "all of the above": Breakdown(2 * g, 0, 6 * g, 3 * g, 14 * g)},
-        {"24 GB card": 24 * g, "80 GB card": 80 * g}, title="t")
+        {
+            "fp32, gradients kept": Breakdown(5 * g, 0, 70 * g, 5 * g, 10 * g),
+            "all of the above": Breakdown(2 * g, 0, 6 * g, 3 * g, 14 * g),
+        },
+        {"24 GB card": 24 * g, "80 GB card": 80 * g},
+        title="t",
+    )
     for fig in (overview, breakdown):
         assert _collisions(fig) == []
     # the capacities are named in the legend, not written over the bars
-    assert {"24 GB card", "80 GB card"} <= {t.get_text() for t in breakdown.axes[0].get_legend().get_texts()}
+    assert {"24 GB card", "80 GB card"} <= {
+        t.get_text() for t in breakdown.axes[0].get_legend().get_texts()
+    }
     assert len(breakdown.axes[0].texts) == 0

@@ -10,8 +10,15 @@ import torch
 from gpulab import textdata
 from gpulab.core.errors import GpulabConfigError
 
-TINY = dict(model_type="llama", hidden_size=32, intermediate_size=64, num_hidden_layers=1,
-            num_attention_heads=2, num_key_value_heads=1, tie_word_embeddings=False)
+TINY = dict(
+    model_type="llama",
+    hidden_size=32,
+    intermediate_size=64,
+    num_hidden_layers=1,
+    num_attention_heads=2,
+    num_key_value_heads=1,
+    tie_word_embeddings=False,
+)
 
 
 def test_corpus_is_the_book_and_is_packaged():
@@ -26,8 +33,10 @@ def test_corpus_is_the_book_and_is_packaged():
 def test_packaged_copy_is_used_without_a_checkout(monkeypatch):
     """Without book/, load_corpus falls back to data/corpus.txt."""
     monkeypatch.setattr(textdata, "_book_dir", lambda: None)
-    assert textdata.load_corpus(max_chars=50) == \
-        resources.files("gpulab").joinpath("data/corpus.txt").read_text(encoding="utf-8")[:50]
+    assert (
+        textdata.load_corpus(max_chars=50)
+        == resources.files("gpulab").joinpath("data/corpus.txt").read_text(encoding="utf-8")[:50]
+    )
     assert "packaged" in textdata.corpus_source()
 
 
@@ -76,7 +85,10 @@ def test_training_lowers_the_loss_and_is_deterministic():
     assert len(losses) == 30
     assert sum(losses[-5:]) / 5 < losses[0] - 0.5
     untrained, _ = textdata.train_tiny_lm(TINY, text, steps=1, batch=8, seq_len=32, lr=1e-9)
-    assert textdata.eval_loss(model, val, 8, 32, 4) < textdata.eval_loss(untrained, val, 8, 32, 4) - 0.5
+    assert (
+        textdata.eval_loss(model, val, 8, 32, 4)
+        < textdata.eval_loss(untrained, val, 8, 32, 4) - 0.5
+    )
     _, again = textdata.train_tiny_lm(TINY, text, steps=30, batch=8, seq_len=32, lr=1e-2)
     assert again == losses
 

@@ -59,8 +59,10 @@ def test_device_comes_from_tensors_or_modules():
     assert timing.find_device((3,), {}).type == "cpu"
 
 
-@pytest.mark.parametrize("kwargs, field", [({"min_run_time": 0}, "min_run_time"),
-                                           ({"min_run_time": "1"}, "min_run_time")])
+@pytest.mark.parametrize(
+    "kwargs, field",
+    [({"min_run_time": 0}, "min_run_time"), ({"min_run_time": "1"}, "min_run_time")],
+)
 def test_bad_arguments_name_the_field(kwargs, field):
     """A non-positive run time is refused with the argument named."""
     with pytest.raises(GpulabConfigError, match=field):
@@ -121,7 +123,9 @@ def test_cuda_events_agree_with_torch_benchmark():
 
     a = torch.randn(4096, 4096, device="cuda", dtype=torch.bfloat16)
     ours = timing.benchmark(torch.matmul, a, a, min_run_time=0.5)
-    ref = tb.Timer("torch.matmul(a, a)", globals={"a": a, "torch": torch}).blocked_autorange(min_run_time=0.5)
+    ref = tb.Timer("torch.matmul(a, a)", globals={"a": a, "torch": torch}).blocked_autorange(
+        min_run_time=0.5
+    )
     assert ours.device.startswith("cuda")
     assert abs(ours.median / ref.median - 1) < 0.10
 
@@ -135,12 +139,17 @@ def test_interleaved_times_each_call_once_per_round_rotating_the_order():
         def call():
             order.append(label)
             time.sleep(seconds)
+
         return call
 
-    calls = {"short": sleeper("short", 0.002), "long": sleeper("long", 0.008), "mid": sleeper("mid", 0.004)}
+    calls = {
+        "short": sleeper("short", 0.002),
+        "long": sleeper("long", 0.008),
+        "mid": sleeper("mid", 0.004),
+    }
     found = timing.interleaved(calls, "cpu", rounds=6, warmup=1)
     assert order[:3] == ["short", "long", "mid"]  # one warm-up call each, first
-    rounds = [order[3 + 3 * r: 6 + 3 * r] for r in range(6)]
+    rounds = [order[3 + 3 * r : 6 + 3 * r] for r in range(6)]
     assert all(sorted(r) == ["long", "mid", "short"] for r in rounds)
     assert {r[0] for r in rounds} == set(calls)  # no label always runs first
     assert all(len(m.times) == 6 for m in found.values())

@@ -23,16 +23,22 @@ TASK, STEPS = slowloop.Task(batch=16, hidden=64, dataset_size=2000, transform_pa
 
 def _fixed_but(step_body):
     """A correct whole-batch loop whose step is `step_body(run, loss, losses)`."""
+
     def loop(run):
         weights = torch.tensor(class_weights(run.dataset.labels, run.task.classes))
         losses = []
         for x, y in DataLoader(run.dataset, batch_size=run.task.batch, sampler=run.order):
-            loss = F.cross_entropy(run.model(x), y, weight=weights, reduction="sum") / run.task.batch
+            loss = (
+                F.cross_entropy(run.model(x), y, weight=weights, reduction="sum") / run.task.batch
+            )
             loss.backward()
             run.optimizer.step()
             run.optimizer.zero_grad()
             step_body(run, loss, losses)
-        return losses if not losses or not isinstance(losses[0], torch.Tensor) else torch.stack(losses)
+        return (
+            losses if not losses or not isinstance(losses[0], torch.Tensor) else torch.stack(losses)
+        )
+
     return loop
 
 
@@ -46,7 +52,8 @@ def test_the_fixed_loop_passes_every_check():
 
 def test_a_per_step_item_is_rejected_although_the_losses_match():
     grade = slowloop_grading.grade_loop(
-        _fixed_but(lambda run, loss, out: out.append(loss.item())), TASK, STEPS)
+        _fixed_but(lambda run, loss, out: out.append(loss.item())), TASK, STEPS
+    )
     assert grade.failed() == ["no host sync per step"]
     assert grade.host_syncs == {"item": STEPS}
     with pytest.raises(AssertionError, match=r"no host sync per step: 6 host synchronisation"):
@@ -58,7 +65,11 @@ def test_every_kind_of_host_read_is_counted(read):
     def body(run, loss, out):
         read(loss.detach())
         out.append(loss.detach())
-    assert "no host sync per step" in slowloop_grading.grade_loop(_fixed_but(body), TASK, STEPS).failed()
+
+    assert (
+        "no host sync per step"
+        in slowloop_grading.grade_loop(_fixed_but(body), TASK, STEPS).failed()
+    )
 
 
 def test_a_changed_learning_rate_is_rejected_as_another_training():
@@ -66,6 +77,7 @@ def test_a_changed_learning_rate_is_rejected_as_another_training():
         for group in run.optimizer.param_groups:
             group["lr"] *= 1.2
         return training_loops.fixed_training_loop(run)
+
     grade = slowloop_grading.grade_loop(faster, TASK, STEPS)
     assert grade.failed() == ["same training"]
     assert "changed the training" in next(c["detail"] for c in grade.checks if not c["passed"])
@@ -76,6 +88,7 @@ def test_fewer_steps_are_rejected_by_the_count_of_steps_and_of_samples():
         run.steps -= 2
         run.order = run.order[: run.steps * run.task.batch]
         return training_loops.fixed_training_loop(run)
+
     grade = slowloop_grading.grade_loop(shorter, TASK, STEPS)
     assert {"one loss per step", "optimizer steps", "work per step"} <= set(grade.failed())
 
@@ -83,6 +96,7 @@ def test_fewer_steps_are_rejected_by_the_count_of_steps_and_of_samples():
 def test_a_stub_is_not_written_yet_and_a_wrong_return_is_explained():
     def stub(run):
         raise NotImplementedError("edit the copy of the slow loop")
+
     with pytest.raises(AssertionError, match="not written yet: edit the copy"):
         slowloop_grading.grade_loop(stub, TASK, STEPS)
     grade = slowloop_grading.grade_loop(lambda run: None, TASK, STEPS)
@@ -109,8 +123,11 @@ def test_the_lab_shows_the_library_loops_as_they_are():
 def test_the_learner_starts_from_a_copy_of_the_slow_loop_to_edit():
     learner = json.loads(learner_generator.learner_path(LAB).read_text(encoding="utf-8"))
     start = "".join(_cell(learner, "fixed-loop")["source"])
-    body = inspect.getsource(training_loops.slow_training_loop).replace(
-        "def slow_training_loop(", "def fixed_training_loop(", 1).rstrip("\n")
+    body = (
+        inspect.getsource(training_loops.slow_training_loop)
+        .replace("def slow_training_loop(", "def fixed_training_loop(", 1)
+        .rstrip("\n")
+    )
     assert start.startswith("# HINT:") and start.endswith(body)
     assert "LoopConfig" not in json.dumps(learner)  # the configuration flags left the lab
 
@@ -119,6 +136,8 @@ def test_a_stale_library_cell_is_refreshed_and_reported():
     nb = json.loads(LAB.read_text(encoding="utf-8"))
     _cell(nb, "slow-loop-source")["source"] = "def slow_training_loop(run):\n    return []"
     assert learner_generator.refresh_generated(nb) is True
-    assert "".join(_cell(nb, "slow-loop-source")["source"]).startswith("def slow_training_loop(run: LoopRun)")
+    assert "".join(_cell(nb, "slow-loop-source")["source"]).startswith(
+        "def slow_training_loop(run: LoopRun)"
+    )
     with pytest.raises(ValueError, match="no function 'nope'"):
         learner_generator.library_source("gpulab.course.training_loops:nope")

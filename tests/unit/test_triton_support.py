@@ -19,12 +19,14 @@ from tests.helpers import INSTALLED_BY_MAKE, STRICT, has_module
 HAS_TRITON = has_module("triton")
 # Triton is the kernels extra: `make test` installs it (not on macOS, which has no wheels), so
 # there its absence fails; a bare pytest without it skips these tests with the reason.
-needs_triton = pytest.mark.skipif(not HAS_TRITON and not (STRICT and "kernels" in INSTALLED_BY_MAKE),
-                                  reason="Triton is not installed (the kernels extra)")
+needs_triton = pytest.mark.skipif(
+    not HAS_TRITON and not (STRICT and "kernels" in INSTALLED_BY_MAKE),
+    reason="Triton is not installed (the kernels extra)",
+)
 SRC = Path(triton_support.__file__).resolve().parents[2]
 
 # A fresh process, as a notebook kernel is: nothing sets TRITON_INTERPRET but setup().
-SCRIPT = textwrap.dedent('''
+SCRIPT = textwrap.dedent("""
     import os, sys
     import torch
     from gpulab import triton_support
@@ -47,15 +49,16 @@ SCRIPT = textwrap.dedent('''
     add_kernel[(triton_support.cdiv(n, 256),)](x, y, out, n, BLOCK=256)
     print(status.interpreter, os.environ.get("TRITON_INTERPRET"), type(add_kernel).__name__,
           torch.equal(out, x + y))
-''')
+""")
 
 
 def _run_script(device: str) -> list[str]:
     """Run SCRIPT in a fresh Python with TRITON_INTERPRET unset; its printed words."""
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     env["PYTHONPATH"] = os.pathsep.join(filter(None, [str(SRC), env.get("PYTHONPATH")]))
-    done = subprocess.run([sys.executable, "-c", SCRIPT, device], env=env, capture_output=True,
-                          text=True, timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", SCRIPT, device], env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     return done.stdout.split()
 

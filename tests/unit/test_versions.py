@@ -14,7 +14,9 @@ def _report(gpus, torch_info):
 
 def test_rows_on_a_cuda_machine():
     gpu = GPUInfo(0, "RTX 4090", driver_version="550.54.14", cuda_driver_version="12.4")
-    t = TorchInfo(True, "2.5.1+cu121", cuda_version="12.1", build="cuda", arch_list=["sm_80", "sm_89"])
+    t = TorchInfo(
+        True, "2.5.1+cu121", cuda_version="12.1", build="cuda", arch_list=["sm_80", "sm_89"]
+    )
     rows = {r.what: r for r in versions.version_rows(_report([gpu], t), toolkit="11.8")}
     assert rows["NVIDIA driver"].value == "550.54.14"
     assert rows["newest CUDA the driver supports"].value == "12.4"

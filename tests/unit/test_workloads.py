@@ -25,8 +25,9 @@ class CountingUNet:
         return self.unet(*args, **kwargs)
 
 
-TINY_UNET = dict(workloads.TINY_UNET_CONFIG, sample_size=8, block_out_channels=(8, 16),
-                 attention_head_dim=8)
+TINY_UNET = dict(
+    workloads.TINY_UNET_CONFIG, sample_size=8, block_out_channels=(8, 16), attention_head_dim=8
+)
 
 
 @pytest.fixture(scope="module")
@@ -61,8 +62,9 @@ def test_small_unet_without_diffusers_says_what_to_install(monkeypatch):
 
 def test_embeddings_are_normalised_and_counted_per_document():
     """One unit vector per document; docs_per_second is a positive rate."""
-    encoder = workloads.small_encoder("cpu", dict(workloads.TINY_ENCODER_CONFIG,
-                                                  num_hidden_layers=1))
+    encoder = workloads.small_encoder(
+        "cpu", dict(workloads.TINY_ENCODER_CONFIG, num_hidden_layers=1)
+    )
     ids = torch.randint(0, 1000, (3, 16))
     mask = torch.ones_like(ids)
     mask[1, 8:] = 0  # a shorter document, padded

@@ -44,19 +44,21 @@ def _free_port() -> int:
 def _hub_env(state: Path, **extra: str) -> dict[str, str]:
     """The environment the config reads: every GPULAB_HUB_* variable the test relies on."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("GPULAB_HUB_")}
-    env.update({
-        "GPULAB_HUB_IP": "127.0.0.1",
-        "GPULAB_HUB_PORT": str(_free_port()),
-        "GPULAB_HUB_INTERNAL_PORT": str(_free_port()),
-        "GPULAB_HUB_PROXY_API_PORT": str(_free_port()),
-        "GPULAB_HUB_STATE_DIR": str(state),
-        "GPULAB_HUB_SPAWNER": "simple",
-        "GPULAB_HUB_PASSWORD": PASSWORD,
-        "GPULAB_COURSE_DIR": str(ROOT),
-        # The test may run as root (a container); the simple spawner then needs --allow-root.
-        "GPULAB_HUB_ALLOW_ROOT": "1" if os.geteuid() == 0 else "0",
-        "PATH": f"{VENV_BIN}:{PROXY.parent}:{os.environ.get('PATH', '')}",
-    })
+    env.update(
+        {
+            "GPULAB_HUB_IP": "127.0.0.1",
+            "GPULAB_HUB_PORT": str(_free_port()),
+            "GPULAB_HUB_INTERNAL_PORT": str(_free_port()),
+            "GPULAB_HUB_PROXY_API_PORT": str(_free_port()),
+            "GPULAB_HUB_STATE_DIR": str(state),
+            "GPULAB_HUB_SPAWNER": "simple",
+            "GPULAB_HUB_PASSWORD": PASSWORD,
+            "GPULAB_COURSE_DIR": str(ROOT),
+            # The test may run as root (a container); the simple spawner then needs --allow-root.
+            "GPULAB_HUB_ALLOW_ROOT": "1" if os.geteuid() == 0 else "0",
+            "PATH": f"{VENV_BIN}:{PROXY.parent}:{os.environ.get('PATH', '')}",
+        }
+    )
     env.update(extra)
     return env
 
@@ -76,8 +78,9 @@ def _fake_spawner(name: str):
     """Just what the GPU hooks use of a spawner: its user's name, environment and log."""
     import logging
 
-    return SimpleNamespace(user=SimpleNamespace(name=name), environment={"A": "1"},
-                           log=logging.getLogger("test"))
+    return SimpleNamespace(
+        user=SimpleNamespace(name=name), environment={"A": "1"}, log=logging.getLogger("test")
+    )
 
 
 # --------------------------------------------------------------------------- the config, loaded
@@ -99,8 +102,13 @@ def test_config_serves_both_kernels_from_the_course(monkeypatch, tmp_path):
 def test_config_systemd_spawner_keeps_the_gpus_visible(monkeypatch, tmp_path):
     """The real-server spawner: dynamic users, /dev not private (GPUs), limits passed on."""
     spawner = need_module("systemdspawner", "workshop")
-    cfg = _load_config(monkeypatch, tmp_path, GPULAB_HUB_SPAWNER="systemd",
-                       GPULAB_HUB_MEM_LIMIT="16G", GPULAB_HUB_CPU_LIMIT="4")
+    cfg = _load_config(
+        monkeypatch,
+        tmp_path,
+        GPULAB_HUB_SPAWNER="systemd",
+        GPULAB_HUB_MEM_LIMIT="16G",
+        GPULAB_HUB_CPU_LIMIT="4",
+    )
     assert cfg.JupyterHub.spawner_class == "systemdspawner.SystemdSpawner"
     assert cfg.SystemdSpawner.dynamic_users is True
     assert cfg.SystemdSpawner.isolate_devices is False
@@ -110,15 +118,18 @@ def test_config_systemd_spawner_keeps_the_gpus_visible(monkeypatch, tmp_path):
     assert set(cfg.SystemdSpawner) <= set(traits)
 
 
-@pytest.mark.parametrize(("variable", "value", "named"), [
-    ("GPULAB_HUB_PASSWORD", "short", "GPULAB_HUB_PASSWORD"),
-    ("GPULAB_HUB_PORT", "eighty", "GPULAB_HUB_PORT"),
-    ("GPULAB_HUB_SPAWNER", "docker", "GPULAB_HUB_SPAWNER"),
-    ("GPULAB_HUB_USERS_PER_GPU", "0", "GPULAB_HUB_USERS_PER_GPU"),
-    ("GPULAB_HUB_WHEN_FULL", "wait", "GPULAB_HUB_WHEN_FULL"),
-    ("GPULAB_HUB_CPU_LIMIT", "-2", "GPULAB_HUB_CPU_LIMIT"),
-    ("GPULAB_HUB_SSL_CERT", "/etc/cert.pem", "GPULAB_HUB_SSL_KEY"),
-])
+@pytest.mark.parametrize(
+    ("variable", "value", "named"),
+    [
+        ("GPULAB_HUB_PASSWORD", "short", "GPULAB_HUB_PASSWORD"),
+        ("GPULAB_HUB_PORT", "eighty", "GPULAB_HUB_PORT"),
+        ("GPULAB_HUB_SPAWNER", "docker", "GPULAB_HUB_SPAWNER"),
+        ("GPULAB_HUB_USERS_PER_GPU", "0", "GPULAB_HUB_USERS_PER_GPU"),
+        ("GPULAB_HUB_WHEN_FULL", "wait", "GPULAB_HUB_WHEN_FULL"),
+        ("GPULAB_HUB_CPU_LIMIT", "-2", "GPULAB_HUB_CPU_LIMIT"),
+        ("GPULAB_HUB_SSL_CERT", "/etc/cert.pem", "GPULAB_HUB_SSL_KEY"),
+    ],
+)
 def test_config_rejects_bad_settings_by_name(monkeypatch, tmp_path, variable, value, named):
     """A bad variable stops the hub with a GpulabConfigError that names it."""
     need_module("jupyterhub", "workshop")
@@ -139,8 +150,9 @@ def test_config_refuses_root_servers_unless_allowed(monkeypatch, tmp_path):
 def test_gpu_slots_spread_then_share_then_fall_back_to_cpu(monkeypatch, tmp_path):
     """Two GPUs, two attendees each: spread first, share next, the fifth gets the CPU."""
     need_module("jupyterhub", "workshop")
-    cfg = _load_config(monkeypatch, tmp_path, GPULAB_HUB_GPUS="0, MIG-abc",
-                       GPULAB_HUB_USERS_PER_GPU="2")
+    cfg = _load_config(
+        monkeypatch, tmp_path, GPULAB_HUB_GPUS="0, MIG-abc", GPULAB_HUB_USERS_PER_GPU="2"
+    )
     spawners = {n: _fake_spawner(n) for n in ("ann", "bo", "cy", "di", "ed")}
     for spawner in spawners.values():
         cfg.Spawner.pre_spawn_hook(spawner)
@@ -179,8 +191,10 @@ def _wait_for(what: str, check, hub: subprocess.Popen, log: Path, timeout_s: flo
     deadline = time.monotonic() + timeout_s
     while time.monotonic() < deadline:
         if hub.poll() is not None:
-            pytest.fail(f"JupyterHub exited ({hub.returncode}) while waiting for {what}:\n"
-                        f"{log.read_text()[-4000:]}")
+            pytest.fail(
+                f"JupyterHub exited ({hub.returncode}) while waiting for {what}:\n"
+                f"{log.read_text()[-4000:]}"
+            )
         result = check()
         if result:
             return result
@@ -233,12 +247,18 @@ def test_hub_spawns_a_server_with_both_course_kernels(tmp_path):
     admin = {"Authorization": f"token {admin_token}"}
     log = tmp_path / "hub.log"
     with log.open("w") as out:
-        hub = subprocess.Popen([str(VENV_BIN / "jupyterhub"), "-f", str(CONFIG)], cwd=tmp_path,
-                               env=env, stdout=out, stderr=subprocess.STDOUT,
-                               start_new_session=True)
+        hub = subprocess.Popen(
+            [str(VENV_BIN / "jupyterhub"), "-f", str(CONFIG)],
+            cwd=tmp_path,
+            env=env,
+            stdout=out,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
     server_pid = proxy_pid = None
     user = "attendee1"
     try:
+
         def hub_up():
             try:
                 return requests.get(f"{api}/", timeout=2).status_code == 200
@@ -252,7 +272,9 @@ def test_hub_spawns_a_server_with_both_course_kernels(tmp_path):
         r = requests.post(f"{api}/users/{user}", headers=admin, timeout=10)
         assert r.status_code == 201, r.text
         login = {"auth": {"username": user, "password": "not-the-password"}}
-        assert requests.post(f"{api}/users/{user}/tokens", json=login, timeout=10).status_code == 403
+        assert (
+            requests.post(f"{api}/users/{user}/tokens", json=login, timeout=10).status_code == 403
+        )
         login["auth"]["password"] = PASSWORD
         r = requests.post(f"{api}/users/{user}/tokens", json=login, timeout=10)
         assert r.status_code == 201, r.text
@@ -277,14 +299,18 @@ def test_hub_spawns_a_server_with_both_course_kernels(tmp_path):
         assert specs["gpulab"]["spec"]["argv"][0] == "python"
 
         # The wrapper copied every chapter notebook, set to open on the gpulab kernel.
-        r = requests.get(f"{base}/user/{user}/api/contents/gpulab-course/notebooks",
-                         headers=mine, timeout=10)
+        r = requests.get(
+            f"{base}/user/{user}/api/contents/gpulab-course/notebooks", headers=mine, timeout=10
+        )
         assert r.status_code == 200, r.text
         names = {item["name"] for item in r.json()["content"]}
         assert {p.name for p in (ROOT / "notebooks").glob("*.ipynb")} <= names
         first = sorted(names)[0]
-        r = requests.get(f"{base}/user/{user}/api/contents/gpulab-course/notebooks/{first}",
-                         headers=mine, timeout=10)
+        r = requests.get(
+            f"{base}/user/{user}/api/contents/gpulab-course/notebooks/{first}",
+            headers=mine,
+            timeout=10,
+        )
         assert r.json()["content"]["metadata"]["kernelspec"]["name"] == "gpulab"
 
         # Stopping through the API ends the server process.

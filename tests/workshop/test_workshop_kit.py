@@ -26,8 +26,16 @@ GUIDE = ROOT / "book" / "workshop" / "instructor_guide.md"
 
 def _notebook(path: Path, kernel: str = "python3") -> None:
     path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps({"cells": [], "metadata": {"kernelspec": {"name": kernel}},
-                                "nbformat": 4, "nbformat_minor": 5}))
+    path.write_text(
+        json.dumps(
+            {
+                "cells": [],
+                "metadata": {"kernelspec": {"name": kernel}},
+                "nbformat": 4,
+                "nbformat_minor": 5,
+            }
+        )
+    )
 
 
 @pytest.fixture
@@ -51,7 +59,10 @@ def test_copy_course_gives_learner_copies_on_the_gpu_kernel(course, tmp_path):
     added = singleuser.copy_course(course, home)
     dest = home / singleuser.COURSE_FOLDER
     assert sorted(p.relative_to(dest).as_posix() for p in added) == [
-        "labs/01_lab.ipynb", "labs/07_scripts/train.py", "notebooks/00_setup.ipynb"]
+        "labs/01_lab.ipynb",
+        "labs/07_scripts/train.py",
+        "notebooks/00_setup.ipynb",
+    ]
     assert not (dest / "solutions").exists()
     nb = json.loads((dest / "labs" / "01_lab.ipynb").read_text())
     assert nb["metadata"]["kernelspec"]["name"] == "gpulab"
@@ -81,8 +92,11 @@ def test_copy_course_shares_solutions_when_asked(course, tmp_path):
 
 def _settings(text: str) -> dict[str, str]:
     """The uncommented NAME=value lines of an environment file."""
-    pairs = (line.split("=", 1) for line in text.splitlines()
-             if line and not line.startswith("#") and "=" in line)
+    pairs = (
+        line.split("=", 1)
+        for line in text.splitlines()
+        if line and not line.startswith("#") and "=" in line
+    )
     return {k: v for k, v in pairs}
 
 
@@ -98,8 +112,9 @@ def test_install_script_writes_settings_the_config_reads(monkeypatch, tmp_path):
     """Every variable in the settings template is one the config knows, and they load."""
     need_module("jupyterhub", "workshop")
     need_module("systemdspawner", "workshop")
-    out = subprocess.run(["bash", str(SCRIPT), "--print-config"], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(
+        ["bash", str(SCRIPT), "--print-config"], capture_output=True, text=True, check=True
+    ).stdout
     unit, settings = out.split("# /etc/gpulab-hub/hub.env")
     assert f"ExecStart={sys.prefix}/bin/jupyterhub -f {CONFIG}" in unit
     known = set(re.findall(r"GPULAB_HUB_[A-Z_]+", CONFIG.read_text()))
@@ -173,8 +188,9 @@ def _stated_minutes(notebook: Path) -> int:
 
 def test_agenda_timings_match_what_each_notebook_states():
     """An agenda row that names a notebook gives the minutes its title cell states."""
-    rows = [line for line in GUIDE.read_text().splitlines()
-            if line.startswith("|") and ".ipynb" in line]
+    rows = [
+        line for line in GUIDE.read_text().splitlines() if line.startswith("|") and ".ipynb" in line
+    ]
     assert rows, "the guide has no agenda rows"
     for row in rows:
         path = re.search(r"`((?:notebooks|labs)/[\w/]+\.ipynb)`", row)

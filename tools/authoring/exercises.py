@@ -98,9 +98,12 @@ def problems(nb: dict) -> list[str]:
         if cell["cell_type"] == "markdown" and EXERCISE_TAG not in _tags(cell):
             text = cell_source(cell)
             if re.search(r"^##+ .*Exercises", text, re.M) and re.search(
-                    r"^\s*\d+\.\s", text.split("Exercises", 1)[1], re.M):
-                found.append(f"cell {i} lists exercises as plain text; give each its own "
-                             f"cell tagged {EXERCISE_TAG!r} with a solution")
+                r"^\s*\d+\.\s", text.split("Exercises", 1)[1], re.M
+            ):
+                found.append(
+                    f"cell {i} lists exercises as plain text; give each its own "
+                    f"cell tagged {EXERCISE_TAG!r} with a solution"
+                )
     labels = [g.label for g in groups]
     for n, g in enumerate(groups, start=1):
         where = f"exercise at cell {g.index}"
@@ -111,22 +114,30 @@ def problems(nb: dict) -> list[str]:
         elif g.number != n:
             found.append(f"{where} is numbered {g.number}; it is exercise {n} of the notebook")
         if not LABEL.match(g.label):
-            found.append(f"{where} has label {g.label!r}; metadata gpulab.exercise must match "
-                         f"{LABEL.pattern} (for example 'ch02-kv-by-hand')")
+            found.append(
+                f"{where} has label {g.label!r}; metadata gpulab.exercise must match "
+                f"{LABEL.pattern} (for example 'ch02-kv-by-hand')"
+            )
         elif labels.count(g.label) > 1:
             found.append(f"{where}: label {g.label!r} is used twice")
         if not g.solution:
-            found.append(f"{where} ({g.label}) has no solution (cells tagged {SOLUTION_TAG!r} "
-                         "right after it)")
+            found.append(
+                f"{where} ({g.label}) has no solution (cells tagged {SOLUTION_TAG!r} "
+                "right after it)"
+            )
             continue
         first = cells[g.solution[0]]
         if first["cell_type"] != "markdown" or not cell_source(first).startswith(SOLUTION_HEADING):
-            found.append(f"{where} ({g.label}): its solution must open with a Markdown cell "
-                         f"'{SOLUTION_HEADING}'")
+            found.append(
+                f"{where} ({g.label}): its solution must open with a Markdown cell "
+                f"'{SOLUTION_HEADING}'"
+            )
         code = [cell_source(cells[i]) for i in g.solution if cells[i]["cell_type"] == "code"]
         if not any(CHECK.search(src) for src in code):
-            found.append(f"{where} ({g.label}): no solution code cell checks its answer "
-                         "(an assert, or labs.check)")
+            found.append(
+                f"{where} ({g.label}): no solution code cell checks its answer "
+                "(an assert, or labs.check)"
+            )
     return found
 
 
@@ -137,8 +148,11 @@ def normalise(nb: dict) -> bool:
         for i in g.solution:
             cell = nb["cells"][i]
             meta = cell.setdefault("metadata", {})
-            want: dict = ({"jp-MarkdownHeadingCollapsed": True} if cell["cell_type"] == "markdown"
-                          else {"jupyter": {"source_hidden": True}, "cellView": "form"})
+            want: dict = (
+                {"jp-MarkdownHeadingCollapsed": True}
+                if cell["cell_type"] == "markdown"
+                else {"jupyter": {"source_hidden": True}, "cellView": "form"}
+            )
             for key, value in want.items():
                 if meta.get(key) != value:
                     meta[key] = value
@@ -167,9 +181,13 @@ def strip_solutions(nb: dict) -> dict:
 
 def holds_solution(nb: dict) -> bool:
     """True when any cell of the notebook is, or is part of, an exercise's solution."""
-    return any(SOLUTION_TAG in _tags(c) or GATE_START in cell_source(c)
-               or GATE_END in cell_source(c) or cell_source(c).startswith(SOLUTION_HEADING)
-               for c in nb.get("cells", []))
+    return any(
+        SOLUTION_TAG in _tags(c)
+        or GATE_START in cell_source(c)
+        or GATE_END in cell_source(c)
+        or cell_source(c).startswith(SOLUTION_HEADING)
+        for c in nb.get("cells", [])
+    )
 
 
 def _markdown(source: str, cell_id: str) -> dict:
@@ -184,14 +202,14 @@ def to_sphinx_exercise(nb: dict) -> dict:
     for g in reversed(exercises(nb)):  # from the end, so earlier positions stay valid
         body = cell_source(cells[g.index]).split("\n", 1)
         text = body[1].strip("\n") if len(body) > 1 else ""
-        cells[g.index]["source"] = (f"::::{{exercise}} {g.title}\n:label: {g.label}\n\n{text}\n"
-                                    "::::")
+        cells[g.index]["source"] = f"::::{{exercise}} {g.title}\n:label: {g.label}\n\n{text}\n::::"
         if not g.solution:
             continue
         first = cells[g.solution[0]]
-        rest = cell_source(first)[len(SOLUTION_HEADING):].strip("\n")
-        first["source"] = (f":::{{{GATE_START}}} {g.label}\n:class: dropdown\n:::\n\n{rest}"
-                           ).rstrip("\n")
+        rest = cell_source(first)[len(SOLUTION_HEADING) :].strip("\n")
+        first["source"] = (
+            f":::{{{GATE_START}}} {g.label}\n:class: dropdown\n:::\n\n{rest}"
+        ).rstrip("\n")
         first["metadata"].pop("jp-MarkdownHeadingCollapsed", None)
         cells.insert(g.end, _markdown(f":::{{{GATE_END}}}\n:::", f"{g.label}-end"))
     return out

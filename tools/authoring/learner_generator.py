@@ -58,7 +58,7 @@ def _hint(lines: list[str]) -> str:
     """The hint given in a solution block by a `# HINT:` line, or the default."""
     for line in lines:
         if line.strip().startswith(HINT_PREFIX):
-            return line.strip()[len(HINT_PREFIX):].strip()
+            return line.strip()[len(HINT_PREFIX) :].strip()
     return DEFAULT_HINT
 
 
@@ -99,8 +99,9 @@ def library_source(ref: str, rename: str | None = None) -> str:
     try:
         fn = getattr(importlib.import_module(module), name)
     except (ImportError, AttributeError):
-        raise ValueError(f"gpulab.source {ref!r}: no function {name!r} "
-                         f"in module {module!r}") from None
+        raise ValueError(
+            f"gpulab.source {ref!r}: no function {name!r} in module {module!r}"
+        ) from None
     source = inspect.getsource(fn).rstrip("\n")
     if rename:
         source = source.replace(f"def {name}(", f"def {rename}(", 1)
@@ -149,8 +150,12 @@ def make_learner_copy(solution: dict, solution_path: str) -> dict:
         cells.append(cell)
     if not any(is_solution_cell(c) for c in solution["cells"]):
         raise ValueError(f"{solution_path} has no cell tagged {SOLUTION_TAG!r}; it is not a lab")
-    note = {"cell_type": "markdown", "id": "learner-copy-note", "metadata": {},
-            "source": LEARNER_NOTE.replace("{solution}", solution_path)}
+    note = {
+        "cell_type": "markdown",
+        "id": "learner-copy-note",
+        "metadata": {},
+        "source": LEARNER_NOTE.replace("{solution}", solution_path),
+    }
     # after the title cell, so the page still opens with the lab's title
     learner["cells"] = cells[:1] + [note] + cells[1:]
     learner = exercises.strip_solutions(learner)  # the exercises stay, their answers go

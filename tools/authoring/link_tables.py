@@ -54,8 +54,9 @@ def fix_readme(config: dict, root: Path = ROOT) -> None:
     text = path.read_text(encoding="utf-8")
     head, rest = text.split(README_START)
     _, tail = rest.split(README_END)
-    path.write_text(f"{head}{README_START}\n{readme_table(config, root)}\n{README_END}{tail}",
-                    encoding="utf-8")
+    path.write_text(
+        f"{head}{README_START}\n{readme_table(config, root)}\n{README_END}{tail}", encoding="utf-8"
+    )
 
 
 # ---------------------------------------------------------------- the workshop's attendee page
@@ -83,8 +84,10 @@ def attendee_problems(page: Path = PAGE, root: Path = ROOT) -> list[str]:
         return [f"{page.relative_to(root)} lacks the {START} ... {END} markers"]
     current = text.split(START)[1].split(END)[0].strip()
     if current != attendee_table(load_config(root), root):
-        return [f"{page.relative_to(root)}: the table of Colab links is out of date "
-                f"(run `python workshop/attendee_links.py --fix`)"]
+        return [
+            f"{page.relative_to(root)}: the table of Colab links is out of date "
+            f"(run `python workshop/attendee_links.py --fix`)"
+        ]
     return []
 
 

@@ -24,6 +24,8 @@ ROOT = Path(__file__).resolve().parents[2]
 PAGES = ROOT / "book"
 CATALOGUES = ROOT / "locales"
 FIG_ROLE = re.compile(r"\{fig\}`(?P<name>[a-z][a-z0-9_]*)(?P<spec>:[^`]*)?`")
+
+
 def files() -> list[Path]:
     """The pages and the catalogues that may hold figure roles."""
     return sorted(PAGES.rglob("*.md")) + sorted(CATALOGUES.rglob("*.po"))
@@ -31,8 +33,9 @@ def files() -> list[Path]:
 
 def rename_roles(text: str, renames: dict[str, str]) -> str:
     """The text with every {fig} role whose name is a key of `renames` renamed."""
-    return FIG_ROLE.sub(lambda m: f"{{fig}}`{renames.get(m['name'], m['name'])}{m['spec'] or ''}`",
-                        text)
+    return FIG_ROLE.sub(
+        lambda m: f"{{fig}}`{renames.get(m['name'], m['name'])}{m['spec'] or ''}`", text
+    )
 
 
 def rewrite(convert: Callable[[str], str]) -> list[Path]:

@@ -39,8 +39,10 @@ QUOTED = re.compile(r"“[^”]*”|‘[^’]*’|\"[^\"\n]*\"|'[^'\n]{3,}'|《[
 GLOSS = re.compile(r"[（(][^（）()]*[）)]")
 # an English label the page keeps (a part's name as the program prints it), glossed in Chinese
 # right after it: "**wait for data**（等待数据）"
-GLOSSED_AFTER = re.compile(r"(?:[\s*]*[（(][^（）()\u4e00-\u9fff]*[）)])*"
-                           r"[\s*]*[（(][^（）()]*[\u4e00-\u9fff]")
+GLOSSED_AFTER = re.compile(
+    r"(?:[\s*]*[（(][^（）()\u4e00-\u9fff]*[）)])*"
+    r"[\s*]*[（(][^（）()]*[\u4e00-\u9fff]"
+)
 LATIN_RUN = re.compile(r"(?<![\w.\-/])[A-Za-z][\w'’.\-/]*(?:[ \t]+[A-Za-z][\w'’.\-/]*){2,}")
 MIN_LATIN_WORDS = 3
 
@@ -62,9 +64,11 @@ def emphasis_problems(msgid: str, msgstr: str) -> list[str]:
     (s_en, e_en), (s_tr, e_tr) = emphasis_counts(msgid), emphasis_counts(msgstr)
     if (s_en, e_en) == (s_tr, e_tr):
         return []
-    return [f"emphasis as rendered: the English has {s_en} strong and {e_en} emphasis span(s), "
-            f"the translation {s_tr} and {e_tr} (a `**` after full-width punctuation closes "
-            "only before a space or punctuation)"]
+    return [
+        f"emphasis as rendered: the English has {s_en} strong and {e_en} emphasis span(s), "
+        f"the translation {s_tr} and {e_tr} (a `**` after full-width punctuation closes "
+        "only before a space or punctuation)"
+    ]
 
 
 def prose(text: str) -> str:
@@ -119,8 +123,9 @@ def glossary(style: Path) -> tuple[Term, ...]:
     terms = []
     for row in rows:
         # a cell's own pipes (the regex's alternatives) are escaped, as Markdown needs
-        cells = [c.strip().replace("\\|", "|")
-                 for c in re.split(r"(?<!\\)\|", row.strip().strip("|"))]
+        cells = [
+            c.strip().replace("\\|", "|") for c in re.split(r"(?<!\\)\|", row.strip().strip("|"))
+        ]
         if len(cells) != 3:
             raise ValueError(f"{style}: a glossary row needs 3 cells, not {len(cells)}: {row}")
         concept, accepted, variants = cells
@@ -131,11 +136,15 @@ def glossary(style: Path) -> tuple[Term, ...]:
 def glossary_problems(msgstr: str, terms: tuple[Term, ...]) -> list[str]:
     """A problem for each variant of a glossary term in a translation's prose."""
     rest = prose(msgstr)
-    return [f"glossary: {m.group(0)!r} for {term.concept}: write {term.accepted}"
-            for term in terms for m in term.variants.finditer(rest)]
+    return [
+        f"glossary: {m.group(0)!r} for {term.concept}: write {term.accepted}"
+        for term in terms
+        for m in term.variants.finditer(rest)
+    ]
 
 
 def problems(msgid: str, msgstr: str, terms: tuple[Term, ...]) -> list[str]:
     """The emphasis, English-left and glossary problems of one translated message."""
-    return (emphasis_problems(msgid, msgstr) + latin_problems(msgstr)
-            + glossary_problems(msgstr, terms))
+    return (
+        emphasis_problems(msgid, msgstr) + latin_problems(msgstr) + glossary_problems(msgstr, terms)
+    )

@@ -27,15 +27,34 @@ ROOT = Path(__file__).resolve().parents[2]
 
 # A spelling a name may not use -> the one it uses instead.
 SPELLINGS = {
-    "llama2_7b": "llama7", "llama2": "llama7", "llama3_8b": "llama8", "llama3_70b": "llama70",
-    "deepseek_r1": "r1", "m3_ultra": "m3ultra", "bandwidth_gbs": "gbs", "bw_gbs": "gbs",
+    "llama2_7b": "llama7",
+    "llama2": "llama7",
+    "llama3_8b": "llama8",
+    "llama3_70b": "llama70",
+    "deepseek_r1": "r1",
+    "m3_ultra": "m3ultra",
+    "bandwidth_gbs": "gbs",
+    "bw_gbs": "gbs",
     "nvlink_per_direction": "nvlink",
 }
 MODELS = ("llama7", "llama8", "llama70", "r1", "qwen72", "phi3")
-CARDS = ("rtx4090", "rtx3090", "rtx3060", "rtx4060ti", "rtx5090", "rx7900xtx", "m3ultra",
-         "m3max", "gtx1650", "h100", "h200", "ddr5")
-_SPELLING = re.compile(r"(?:^|_)(" + "|".join(sorted(SPELLINGS, key=len, reverse=True))
-                       + r")(?=_|$)")
+CARDS = (
+    "rtx4090",
+    "rtx3090",
+    "rtx3060",
+    "rtx4060ti",
+    "rtx5090",
+    "rx7900xtx",
+    "m3ultra",
+    "m3max",
+    "gtx1650",
+    "h100",
+    "h200",
+    "ddr5",
+)
+_SPELLING = re.compile(
+    r"(?:^|_)(" + "|".join(sorted(SPELLINGS, key=len, reverse=True)) + r")(?=_|$)"
+)
 _CARD_FIRST = re.compile(rf"^({'|'.join(CARDS)})_({'|'.join(MODELS)})_(.+)$")
 
 
@@ -53,7 +72,8 @@ def canonical(name: str) -> str:
 
 # Pairs of names whose values coincide though the quantities differ, with why.
 COINCIDENCES = {
-    frozenset(pair): why for *pair, why in [
+    frozenset(pair): why
+    for *pair, why in [
         ("rtx3090_over_marketed", "a100_80_over_marketed", "both report 24 GiB per 24 GB sold"),
         ("llama7_q4km_rtx4090_claim_share", "article_share_of_q4km_bound_max", "the largest"),
         ("llama7_fp16_m3ultra_claim_share", "article_share_of_fp16_bound_min", "the smallest"),
@@ -127,8 +147,15 @@ def shared_values(figures: dict) -> list[tuple[float, list[str]]]:
             by_value[float(value)].append(name)
     out = []
     for value, names in sorted(by_value.items()):
-        named_twice = sorted({n for a in names for b in names if a < b
-                              and frozenset((a, b)) not in COINCIDENCES for n in (a, b)})
+        named_twice = sorted(
+            {
+                n
+                for a in names
+                for b in names
+                if a < b and frozenset((a, b)) not in COINCIDENCES
+                for n in (a, b)
+            }
+        )
         if named_twice:
             out.append((value, named_twice))
     return out

@@ -40,8 +40,10 @@ HIDE_TAG = "remove-cell"  # myst-nb drops the cell from the site
 PARAMETERS_TAG = "parameters"
 REFERENCE_TAG = references.REFERENCE_TAG
 KERNELSPEC = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-PARAMETER_LINES = (re.compile(r'^device\s*=\s*"auto"', re.M),
-                   re.compile(r"^quick\s*=\s*False", re.M))
+PARAMETER_LINES = (
+    re.compile(r'^device\s*=\s*"auto"', re.M),
+    re.compile(r"^quick\s*=\s*False", re.M),
+)
 
 
 def install_spec(config: dict) -> str:
@@ -116,10 +118,14 @@ def problems(path: Path, config: dict, learner: bool = False) -> list[str]:
         if REFERENCE_TAG in _tags(cell) and not learner:
             tagged.add(cell.get("id"))
             if not recorded.get(cell.get("id")):
-                found.append(f"cell {i} is tagged {REFERENCE_TAG!r} but has no recorded reference "
-                             "(run --record-references after a quick run)")
-    found += [f"a reference is recorded for cell {cid!r}, which is not a tagged cell"
-              for cid in sorted(set(recorded) - tagged)]
+                found.append(
+                    f"cell {i} is tagged {REFERENCE_TAG!r} but has no recorded reference "
+                    "(run --record-references after a quick run)"
+                )
+    found += [
+        f"a reference is recorded for cell {cid!r}, which is not a tagged cell"
+        for cid in sorted(set(recorded) - tagged)
+    ]
     return found
 
 
@@ -136,8 +142,16 @@ def fix(path: Path, config: dict) -> bool:
     cells = nb["cells"]
     colab = [c for c in cells if COLAB_TAG in _tags(c)]
     if not colab:
-        colab = [{"cell_type": "code", "id": "colab-setup", "metadata": {}, "outputs": [],
-                  "execution_count": None, "source": ""}]
+        colab = [
+            {
+                "cell_type": "code",
+                "id": "colab-setup",
+                "metadata": {},
+                "outputs": [],
+                "execution_count": None,
+                "source": "",
+            }
+        ]
         cells.insert(1 if cells and cells[0]["cell_type"] == "markdown" else 0, colab[0])
     colab[0]["source"] = colab_cell_source(config)
     colab[0]["metadata"]["tags"] = [COLAB_TAG, HIDE_TAG]
@@ -157,8 +171,11 @@ def main(argv: list[str] | None = None) -> int:
     """Check (or with --fix, repair) every notebook, learner copy and the README table."""
     parser = argparse.ArgumentParser(description="Check the notebooks' format.")
     parser.add_argument("--fix", action="store_true", help="repair what can be repaired")
-    parser.add_argument("--record-references", action="store_true",
-                        help="take the reference cells' outputs from the last quick CPU run")
+    parser.add_argument(
+        "--record-references",
+        action="store_true",
+        help="take the reference cells' outputs from the last quick CPU run",
+    )
     args = parser.parse_args(argv)
     config = load_config()
     if args.record_references:
@@ -181,15 +198,19 @@ def main(argv: list[str] | None = None) -> int:
         report += [f"{path.relative_to(ROOT)}: {p}" for p in problems(path, config)]
     for path in learner_copies():
         report += [f"{path.relative_to(ROOT)}: {p}" for p in problems(path, config, learner=True)]
-    report += [f"{p.relative_to(ROOT)}: out of date with its solution (run --fix)"
-               for p in learner_generator.out_of_date(ROOT / "labs")]
+    report += [
+        f"{p.relative_to(ROOT)}: out of date with its solution (run --fix)"
+        for p in learner_generator.out_of_date(ROOT / "labs")
+    ]
     report += readme_problems(config)
     report += attendee_problems()
     for line in report:
         print(line)
     if report:
-        print(f"{len(report)} problem(s); `python tools/checks/nbcheck.py --fix` repairs the "
-              "mechanical ones")
+        print(
+            f"{len(report)} problem(s); `python tools/checks/nbcheck.py --fix` repairs the "
+            "mechanical ones"
+        )
         return 1
     print(f"notebook format: {len(discover()) + len(learner_copies())} notebooks ok")
     return 0

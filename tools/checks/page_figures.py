@@ -66,13 +66,16 @@ def resolve(name: str, spec: str, where: str = "") -> str:
     values = figures()
     if name not in values:
         close = difflib.get_close_matches(name, values, n=3)
-        raise FigureError(f"{where}no figure {name!r}"
-                          + (f"; did you mean {' or '.join(map(repr, close))}?" if close else ""))
+        raise FigureError(
+            f"{where}no figure {name!r}"
+            + (f"; did you mean {' or '.join(map(repr, close))}?" if close else "")
+        )
     try:  # no spec: the one the figure's table gives (gpulab.course.figure_formats)
         return format_figure(values[name], spec or default_format(name))
     except (TypeError, ValueError) as exc:
-        raise FigureError(f"{where}spec {spec!r} does not apply to {values[name]!r}: "
-                          f"{exc}") from None
+        raise FigureError(
+            f"{where}spec {spec!r} does not apply to {values[name]!r}: {exc}"
+        ) from None
 
 
 def parse(text: str, page: str) -> list[FigRef]:

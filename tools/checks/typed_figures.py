@@ -44,21 +44,82 @@ FACT_CHECK_FIELDS = ("correct_value", "reason")  # quote and claim_en: the artic
 
 # The units a figure of the course comes in. Longer names first, so "GB/s" wins over "GB".
 _UNITS = [
-    r"TFLOP/s", r"GFLOP/s", r"PFLOP/s", r"MFLOP/s", r"FLOP/s", r"TFLOPS", r"GFLOPS", r"TOPS",
-    r"FLOP per byte", r"FLOP/byte", r"FLOPs?", r"GFLOP", r"TFLOP",
-    r"TB/s", r"GB/s", r"MB/s", r"KB/s", r"GiB/s", r"MiB/s", r"GT/s", r"Gbit/s", r"Gb/s", r"Gbps",
-    r"TB", r"GB", r"MB", r"KB", r"kB", r"TiB", r"GiB", r"MiB", r"KiB", r"B", r"bytes?",
-    r"bits per weight", r"bits?", r"bpw",
-    r"tokens?/s", r"tok/s", r"samples?/s", r"images?/s", r"docs?/s", r"it/s",
-    r"kWh", r"Wh", r"kW", r"W",
-    r"GHz", r"MHz",
-    r"ms", r"us", r"µs", r"ns", r"s", r"seconds?", r"min", r"minutes?", r"h", r"hours?",
-    r"days?", r"weeks?", r"months?", r"years?",
-    r"CNY", r"USD", r"RMB", r"EUR", r"yuan", r"dollars",
-    r"%", r"°C",
+    r"TFLOP/s",
+    r"GFLOP/s",
+    r"PFLOP/s",
+    r"MFLOP/s",
+    r"FLOP/s",
+    r"TFLOPS",
+    r"GFLOPS",
+    r"TOPS",
+    r"FLOP per byte",
+    r"FLOP/byte",
+    r"FLOPs?",
+    r"GFLOP",
+    r"TFLOP",
+    r"TB/s",
+    r"GB/s",
+    r"MB/s",
+    r"KB/s",
+    r"GiB/s",
+    r"MiB/s",
+    r"GT/s",
+    r"Gbit/s",
+    r"Gb/s",
+    r"Gbps",
+    r"TB",
+    r"GB",
+    r"MB",
+    r"KB",
+    r"kB",
+    r"TiB",
+    r"GiB",
+    r"MiB",
+    r"KiB",
+    r"B",
+    r"bytes?",
+    r"bits per weight",
+    r"bits?",
+    r"bpw",
+    r"tokens?/s",
+    r"tok/s",
+    r"samples?/s",
+    r"images?/s",
+    r"docs?/s",
+    r"it/s",
+    r"kWh",
+    r"Wh",
+    r"kW",
+    r"W",
+    r"GHz",
+    r"MHz",
+    r"ms",
+    r"us",
+    r"µs",
+    r"ns",
+    r"s",
+    r"seconds?",
+    r"min",
+    r"minutes?",
+    r"h",
+    r"hours?",
+    r"days?",
+    r"weeks?",
+    r"months?",
+    r"years?",
+    r"CNY",
+    r"USD",
+    r"RMB",
+    r"EUR",
+    r"yuan",
+    r"dollars",
+    r"%",
+    r"°C",
 ]
-_NUMBER = (r"(?<![\w.,/^{_])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
-           r"(?:[–-](?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)?")
+_NUMBER = (
+    r"(?<![\w.,/^{_])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?"
+    r"(?:[–-](?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)?"
+)
 _WORD_UNITS = "|".join(u for u in _UNITS if u not in ("%", "°C"))
 # A word unit needs a space (or the end of a math span) before it: "24 GB" is a figure, while
 # "80GB" in "A100 80GB" and "70B" are names. % and °C may touch their number.
@@ -67,8 +128,10 @@ FIGURE = re.compile(
     rf"|(?P<ratio>{_NUMBER})(?P<times>[x×])(?![\w])"
 )
 _FENCE = re.compile(r"^(```|~~~)")
-_CODE_FENCE_OPEN = re.compile(r"^(```|~~~)\s*(python|bash|sh|console|text|json|yaml|toml|ini|js|"
-                              r"javascript|html|\s*$)")
+_CODE_FENCE_OPEN = re.compile(
+    r"^(```|~~~)\s*(python|bash|sh|console|text|json|yaml|toml|ini|js|"
+    r"javascript|html|\s*$)"
+)
 _INLINE_CODE = re.compile(r"``[^`]+``|`[^`]+`")
 _ROLE = re.compile(r"\{[\w:.-]+\}`[^`]*`")
 _LINK_TARGET = re.compile(r"\]\([^)]*\)|<[^>]+>|https?://\S+")
@@ -122,11 +185,14 @@ def _scrub(line: str) -> str:
 # format or a unit fixed by definition, not a property of a model, a GPU or a price, so it cannot
 # drift. The one allow-list: a typed figure that reads exactly as a key here is not counted.
 DEFINITIONS = {
-    "2 bytes": "an FP16 or BF16 value", "4 bytes": "an FP32 value",
-    "4 bits": "a plain 4-bit weight, before scales", "16 bits": "an FP16 or BF16 value",
+    "2 bytes": "an FP16 or BF16 value",
+    "4 bytes": "an FP32 value",
+    "4 bits": "a plain 4-bit weight, before scales",
+    "16 bits": "an FP16 or BF16 value",
     "8 B": "a 64-bit memory channel's width",
     "16 bytes": "a parameter in mixed-precision AdamW: 2 + 2 + 4 + 4 + 4 (the ZeRO paper's 16Ψ)",
-    "2 FLOPs": "a fused multiply-add, one multiply and one add", "2 FLOP": "the same, singular",
+    "2 FLOPs": "a fused multiply-add, one multiply and one add",
+    "2 FLOP": "the same, singular",
 }
 
 _DURATION_UNITS = {"min", "minutes", "minute", "h", "hour", "hours"}
@@ -138,7 +204,8 @@ def _course_timing(match: re.Match, line: str, path: str) -> bool:
     if match.group("unit") not in _DURATION_UNITS:
         return False
     return path.startswith("book/workshop/") or (
-        bool(_TIME_LINE.match(line)) and match.group("unit") in ("minutes", "min"))
+        bool(_TIME_LINE.match(line)) and match.group("unit") in ("minutes", "min")
+    )
 
 
 def figures_in_text(text: str, path: str) -> list[Figure]:
@@ -172,8 +239,10 @@ def _fact_check_text() -> str:
 
 def sources(root: Path = ROOT) -> dict[str, str]:
     """Every text the check reads: relative path -> its Markdown."""
-    texts = {p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
-             for p in sorted((root / "book").rglob("*.md"))}
+    texts = {
+        p.relative_to(root).as_posix(): p.read_text(encoding="utf-8")
+        for p in sorted((root / "book").rglob("*.md"))
+    }
     for path in discover(root):
         texts[path.relative_to(root).as_posix()] = _notebook_markdown(path)
     texts[FACT_CHECK.relative_to(root).as_posix()] = _fact_check_text()

@@ -42,8 +42,9 @@ def kernel_environment() -> None:
     os.environ["PATH"] = _python_shim() + os.pathsep + os.environ.get("PATH", "")
     src = str(runs.ROOT / "src")
     if src not in os.environ.get("PYTHONPATH", "").split(os.pathsep):
-        os.environ["PYTHONPATH"] = os.pathsep.join(filter(None, [src,
-                                                                 os.environ.get("PYTHONPATH")]))
+        os.environ["PYTHONPATH"] = os.pathsep.join(
+            filter(None, [src, os.environ.get("PYTHONPATH")])
+        )
     # Progress bars would be frozen at 0% in the executed copies the site shows.
     os.environ["GPULAB_PROGRESS"] = "0"
     # ipykernel's debugger warns about frozen modules on every start; it is noise here.
@@ -161,9 +162,15 @@ def _execute_once(notebook: Path, run: RunConfig, lang: str) -> NotebookResult:
         from nbclient.exceptions import CellTimeoutError, DeadKernelError
 
         seconds = time.perf_counter() - start
-        return NotebookResult(rel, seconds, False, _describe_failure(exc),
-                              hung=isinstance(exc, (CellTimeoutError, DeadKernelError)),
-                              cpu_seconds=_cpu_since(cpu_before), **budgets)
+        return NotebookResult(
+            rel,
+            seconds,
+            False,
+            _describe_failure(exc),
+            hung=isinstance(exc, (CellTimeoutError, DeadKernelError)),
+            cpu_seconds=_cpu_since(cpu_before),
+            **budgets,
+        )
     seconds = time.perf_counter() - start
     return NotebookResult(rel, seconds, True, "", cpu_seconds=_cpu_since(cpu_before), **budgets)
 

@@ -24,9 +24,17 @@ ROOT = Path(__file__).resolve().parents[2]
 SANITIZE_FILE = ROOT / "tests" / "notebooks" / "nbval_sanitize.cfg"
 STORE = ROOT / "tests" / "notebooks" / "references"
 # The keys nbval skips by default (IPyNbFile.__init__), images included (no --nbdime).
-SKIP_COMPARE = ("metadata", "traceback", "prompt_number", "output_type", "name",
-                "execution_count", "application/vnd.jupyter.widget-view+json",
-                "image/png", "image/jpeg")
+SKIP_COMPARE = (
+    "metadata",
+    "traceback",
+    "prompt_number",
+    "output_type",
+    "name",
+    "execution_count",
+    "application/vnd.jupyter.widget-view+json",
+    "image/png",
+    "image/jpeg",
+)
 
 
 class _Comparer:
@@ -42,8 +50,13 @@ class _Comparer:
 
     def format_output_compare(self, key: str, left, right) -> None:
         """Record a mismatch as reference vs. new output (nbval's fallback format)."""
-        self.comparison_traceback += [f"mismatch in {key!r}", "reference:", str(left),
-                                      "this run:", str(right)]
+        self.comparison_traceback += [
+            f"mismatch in {key!r}",
+            "reference:",
+            str(left),
+            "this run:",
+            str(right),
+        ]
 
 
 def sanitize_patterns(path: Path = SANITIZE_FILE) -> dict[str, str]:
@@ -53,8 +66,11 @@ def sanitize_patterns(path: Path = SANITIZE_FILE) -> dict[str, str]:
 
 def reference_cells(notebook: dict) -> list[dict]:
     """The cells whose output is compared with a recorded reference."""
-    return [c for c in notebook["cells"]
-            if c["cell_type"] == "code" and REFERENCE_TAG in c.get("metadata", {}).get("tags", [])]
+    return [
+        c
+        for c in notebook["cells"]
+        if c["cell_type"] == "code" and REFERENCE_TAG in c.get("metadata", {}).get("tags", [])
+    ]
 
 
 def store_path(notebook: Path) -> Path:
@@ -87,8 +103,10 @@ def record(notebook: Path, executed: Path) -> int:
     path = store_path(notebook)
     if outputs:
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.write_text(json.dumps(outputs, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
-                        encoding="utf-8")
+        path.write_text(
+            json.dumps(outputs, indent=1, ensure_ascii=False, sort_keys=True) + "\n",
+            encoding="utf-8",
+        )
     elif path.exists():
         path.unlink()
     return len(outputs)
@@ -114,6 +132,8 @@ def compare(source: Path, executed: Path, store: Path | None = None) -> list[str
         ref = [nbformat.from_dict(o) for o in reference]
         if not comparer.compare_outputs(test, ref):
             first_line = "".join(cell["source"]).splitlines()[0] if cell["source"] else ""
-            failures.append(f"cell {cell.get('id')} (`{first_line}`):\n  "
-                            + "\n  ".join(comparer.comparison_traceback))
+            failures.append(
+                f"cell {cell.get('id')} (`{first_line}`):\n  "
+                + "\n  ".join(comparer.comparison_traceback)
+            )
     return failures

@@ -24,12 +24,17 @@ def write_report(results: list[NotebookResult], run: RunConfig) -> Path:
         rows = {r["notebook"]: r for r in json.loads(path.read_text()).get("notebooks", [])}
     for result in results:
         rows[result.notebook] = result.row()
-    report = {"mode": run.mode, "kernel": run.kernel, "device": run.device,
-              "budget_s": run.budget_s, "cpu_budget_s": run.cpu_budget_s,
-              "machine": machine_description(run),
-              # the same machine in each edition's words, for the pages that quote it
-              "machine_text": {lang: machine_description(run, lang) for lang in editions.LANGUAGES},
-              "notebooks": sorted(rows.values(), key=lambda r: r["notebook"])}
+    report = {
+        "mode": run.mode,
+        "kernel": run.kernel,
+        "device": run.device,
+        "budget_s": run.budget_s,
+        "cpu_budget_s": run.cpu_budget_s,
+        "machine": machine_description(run),
+        # the same machine in each edition's words, for the pages that quote it
+        "machine_text": {lang: machine_description(run, lang) for lang in editions.LANGUAGES},
+        "notebooks": sorted(rows.values(), key=lambda r: r["notebook"]),
+    }
     path.write_text(json.dumps(report, indent=2) + "\n")
     return path
 
@@ -39,8 +44,11 @@ def machine_description(run: RunConfig, lang: str = "en") -> str:
     from gpulab.machine.host import read_cpuinfo
 
     model = read_cpuinfo()[0] or (platform.processor() or platform.machine())
-    gpus = (editions.text(lang, "gpus_hidden") if run.kernel == "gpulab-cpu"
-            else editions.text(lang, "device").format(device=run.device))
+    gpus = (
+        editions.text(lang, "gpus_hidden")
+        if run.kernel == "gpulab-cpu"
+        else editions.text(lang, "device").format(device=run.device)
+    )
     return editions.text(lang, "machine").format(model=model, threads=os.cpu_count(), gpus=gpus)
 
 
@@ -74,15 +82,19 @@ def _status(row: dict) -> str:
 def format_table(rows: list[dict]) -> str:
     """The timing report as a plain-text table: wall and CPU seconds, and their budgets."""
     width = max([len("notebook")] + [len(r["notebook"]) for r in rows])
-    lines = [f"{'notebook':<{width}}  {'seconds':>8}  {'budget':>7}  {'CPU s':>7}  "
-             f"{'budget':>7}  status",
-             f"{'-' * width}  {'-' * 8}  {'-' * 7}  {'-' * 7}  {'-' * 7}  ------"]
+    lines = [
+        f"{'notebook':<{width}}  {'seconds':>8}  {'budget':>7}  {'CPU s':>7}  "
+        f"{'budget':>7}  status",
+        f"{'-' * width}  {'-' * 8}  {'-' * 7}  {'-' * 7}  {'-' * 7}  ------",
+    ]
     for r in rows:
         budget = f"{r['budget_s']:.0f}" if r.get("budget_s") else "-"
         cpu = f"{r['cpu_seconds']:.1f}" if r.get("cpu_seconds") is not None else "-"
         cpu_budget = f"{r['cpu_budget_s']:.0f}" if r.get("cpu_budget_s") else "-"
-        lines.append(f"{r['notebook']:<{width}}  {r['seconds']:8.1f}  {budget:>7}  {cpu:>7}  "
-                     f"{cpu_budget:>7}  {_status(r)}")
+        lines.append(
+            f"{r['notebook']:<{width}}  {r['seconds']:8.1f}  {budget:>7}  {cpu:>7}  "
+            f"{cpu_budget:>7}  {_status(r)}"
+        )
     total = sum(r["seconds"] for r in rows)
     cpu_total = sum(r.get("cpu_seconds") or 0.0 for r in rows)
     lines.append(f"{'total':<{width}}  {total:8.1f}  {'':>7}  {cpu_total:7.1f}")
@@ -92,5 +104,7 @@ def format_table(rows: list[dict]) -> str:
 def progress_line(result: NotebookResult, number: int, total: int, elapsed_s: float) -> str:
     """One line as a notebook finishes: which, how long it took, and the run's time so far."""
     cpu = f"  CPU {result.cpu_seconds:6.1f} s" if result.cpu_seconds is not None else ""
-    return (f"[{number:>2}/{total}] {result.notebook:<48} {result.seconds:7.1f} s{cpu}  "
-            f"{_status(result.row()):<6}  (elapsed {elapsed_s / 60:.1f} min)")
+    return (
+        f"[{number:>2}/{total}] {result.notebook:<48} {result.seconds:7.1f} s{cpu}  "
+        f"{_status(result.row()):<6}  (elapsed {elapsed_s / 60:.1f} min)"
+    )

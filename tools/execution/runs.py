@@ -106,13 +106,18 @@ class NotebookResult:
     @property
     def over_cpu_budget(self) -> bool:
         """True when the notebook's kernel used more CPU time than its budget allows."""
-        return (self.cpu_budget_s is not None and self.cpu_seconds is not None
-                and self.cpu_seconds > self.cpu_budget_s)
+        return (
+            self.cpu_budget_s is not None
+            and self.cpu_seconds is not None
+            and self.cpu_seconds > self.cpu_budget_s
+        )
 
     def row(self) -> dict:
         """The result as a report row, with both budget verdicts."""
-        return asdict(self) | {"over_budget": self.over_budget,
-                               "over_cpu_budget": self.over_cpu_budget}
+        return asdict(self) | {
+            "over_budget": self.over_budget,
+            "over_cpu_budget": self.over_cpu_budget,
+        }
 
 
 def discover(root: Path = ROOT) -> list[Path]:
@@ -176,20 +181,25 @@ def execute_hint(run: RunConfig) -> str:
     if run.kernel != default_kernel(run.mode):
         step += f" --kernel {run.kernel}"
     if (run.mode, run.kernel) == ("full", "gpulab"):
-        return (f"`make book` executes them (or `{step}`), and `make site` then rebuilds the "
-                "site alone")
+        return (
+            f"`make book` executes them (or `{step}`), and `make site` then rebuilds the site alone"
+        )
     return f"`{step}` executes them (`make book` does it at full size)"
 
 
 def build_hint(run: RunConfig) -> str:
     """What builds a run's site: `make book`, `make test`, or the pipeline's steps."""
     if run.kernel != default_kernel(run.mode):
-        return (f"`python tools/pipeline.py execute --mode {run.mode} --kernel {run.kernel}`, "
-                f"then `site` with the same options, build it")
+        return (
+            f"`python tools/pipeline.py execute --mode {run.mode} --kernel {run.kernel}`, "
+            f"then `site` with the same options, build it"
+        )
     if run.mode == "full":
         return "`make book` builds it (`make site` when its notebooks are already executed)"
-    return ("`make test` builds it (`make site MODE=quick` when its notebooks are already "
-            "executed); `make book` builds the full-size one")
+    return (
+        "`make test` builds it (`make site MODE=quick` when its notebooks are already "
+        "executed); `make book` builds the full-size one"
+    )
 
 
 def serve_hint(run: RunConfig, port: int = SERVE_PORT) -> str:

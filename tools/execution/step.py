@@ -27,8 +27,10 @@ def run_step(label: str, command: list[str]) -> int:
     started = time.perf_counter()
     code = subprocess.call(command)
     seconds = time.perf_counter() - started
-    print(f"    {'done' if code == 0 else f'FAILED (exit status {code})'} in {seconds:.0f} s",
-          flush=True)
+    print(
+        f"    {'done' if code == 0 else f'FAILED (exit status {code})'} in {seconds:.0f} s",
+        flush=True,
+    )
     return code
 
 
@@ -56,8 +58,15 @@ def run_logged(command: list[str], log: Path) -> tuple[int, list[str]]:
     with log.open("a", encoding="utf-8") as out:
         out.write(f"\n$ {' '.join(command)}\n")
         out.flush()
-        proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env,
-                                text=True, encoding="utf-8", errors="replace")
+        proc = subprocess.Popen(
+            command,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            env=env,
+            text=True,
+            encoding="utf-8",
+            errors="replace",
+        )
 
         def pump(stream, to_terminal: bool) -> None:
             in_box = False
@@ -74,8 +83,10 @@ def run_logged(command: list[str], log: Path) -> tuple[int, list[str]]:
                         sys.stderr.write(line if colour else plain)
                         sys.stderr.flush()
 
-        pumps = [threading.Thread(target=pump, args=(proc.stdout, False)),
-                 threading.Thread(target=pump, args=(proc.stderr, True))]
+        pumps = [
+            threading.Thread(target=pump, args=(proc.stdout, False)),
+            threading.Thread(target=pump, args=(proc.stderr, True)),
+        ]
         for thread in pumps:
             thread.start()
         for thread in pumps:
@@ -87,8 +98,10 @@ def run_logged(command: list[str], log: Path) -> tuple[int, list[str]]:
 def main(argv: list[str]) -> int:
     """Command line: a label, `--`, then the command."""
     if len(argv) < 3 or argv[1] != "--":
-        print('usage: python tools/execution/step.py "what this step does" -- command [args...]',
-              file=sys.stderr)
+        print(
+            'usage: python tools/execution/step.py "what this step does" -- command [args...]',
+            file=sys.stderr,
+        )
         return 2
     return run_step(argv[0], argv[2:])
 

@@ -51,8 +51,10 @@ def dry_run() -> list[str]:
             pinned[deps.normalise(name)] = version
     locked = {name: w["version"] for name, w in lock["wheels"].items()}
     if pinned != locked:
-        problems.append(f"wheels.txt and {deps.LOCK.name} disagree on "
-                        f"{sorted(set(pinned.items()) ^ set(locked.items()))}: run make gpu-wheels")
+        problems.append(
+            f"wheels.txt and {deps.LOCK.name} disagree on "
+            f"{sorted(set(pinned.items()) ^ set(locked.items()))}: run make gpu-wheels"
+        )
     problems += deps.resolve(deps.course_requirements(), device, lock).problems
     problems += deps.carry_problems(lock)
     problems += command_problems()
@@ -69,8 +71,11 @@ def command_problems() -> list[str]:
             if shutil.which("make") is None:
                 problems.append(f"{step.name}: make is not installed")
             targets = [a for a in argv[1:] if "=" not in a]
-            problems += [f"{step.name}: the Makefile has no target {t!r}" for t in targets
-                         if f"\n{t}:" not in makefile]
+            problems += [
+                f"{step.name}: the Makefile has no target {t!r}"
+                for t in targets
+                if f"\n{t}:" not in makefile
+            ]
         for arg in argv[1:]:
             if arg.endswith(".py") and not (ROOT / arg).is_file():
                 problems.append(f"{step.name}: {arg} does not exist")
@@ -87,8 +92,21 @@ def install_wheels(wheel_dir: Path, log) -> bool:
     if not wheels:
         log.write(f"no wheels in {wheel_dir}: nothing to install\n")
         return True
-    cmd = [sys.executable, "-m", "pip", "install", "-q", "--no-index", "--no-deps", "--no-compile",
-           "--no-cache-dir", "--upgrade", "--target", str(SITE), *wheels]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "-q",
+        "--no-index",
+        "--no-deps",
+        "--no-compile",
+        "--no-cache-dir",
+        "--upgrade",
+        "--target",
+        str(SITE),
+        *wheels,
+    ]
     return subprocess.run(cmd, stdout=log, stderr=subprocess.STDOUT).returncode == 0
 
 
@@ -96,10 +114,15 @@ def run(out: Path, wheel_dir: Path) -> int:
     """Run every step, writing the log and the summary as each ends; 0 when all passed."""
     out.mkdir(parents=True, exist_ok=True)
     summary_path = out / "summary.json"
-    summary = {"started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-               "python": sys.version.split()[0], "planned_s": plan.planned_total_s(), "steps": []}
+    summary = {
+        "started": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+        "python": sys.version.split()[0],
+        "planned_s": plan.planned_total_s(),
+        "steps": [],
+    }
     started = time.perf_counter()
     with open(out / "gpu_check.log", "a", encoding="utf-8") as log:
+
         def record(name, ok, seconds, **extra):
             summary["steps"].append({"name": name, "ok": ok, "seconds": round(seconds, 1), **extra})
             summary_path.write_text(json.dumps(summary, indent=1) + "\n")
@@ -107,23 +130,48 @@ def run(out: Path, wheel_dir: Path) -> int:
 
         t0 = time.perf_counter()
         record("install wheels", install_wheels(wheel_dir, log), time.perf_counter() - t0)
-        env = {**os.environ, "PYTHONUNBUFFERED": "1", "GPULAB_PROGRESS": "0",
-               "GPULAB_MEASURED_DIR": str(out),
-               "PYTHONPATH": os.pathsep.join(filter(None, [str(ROOT / "src"), str(SITE),
-                                                           os.environ.get("PYTHONPATH")]))}
+        env = {
+            **os.environ,
+            "PYTHONUNBUFFERED": "1",
+            "GPULAB_PROGRESS": "0",
+            "GPULAB_MEASURED_DIR": str(out),
+            "PYTHONPATH": os.pathsep.join(
+                filter(None, [str(ROOT / "src"), str(SITE), os.environ.get("PYTHONPATH")])
+            ),
+        }
         for step in plan.STEPS:
             if time.perf_counter() - started > plan.PLAN_S + 60:
-                record(step.name, False, 0.0, skipped="the check ran past its plan", proves=step.proves)
+                record(
+                    step.name, False, 0.0, skipped="the check ran past its plan", proves=step.proves
+                )
                 continue
             log.write(f"\n===== {step.name}: {' '.join(step.argv(sys.executable))}\n")
             log.flush()
             t0 = time.perf_counter()
             try:
-                code = subprocess.run(step.argv(sys.executable), cwd=ROOT, env=env, stdout=log,
-                                      stderr=subprocess.STDOUT, timeout=step.limit_s).returncode
-                record(step.name, code == 0, time.perf_counter() - t0, returncode=code, proves=step.proves)
+                code = subprocess.run(
+                    step.argv(sys.executable),
+                    cwd=ROOT,
+                    env=env,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    timeout=step.limit_s,
+                ).returncode
+                record(
+                    step.name,
+                    code == 0,
+                    time.perf_counter() - t0,
+                    returncode=code,
+                    proves=step.proves,
+                )
             except subprocess.TimeoutExpired:
-                record(step.name, False, time.perf_counter() - t0, timed_out=step.limit_s, proves=step.proves)
+                record(
+                    step.name,
+                    False,
+                    time.perf_counter() - t0,
+                    timed_out=step.limit_s,
+                    proves=step.proves,
+                )
             if step.name == "test-gpu":
                 times = ROOT / "_build" / "quick-gpulab" / "reports" / "notebook_times.json"
                 if times.exists():
@@ -153,13 +201,17 @@ def main(argv: list[str] | None = None) -> int:
         problems = dry_run()
         for step in plan.STEPS:
             print(f"  {step.name:<16} {step.planned_s:4d} s  {step.proves}")
-        print(f"  {'total':<16} {plan.planned_total_s():4d} s planned (install included), "
-              f"of {plan.PLAN_S} s")
+        print(
+            f"  {'total':<16} {plan.planned_total_s():4d} s planned (install included), "
+            f"of {plan.PLAN_S} s"
+        )
         for problem in problems:
             print(f"PROBLEM: {problem}")
         print("dry run: ok" if not problems else f"dry run: {len(problems)} problem(s)")
         return 0 if not problems else 1
-    out = args.out or (Path(os.environ["OUT"]) if os.environ.get("OUT") else ROOT / "_build" / "gpu_check")
+    out = args.out or (
+        Path(os.environ["OUT"]) if os.environ.get("OUT") else ROOT / "_build" / "gpu_check"
+    )
     return run(out, args.wheels)
 
 

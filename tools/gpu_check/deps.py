@@ -55,10 +55,18 @@ def device_environment(python: str) -> dict[str, str]:
     """The marker environment of the device's CPython on Linux x86_64."""
     env = default_environment()
     major_minor = ".".join(python.split(".")[:2])
-    env.update({"python_version": major_minor, "python_full_version": python,
-                "implementation_name": "cpython", "platform_python_implementation": "CPython",
-                "sys_platform": "linux", "platform_system": "Linux", "os_name": "posix",
-                "platform_machine": "x86_64"})
+    env.update(
+        {
+            "python_version": major_minor,
+            "python_full_version": python,
+            "implementation_name": "cpython",
+            "platform_python_implementation": "CPython",
+            "sys_platform": "linux",
+            "platform_system": "Linux",
+            "os_name": "posix",
+            "platform_machine": "x86_64",
+        }
+    )
     return env
 
 
@@ -94,8 +102,10 @@ def resolve(requirements: list[Requirement], device: dict, lock: dict) -> Resolu
     wheels = {normalise(k): v for k, v in lock["wheels"].items()}
     result = Resolution()
     for name in sorted(set(have) & set(wheels)):
-        result.problems.append(f"{name}: carried as a wheel ({wheels[name]['version']}) although the "
-                               f"device has it ({have[name] or 'version not recorded'})")
+        result.problems.append(
+            f"{name}: carried as a wheel ({wheels[name]['version']}) although the "
+            f"device has it ({have[name] or 'version not recorded'})"
+        )
     queue = [(r, "the course") for r in requirements]
     seen: set[tuple[str, str]] = set()
     while queue:
@@ -107,19 +117,27 @@ def resolve(requirements: list[Requirement], device: dict, lock: dict) -> Resolu
         name = key[0]
         if name in have:
             version = have[name]
-            if version is not None and not req.specifier.contains(Version(version), prereleases=True):
-                result.problems.append(f"{name}: {wanted_by} needs {req.specifier}, the device has {version}")
+            if version is not None and not req.specifier.contains(
+                Version(version), prereleases=True
+            ):
+                result.problems.append(
+                    f"{name}: {wanted_by} needs {req.specifier}, the device has {version}"
+                )
             result.met_by_device[name] = version
         elif name in wheels:
             version = wheels[name]["version"]
             if not req.specifier.contains(Version(version), prereleases=True):
-                result.problems.append(f"{name}: {wanted_by} needs {req.specifier}, the wheel is {version}")
+                result.problems.append(
+                    f"{name}: {wanted_by} needs {req.specifier}, the wheel is {version}"
+                )
             if name not in result.met_by_wheels:
                 result.met_by_wheels[name] = version
                 queue += [(Requirement(r), f"{name} {version}") for r in wheels[name]["requires"]]
         else:
-            result.problems.append(f"{name}{req.specifier}: needed by {wanted_by}, neither on the "
-                                   "device nor among the wheels (add it to tools/gpu_check/wheels.txt)")
+            result.problems.append(
+                f"{name}{req.specifier}: needed by {wanted_by}, neither on the "
+                "device nor among the wheels (add it to tools/gpu_check/wheels.txt)"
+            )
     unused = sorted(set(wheels) - set(result.met_by_wheels))
     result.problems += [f"{name}: carried as a wheel but nothing needs it" for name in unused]
     return result
@@ -130,13 +148,20 @@ def carry_problems(lock: dict, wheel_dir: Path = WHEEL_DIR) -> list[str]:
     problems = []
     total = sum(w["bytes"] for w in lock["wheels"].values())
     if total > CARRY_LIMIT_BYTES // 2:  # the working tree travels in the same 64 MiB
-        problems.append(f"the wheels weigh {total / 2**20:.1f} MiB, over half the "
-                        f"{CARRY_LIMIT_BYTES // 2**20} MiB a device call carries")
+        problems.append(
+            f"the wheels weigh {total / 2**20:.1f} MiB, over half the "
+            f"{CARRY_LIMIT_BYTES // 2**20} MiB a device call carries"
+        )
     if wheel_dir.is_dir():
         present = {p.name for p in wheel_dir.glob("*.whl")}
         wanted = {w["file"] for w in lock["wheels"].values()}
-        problems += [f"{wheel_dir.name}/ lacks {f}: run make gpu-wheels" for f in sorted(wanted - present)]
-        problems += [f"{wheel_dir.name}/ holds {f}, which the lock does not list" for f in sorted(present - wanted)]
+        problems += [
+            f"{wheel_dir.name}/ lacks {f}: run make gpu-wheels" for f in sorted(wanted - present)
+        ]
+        problems += [
+            f"{wheel_dir.name}/ holds {f}, which the lock does not list"
+            for f in sorted(present - wanted)
+        ]
     return problems
 
 
@@ -145,10 +170,18 @@ def wheel_metadata(path: Path) -> dict:
     with zipfile.ZipFile(path) as archive:
         meta_name = next(n for n in archive.namelist() if n.endswith(".dist-info/METADATA"))
         meta = Parser().parsestr(archive.read(meta_name).decode("utf-8"))
-    requires = [r for r in meta.get_all("Requires-Dist") or [] if "extra ==" not in r.replace('"', "'")
-                and "extra==" not in r]
-    return {"name": normalise(meta["Name"]), "version": meta["Version"], "file": path.name,
-            "bytes": path.stat().st_size, "requires": requires}
+    requires = [
+        r
+        for r in meta.get_all("Requires-Dist") or []
+        if "extra ==" not in r.replace('"', "'") and "extra==" not in r
+    ]
+    return {
+        "name": normalise(meta["Name"]),
+        "version": meta["Version"],
+        "file": path.name,
+        "bytes": path.stat().st_size,
+        "requires": requires,
+    }
 
 
 def write_lock(wheel_dir: Path = WHEEL_DIR, lock_path: Path = LOCK) -> dict:
@@ -159,9 +192,11 @@ def write_lock(wheel_dir: Path = WHEEL_DIR, lock_path: Path = LOCK) -> dict:
         if meta["name"] in wheels:
             raise SystemExit(f"{wheel_dir.name}/ holds two versions of {meta['name']}: keep one")
         wheels[meta["name"]] = {k: meta[k] for k in ("version", "file", "bytes", "requires")}
-    lock = {"about": "Written by `make gpu-wheels` (tools/gpu_check --lock): the wheels the GPU "
-                     "check carries to the device, for CPython 3.12 on manylinux x86_64.",
-            "wheels": wheels}
+    lock = {
+        "about": "Written by `make gpu-wheels` (tools/gpu_check --lock): the wheels the GPU "
+        "check carries to the device, for CPython 3.12 on manylinux x86_64.",
+        "wheels": wheels,
+    }
     lock_path.write_text(json.dumps(lock, indent=1, sort_keys=True) + "\n", encoding="utf-8")
     return lock
 

@@ -92,8 +92,12 @@ def verdict_role(name, rawtext, text, lineno, inliner, options=None, content=Non
     verdicts = {_claims()[i].verdict for i in ids}
     if len(verdicts) != 1:
         listed = ", ".join(f"{i}: {_claims()[i].verdict}" for i in ids)
-        return _error(inliner, lineno, rawtext, f"these claims have different verdicts ({listed}); "
-                                                "give each its own {verdict}")
+        return _error(
+            inliner,
+            lineno,
+            rawtext,
+            f"these claims have different verdicts ({listed}); give each its own {{verdict}}",
+        )
     (verdict,) = verdicts
     label = nodes.strong("", _verdict_name(verdict, inliner))
     return [_link(ids[0], [label], ["verdict", "verdict-" + verdict.replace(" ", "-")])], []

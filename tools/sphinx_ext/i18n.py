@@ -33,7 +33,9 @@ if str(Path(__file__).resolve().parents[2]) not in sys.path:
 
 from gpulab.reference import languages  # noqa: E402
 
-LANGUAGE_LINK_JS = "language-link.js"  # opens the other edition in the same tab (tools/staging/static)
+LANGUAGE_LINK_JS = (
+    "language-link.js"  # opens the other edition in the same tab (tools/staging/static)
+)
 
 
 def language_of(config) -> str:
@@ -99,7 +101,10 @@ class TranslateCaptions(SphinxTransform):
 
 def page_catalogue(transform: SphinxTransform):
     """The current page's gettext lookup in a translated build; None in English or gettext."""
-    if language_of(transform.config) == languages.source() or transform.app.builder.name == "gettext":
+    if (
+        language_of(transform.config) == languages.source()
+        or transform.app.builder.name == "gettext"
+    ):
         return None
     from os import path
 
@@ -150,15 +155,23 @@ def _add_language_button(app, pagename, templatename, context, doctree) -> None:
     language = language_of(app.config)
     for other in others(language):
         entry = languages.get(other)
-        context["header_buttons"].append({
-            "type": "link", "url": other_edition_url(pagename, language, other), "text": entry.button,
-            "tooltip": entry.tooltip, "icon": "fas fa-language",
-            "label": "language-button" + ("" if len(languages.codes()) == 2 else f"-{other}"),
-            "classes": "pst-navbar-icon gpulab-language-button"})
+        context["header_buttons"].append(
+            {
+                "type": "link",
+                "url": other_edition_url(pagename, language, other),
+                "text": entry.button,
+                "tooltip": entry.tooltip,
+                "icon": "fas fa-language",
+                "label": "language-button" + ("" if len(languages.codes()) == 2 else f"-{other}"),
+                "classes": "pst-navbar-icon gpulab-language-button",
+            }
+        )
     if language != languages.source():
         suffix = languages.words(language, "site")["notebook_language"]
         for group in context["header_buttons"]:
-            for button in group.get("buttons", []) if group.get("label") == "launch-buttons" else []:
+            for button in (
+                group.get("buttons", []) if group.get("label") == "launch-buttons" else []
+            ):
                 button["text"] = button.get("text", "") + suffix
                 button["tooltip"] = button.get("tooltip", "") + suffix
 

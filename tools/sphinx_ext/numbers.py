@@ -54,7 +54,7 @@ def _keep_units(element: nodes.Element, previous: str) -> str:
             previous = ""
         elif isinstance(child, nodes.Text):
             before = previous[-1:]
-            kept = keep_with_unit(before + child)[len(before):]
+            kept = keep_with_unit(before + child)[len(before) :]
             if kept != child:
                 # through children, not Text.parent: a transform that sets .children leaves
                 # its Text nodes without a parent

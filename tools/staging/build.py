@@ -28,8 +28,20 @@ from tools.staging.stage import stage_site
 
 def jupyter_book_command(src: Path, out: Path, *builder: str) -> list[str]:
     """The Jupyter Book build of a staged tree into `out`, warnings as errors."""
-    cmd = [sys.executable, "-m", "jupyter_book", "build", str(src), "--path-output", str(out),
-           "--builder", *builder, "-W", "-n", "--keep-going"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "jupyter_book",
+        "build",
+        str(src),
+        "--path-output",
+        str(out),
+        "--builder",
+        *builder,
+        "-W",
+        "-n",
+        "--keep-going",
+    ]
     jb = shutil.which("jupyter-book", path=str(Path(sys.executable).parent))
     return [jb, *cmd[3:]] if jb else cmd
 
@@ -40,10 +52,15 @@ def _jupyter_book(src: Path, out: Path, *builder: str, log: Path, what: str) -> 
     sys.stdout.flush()
     code, shown = step.run_logged(jupyter_book_command(src, out, *builder), log)
     if code:
-        why = ("the warnings and errors above fail it (warnings are errors here)" if shown
-               else "Sphinx printed no warning")
-        raise SystemExit(f"FAILED: {what} (exit status {code}): {why}; Sphinx's whole output "
-                         f"is in {shown_path(log)}")
+        why = (
+            "the warnings and errors above fail it (warnings are errors here)"
+            if shown
+            else "Sphinx printed no warning"
+        )
+        raise SystemExit(
+            f"FAILED: {what} (exit status {code}): {why}; Sphinx's whole output "
+            f"is in {shown_path(log)}"
+        )
 
 
 def catalogue_dir(run: RunConfig) -> Path:
@@ -58,21 +75,32 @@ def build_catalogues(run: RunConfig) -> Path:
     started = time.perf_counter()
     src = stage_site(run, "gettext")
     shutil.rmtree(run.run_dir / "gettext", ignore_errors=True)
-    _jupyter_book(src, run.run_dir / "gettext", "custom", "--custom-builder", "gettext",
-                  log=site_log(run), what="the message catalogues")
+    _jupyter_book(
+        src,
+        run.run_dir / "gettext",
+        "custom",
+        "--custom-builder",
+        "gettext",
+        log=site_log(run),
+        what="the message catalogues",
+    )
     dropped = i18n.drop_untranslatable(catalogue_dir(run))
-    print(f"    the message catalogues: {shown_path(catalogue_dir(run))} in "
-          f"{time.perf_counter() - started:.0f} s ({dropped} messages with no words left out)",
-          flush=True)
+    print(
+        f"    the message catalogues: {shown_path(catalogue_dir(run))} in "
+        f"{time.perf_counter() - started:.0f} s ({dropped} messages with no words left out)",
+        flush=True,
+    )
     return catalogue_dir(run)
 
 
 def check_executed(run: RunConfig) -> None:
     """Stop with what to run when the run has no executed notebooks to build a site from."""
     if not passed_notebooks(run):
-        raise SystemExit(f"no executed notebooks in {shown_path(run.run_dir / 'executed')} "
-                         f"({run.mode} mode, kernel {run.kernel}) to build the site from: "
-                         f"{execute_hint(run)}")
+        raise SystemExit(
+            f"no executed notebooks in {shown_path(run.run_dir / 'executed')} "
+            f"({run.mode} mode, kernel {run.kernel}) to build the site from: "
+            f"{execute_hint(run)}"
+        )
 
 
 def build_site(run: RunConfig) -> Path:
@@ -82,9 +110,12 @@ def build_site(run: RunConfig) -> Path:
     log = site_log(run)
     log.parent.mkdir(parents=True, exist_ok=True)
     log.write_text("")
-    print(f"==> building the site from the executed notebooks in "
-          f"{shown_path(run.run_dir / 'executed')} (Sphinx's output: {shown_path(log)}; its "
-          "warnings and errors show here) ...", flush=True)
+    print(
+        f"==> building the site from the executed notebooks in "
+        f"{shown_path(run.run_dir / 'executed')} (Sphinx's output: {shown_path(log)}; its "
+        "warnings and errors show here) ...",
+        flush=True,
+    )
     begun = time.perf_counter()
     build_catalogues(run)
     started = time.perf_counter()
@@ -104,8 +135,10 @@ def build_site(run: RunConfig) -> Path:
             f.write(f"\nmoved {out / '_build' / 'html'} to {folder}\n")
         print(f"    the {edition} site in {time.perf_counter() - started:.0f} s", flush=True)
     index = html_dir(run) / "index.html"
-    print(f"The site is built in {(time.perf_counter() - begun) / 60:.1f} min: {shown_path(index)} "
-          f"({editions.other_editions(lambda f: shown_path(html_dir(run) / f) + '/')}); "
-          f"to read it, run {serve_hint(run)}",
-          flush=True)
+    print(
+        f"The site is built in {(time.perf_counter() - begun) / 60:.1f} min: {shown_path(index)} "
+        f"({editions.other_editions(lambda f: shown_path(html_dir(run) / f) + '/')}); "
+        f"to read it, run {serve_hint(run)}",
+        flush=True,
+    )
     return index

@@ -33,17 +33,34 @@ def serve(run: RunConfig, port: int = SERVE_PORT) -> int:
         print(f"no site built in {shown_path(html)} yet: {build_hint(run)}", file=sys.stderr)
         quick = RunConfig(mode="quick")
         if run.mode != "quick" and (html_dir(quick) / "index.html").is_file():
-            print(f"`make test` built one in quick mode: {serve_hint(quick, port)}",
-                  file=sys.stderr)
+            print(
+                f"`make test` built one in quick mode: {serve_hint(quick, port)}", file=sys.stderr
+            )
         return 1
     if not _port_free(port):
-        print(f"port {port} on 127.0.0.1 is taken (another server?): choose another, as in "
-              f"`make serve PORT={port + 1}`", file=sys.stderr)
+        print(
+            f"port {port} on 127.0.0.1 is taken (another server?): choose another, as in "
+            f"`make serve PORT={port + 1}`",
+            file=sys.stderr,
+        )
         return 1
-    print(f"Serving {shown_path(html)} on 127.0.0.1: open http://127.0.0.1:{port}/ "
-          f"({editions.other_editions(lambda f: f'http://127.0.0.1:{port}/{f}/')}); Ctrl-C stops it",
-          flush=True)
+    print(
+        f"Serving {shown_path(html)} on 127.0.0.1: open http://127.0.0.1:{port}/ "
+        f"({editions.other_editions(lambda f: f'http://127.0.0.1:{port}/{f}/')}); Ctrl-C stops it",
+        flush=True,
+    )
     # the server replaces this process, so Ctrl-C stops it without a traceback from here
-    os.execv(sys.executable, [sys.executable, "-m", "http.server", str(port),
-                              "--bind", "127.0.0.1", "--directory", str(html)])
+    os.execv(
+        sys.executable,
+        [
+            sys.executable,
+            "-m",
+            "http.server",
+            str(port),
+            "--bind",
+            "127.0.0.1",
+            "--directory",
+            str(html),
+        ],
+    )
     return 0  # not reached: execv does not return

@@ -13,14 +13,16 @@ from tools import editions
 from tools.execution.runs import LEARNER_DIR
 
 
-def add_machine_time(nb: dict, seconds_text: str, machine: str, mode: str,
-                     lang: str = "en") -> None:
+def add_machine_time(
+    nb: dict, seconds_text: str, machine: str, mode: str, lang: str = "en"
+) -> None:
     """Say under a notebook's title how long the build machine took to run it, apart from the
     reading time its title states (the site only; the figure is the timing report's)."""
     title = nb["cells"][0]
     text = "".join(title["source"]).rstrip("\n")
     line = editions.text(lang, "machine_time").format(
-        seconds=seconds_text, machine=machine, mode=editions.text(lang, f"mode_{mode}"))
+        seconds=seconds_text, machine=machine, mode=editions.text(lang, f"mode_{mode}")
+    )
     title["source"] = f"{text}\n\n{line}"
 
 
@@ -31,7 +33,8 @@ def add_exercise_launch(nb: dict, notebook: Path, config: dict, lang: str = "en"
 
     rel = f"labs/{LEARNER_DIR}/{notebook.name}"
     text = editions.text(lang, "do_the_lab").format(
-        colab=colab_url(config, rel), download=f"{LEARNER_DIR}/{notebook.name}")
+        colab=colab_url(config, rel), download=f"{LEARNER_DIR}/{notebook.name}"
+    )
     cell = {"cell_type": "markdown", "id": "open-the-exercise", "metadata": {}, "source": text}
     nb["cells"].insert(1, cell)
 
@@ -39,6 +42,7 @@ def add_exercise_launch(nb: dict, notebook: Path, config: dict, lang: str = "en"
 def show_run_parameters(nb: dict) -> None:
     """One parameters cell on the site: papermill's injected cell is hidden, and the values it
     set are noted under the notebook's own defaults, so the reader sees both once."""
+
     def tags(cell):
         return cell.setdefault("metadata", {}).setdefault("tags", [])
 
@@ -46,8 +50,11 @@ def show_run_parameters(nb: dict) -> None:
     own = [c for c in nb["cells"] if "parameters" in tags(c)]
     if not injected or not own:
         return
-    values = [line.strip() for line in "".join(injected[0]["source"]).splitlines()
-              if line.strip() and not line.startswith("#")]
+    values = [
+        line.strip()
+        for line in "".join(injected[0]["source"]).splitlines()
+        if line.strip() and not line.startswith("#")
+    ]
     tags(injected[0]).append("remove-cell")
     source = "".join(own[0]["source"]).rstrip("\n")
     own[0]["source"] = source + "\n# this page was built with: " + "; ".join(values)
@@ -60,13 +67,19 @@ def add_image_alt_text(nb: dict) -> None:
     with several figures gets one text that describes each in turn.
     """
     for cell in nb["cells"]:
-        alts = [out.get("metadata", {}).get("image/png", {}).get("alt")
-                for out in cell.get("outputs", []) if "image/png" in out.get("data", {})]
+        alts = [
+            out.get("metadata", {}).get("image/png", {}).get("alt")
+            for out in cell.get("outputs", [])
+            if "image/png" in out.get("data", {})
+        ]
         alts = [a for a in alts if a]
         if not alts:
             continue
-        text = alts[0] if len(alts) == 1 else " ".join(
-            f"Figure {i} of {len(alts)}: {a}" for i, a in enumerate(alts, 1))
+        text = (
+            alts[0]
+            if len(alts) == 1
+            else " ".join(f"Figure {i} of {len(alts)}: {a}" for i, a in enumerate(alts, 1))
+        )
         options = cell.setdefault("metadata", {}).setdefault("mystnb", {})
         options.setdefault("image", {})["alt"] = text
 
@@ -94,8 +107,12 @@ def keep_site_representations(nb: dict) -> None:
     state = widgets.get(WIDGET_STATE, {}).get("state")
     if state is None:
         return
-    todo = [out["data"][WIDGET_VIEW]["model_id"] for cell in nb["cells"]
-            for out in cell.get("outputs", []) if WIDGET_VIEW in out.get("data", {})]
+    todo = [
+        out["data"][WIDGET_VIEW]["model_id"]
+        for cell in nb["cells"]
+        for out in cell.get("outputs", [])
+        if WIDGET_VIEW in out.get("data", {})
+    ]
     kept: set[str] = set()
     while todo:  # the shown widgets and every model they refer to (children, layouts, styles)
         model = todo.pop()

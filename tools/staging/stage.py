@@ -41,8 +41,14 @@ MATHJAX = ROOT / "node_modules" / "mathjax" / "es5"
 # loader fetches (the .map files are for debuggers only).
 PYODIDE = ROOT / "node_modules" / "pyodide"
 # pyodide.js, the classic build, serves pages opened from file:// (gpulab.ui.calculators)
-PYODIDE_FILES = ("pyodide.mjs", "pyodide.js", "pyodide.asm.js", "pyodide.asm.wasm",
-                 "python_stdlib.zip", "pyodide-lock.json")
+PYODIDE_FILES = (
+    "pyodide.mjs",
+    "pyodide.js",
+    "pyodide.asm.js",
+    "pyodide.asm.wasm",
+    "python_stdlib.zip",
+    "pyodide-lock.json",
+)
 # The Chinese text of both editions renders in Noto Sans SC, which the site carries (OFL-1.1):
 # its 100 slices by Unicode range, of which a page loads only those its characters need.
 CJK_FONT = ROOT / "node_modules" / "@fontsource-variable" / "noto-sans-sc"
@@ -74,8 +80,9 @@ def stage_site(run: RunConfig, edition: str = "en") -> Path:
     # each notebook's machine time from this run's timing report, for the pages that quote it
     times = machine_times(run)
     if times:
-        machine = (json.loads(report_path(run).read_text()).get("machine_text", {}).get(lang)
-                   or machine_description(run, lang))
+        machine = json.loads(report_path(run).read_text()).get("machine_text", {}).get(
+            lang
+        ) or machine_description(run, lang)
     else:
         machine = editions.text(lang, "unknown_machine")
     subs = config.setdefault("parse", {}).setdefault("myst_substitutions", {})
@@ -110,8 +117,11 @@ def stage_site(run: RunConfig, edition: str = "en") -> Path:
             shutil.copy(ROOT / "labs" / LEARNER_DIR / notebook.name, learner)
         target.write_text(json.dumps(site_copy, ensure_ascii=False), encoding="utf-8")
     if missing:
-        raise SystemExit(f"not executed successfully in {shown_path(report_path(run))}: "
-                         + ", ".join(missing) + f"; {execute_hint(run)}")
+        raise SystemExit(
+            f"not executed successfully in {shown_path(report_path(run))}: "
+            + ", ".join(missing)
+            + f"; {execute_hint(run)}"
+        )
     _copy_site_assets(src / SITE_STATIC)
     return src
 
@@ -121,8 +131,10 @@ def backend_statuses(lang: str = "en") -> dict[str, str]:
     MyST substitutions `backend_status_cuda`, `_rocm` and `_mps` (gpulab.measured)."""
     from gpulab.reference import measured
 
-    return {f"backend_status_{kind}": measured.backend_status(kind, lang=lang)
-            for kind in measured.BACKENDS}
+    return {
+        f"backend_status_{kind}": measured.backend_status(kind, lang=lang)
+        for kind in measured.BACKENDS
+    }
 
 
 def _copy_site_assets(static: Path) -> None:
@@ -135,8 +147,13 @@ def _copy_site_assets(static: Path) -> None:
     """
     from gpulab.ui import calculators  # the archive is of the gpulab this interpreter imports
 
-    needed = [WIDGET_ASSETS / "embed-amd.js", REQUIRE_JS, MATHJAX / "tex-mml-chtml.js",
-              CJK_FONT / "index.css", *(PYODIDE / name for name in PYODIDE_FILES)]
+    needed = [
+        WIDGET_ASSETS / "embed-amd.js",
+        REQUIRE_JS,
+        MATHJAX / "tex-mml-chtml.js",
+        CJK_FONT / "index.css",
+        *(PYODIDE / name for name in PYODIDE_FILES),
+    ]
     if not all(p.exists() for p in needed):
         raise SystemExit("site JavaScript missing: run `npm ci` (make does) first")
     static.mkdir(parents=True, exist_ok=True)
@@ -147,7 +164,8 @@ def _copy_site_assets(static: Path) -> None:
     for asset in WIDGET_ASSETS.iterdir():
         # embed-amd.js loads its chunks and icon fonts from its own folder
         if asset.suffix in (".js", ".woff", ".woff2", ".ttf", ".eot", ".svg") and (
-                asset.name not in ("embed.js", "libembed-amd.js")):
+            asset.name not in ("embed.js", "libembed-amd.js")
+        ):
             shutil.copy(asset, static / asset.name)
     # the CJK font's stylesheet loads its slices from files/ beside it; its licence goes along
     font = static / CJK_FONT_DIR
@@ -172,5 +190,6 @@ def _copy_site_assets(static: Path) -> None:
     for name in calculators.CARRIED_FILES:
         carried = static / name
         carrier = carried.with_name(carried.name + calculators.PAYLOAD_SUFFIX)
-        carrier.write_text(calculators.payload_script(carried.name, carried.read_bytes()),
-                           encoding="ascii")
+        carrier.write_text(
+            calculators.payload_script(carried.name, carried.read_bytes()), encoding="ascii"
+        )

@@ -51,15 +51,23 @@ def sdpa(q, k, v, causal: bool = True):
 
 
 @checked
-def random_qkv(batch: PositiveInt, heads: PositiveInt, seq: PositiveInt, head_dim: PositiveInt, device: Any = "cpu",
-               dtype: Any = None, seed: int = 0):
+def random_qkv(
+    batch: PositiveInt,
+    heads: PositiveInt,
+    seq: PositiveInt,
+    head_dim: PositiveInt,
+    device: Any = "cpu",
+    dtype: Any = None,
+    seed: int = 0,
+):
     """Random queries, keys and values of shape (batch, heads, seq, head_dim)."""
     import torch
 
     gen = torch.Generator().manual_seed(seed)
     dtype = dtype or torch.float32
-    return tuple(torch.randn(batch, heads, seq, head_dim, generator=gen).to(device, dtype)
-                 for _ in range(3))
+    return tuple(
+        torch.randn(batch, heads, seq, head_dim, generator=gen).to(device, dtype) for _ in range(3)
+    )
 
 
 def sdpa_kernel(q, k, v, causal: bool = True) -> str:
@@ -102,8 +110,16 @@ class AttentionComparison:
         return None if self.naive_seconds is None else self.naive_seconds / self.sdpa_seconds
 
 
-def compare(device: Any, seq_lens, batch: int = 1, heads: int = 8, head_dim: int = 64,
-            dtype: Any = None, causal: bool = True, min_run_time: float = 0.1) -> list[AttentionComparison]:
+def compare(
+    device: Any,
+    seq_lens,
+    batch: int = 1,
+    heads: int = 8,
+    head_dim: int = 64,
+    dtype: Any = None,
+    causal: bool = True,
+    min_run_time: float = 0.1,
+) -> list[AttentionComparison]:
     """Time and peak memory of naive attention and SDPA for each sequence length.
 
     Naive attention is skipped, with a note, where its score matrices (two of them: scores and
@@ -117,19 +133,34 @@ def compare(device: Any, seq_lens, batch: int = 1, heads: int = 8, head_dim: int
     for seq in seq_lens:
         q, k, v = random_qkv(batch, heads, seq, head_dim, device, dtype)
         with torch.inference_mode():
-            fused = timing.benchmark(sdpa, q, k, v, causal, device=device, min_run_time=min_run_time)
+            fused = timing.benchmark(
+                sdpa, q, k, v, causal, device=device, min_run_time=min_run_time
+            )
             fused_peak = peak_bytes(lambda q=q, k=k, v=v: sdpa(q, k, v, causal), device)
             kernel = sdpa_kernel(q, k, v, causal)
             need = 2 * score_matrix_bytes(batch, heads, seq, item)
             if not budget.fits(device, need):
-                out.append(AttentionComparison(seq, kernel, fused.median, fused_peak, None, None, None,
-                                               f"naive skipped: its score matrices need {need / 2**30:.1f} GiB"))
+                out.append(
+                    AttentionComparison(
+                        seq,
+                        kernel,
+                        fused.median,
+                        fused_peak,
+                        None,
+                        None,
+                        None,
+                        f"naive skipped: its score matrices need {need / 2**30:.1f} GiB",
+                    )
+                )
                 continue
-            slow = timing.benchmark(naive_attention, q, k, v, causal, device=device,
-                                    min_run_time=min_run_time)
+            slow = timing.benchmark(
+                naive_attention, q, k, v, causal, device=device, min_run_time=min_run_time
+            )
             slow_peak = peak_bytes(lambda q=q, k=k, v=v: naive_attention(q, k, v, causal), device)
             diff = (naive_attention(q, k, v, causal) - sdpa(q, k, v, causal)).abs().max().item()
-        out.append(AttentionComparison(seq, kernel, fused.median, fused_peak, slow.median, slow_peak, diff))
+        out.append(
+            AttentionComparison(seq, kernel, fused.median, fused_peak, slow.median, slow_peak, diff)
+        )
     return out
 
 
@@ -137,5 +168,7 @@ def check_agreement(results: list[AttentionComparison], tolerance: float = 1e-3)
     """Raise when naive attention and SDPA disagree beyond the tolerance (a wrong fast answer)."""
     for r in results:
         if r.max_abs_difference is not None and r.max_abs_difference > tolerance:
-            raise AssertionError(f"seq={r.seq}: naive and fused attention differ by "
-                                 f"{r.max_abs_difference:.2e} > tolerance {tolerance:.0e}")
+            raise AssertionError(
+                f"seq={r.seq}: naive and fused attention differ by "
+                f"{r.max_abs_difference:.2e} > tolerance {tolerance:.0e}"
+            )

@@ -39,8 +39,9 @@ def mlp(width: PositiveInt, depth: PositiveInt, device: Any, seed: int = 0):
     return torch.nn.Sequential(*layers).to(device).eval()
 
 
-def sweep(device: Any, batches, width: int = 512, depth: int = 4,
-          min_run_time: float = 0.1) -> list[BatchPoint]:
+def sweep(
+    device: Any, batches, width: int = 512, depth: int = 4, min_run_time: float = 0.1
+) -> list[BatchPoint]:
     """Time one inference pass of the MLP at each batch size (skipping sizes over the budget)."""
     import torch
 
@@ -58,8 +59,8 @@ def sweep(device: Any, batches, width: int = 512, depth: int = 4,
             continue
         x = torch.randn(b, width, device=device)
         with torch.inference_mode():
-            m = timing.benchmark(model, x, device=device, min_run_time=min_run_time,
-                                 label=f"batch {b}")
+            m = timing.benchmark(
+                model, x, device=device, min_run_time=min_run_time, label=f"batch {b}"
+            )
         points.append(BatchPoint(b, m.median, b / m.median, 2 * b * weights / m.median))
     return points
-

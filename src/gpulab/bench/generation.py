@@ -36,9 +36,20 @@ from gpulab.core.validate import (
 )
 from gpulab.reference.formats import AUTOCAST_PRECISIONS
 
-__all__ = ["PRECISIONS", "DecodeResult", "GradMode", "TrainResult", "count_ops",
-           "grad_modes", "greedy_decode", "measure_decode", "measure_prefill",
-           "ops_per_decode_step", "random_ids", "train_steps"]
+__all__ = [
+    "PRECISIONS",
+    "DecodeResult",
+    "GradMode",
+    "TrainResult",
+    "count_ops",
+    "grad_modes",
+    "greedy_decode",
+    "measure_decode",
+    "measure_prefill",
+    "ops_per_decode_step",
+    "random_ids",
+    "train_steps",
+]
 
 PRECISIONS = AUTOCAST_PRECISIONS  # gpulab.formats' names: "fp32", "autocast-bf16", "autocast-fp16"
 
@@ -84,8 +95,9 @@ def _cache_of(out):
 
 
 @checked
-def measure_prefill(model, batch: int, prompt_len: int, min_run_time: PositiveFloat = 0.2,
-                    seed: int = 0) -> timing.Measurement:
+def measure_prefill(
+    model, batch: int, prompt_len: int, min_run_time: PositiveFloat = 0.2, seed: int = 0
+) -> timing.Measurement:
     """Time one prefill: a forward pass over batch x prompt_len tokens, filling a cache.
 
     Only the last position's logits are computed, as generation does. Each call starts
@@ -98,8 +110,12 @@ def measure_prefill(model, batch: int, prompt_len: int, min_run_time: PositiveFl
         return model(input_ids=ids, use_cache=True, logits_to_keep=1)
 
     with torch.inference_mode():
-        return timing.benchmark(prefill, device=ids.device, min_run_time=min_run_time,
-                                label=f"prefill {batch} x {prompt_len}")
+        return timing.benchmark(
+            prefill,
+            device=ids.device,
+            min_run_time=min_run_time,
+            label=f"prefill {batch} x {prompt_len}",
+        )
 
 
 @dataclass(frozen=True)
@@ -119,8 +135,9 @@ class DecodeResult:
 
 
 @checked
-def greedy_decode(model, prompt, new_tokens: PositiveInt, use_cache: bool = True
-                  ) -> tuple[Any, float, int]:
+def greedy_decode(
+    model, prompt, new_tokens: PositiveInt, use_cache: bool = True
+) -> tuple[Any, float, int]:
     """Greedy decoding written out: (generated ids, seconds of the loop, positions).
 
     The prompt's prefill is not timed (`measure_prefill` times it); it gives the first
@@ -146,8 +163,7 @@ def greedy_decode(model, prompt, new_tokens: PositiveInt, use_cache: bool = True
             if use_cache:
                 # one position per sequence; the cache holds the keys and values of the
                 # earlier ones
-                out = model(input_ids=token, use_cache=True, logits_to_keep=1,
-                            **{cache_arg: cache})
+                out = model(input_ids=token, use_cache=True, logits_to_keep=1, **{cache_arg: cache})
                 cache = _cache_of(out)
                 positions += token.numel()
             else:
@@ -164,8 +180,14 @@ def greedy_decode(model, prompt, new_tokens: PositiveInt, use_cache: bool = True
 
 
 @checked
-def measure_decode(model, batch: PositiveInt, prompt_len: PositiveInt, new_tokens: PositiveInt,
-                   use_cache: bool = True, seed: int = 0) -> DecodeResult:
+def measure_decode(
+    model,
+    batch: PositiveInt,
+    prompt_len: PositiveInt,
+    new_tokens: PositiveInt,
+    use_cache: bool = True,
+    seed: int = 0,
+) -> DecodeResult:
     """Decode tokens/s of greedy generation after a random prompt, cache or no cache.
 
     A short run first pays the one-off costs (the warm-up); then `new_tokens` steps are
@@ -174,10 +196,17 @@ def measure_decode(model, batch: PositiveInt, prompt_len: PositiveInt, new_token
     prompt = random_ids(model, batch, prompt_len, seed)
     greedy_decode(model, prompt, min(2, new_tokens), use_cache)  # warm-up
     tokens, seconds, positions = greedy_decode(model, prompt, new_tokens, use_cache)
-    return DecodeResult(tokens_per_s=batch * new_tokens / seconds,
-                        seconds_per_token=seconds / new_tokens, new_tokens=new_tokens,
-                        batch=batch, use_cache=use_cache, prompt_len=prompt_len,
-                        seconds=seconds, positions=positions, tokens=tokens)
+    return DecodeResult(
+        tokens_per_s=batch * new_tokens / seconds,
+        seconds_per_token=seconds / new_tokens,
+        new_tokens=new_tokens,
+        batch=batch,
+        use_cache=use_cache,
+        prompt_len=prompt_len,
+        seconds=seconds,
+        positions=positions,
+        tokens=tokens,
+    )
 
 
 def count_ops(fn: Callable[[], Any]) -> int:
@@ -206,8 +235,7 @@ def ops_per_decode_step(model, batch: int, prompt_len: int, seed: int = 0) -> in
         out = model(input_ids=prompt, use_cache=True, logits_to_keep=1)
         token = out.logits[:, -1:].argmax(dim=-1)
         kwargs = {_cache_kwarg(model): _cache_of(out)}
-        return count_ops(lambda: model(input_ids=token, use_cache=True, logits_to_keep=1,
-                                       **kwargs))
+        return count_ops(lambda: model(input_ids=token, use_cache=True, logits_to_keep=1, **kwargs))
 
 
 # ---------------------------------------------------------------- training
@@ -228,9 +256,16 @@ class TrainResult:
 
 
 @checked
-def train_steps(model, batch: PositiveInt, seq_len: PositiveInt, steps: PositiveInt, precision: str = "fp32",
-                activation_checkpointing: bool = False, lr: float = 1e-3,
-                seed: int = 0) -> TrainResult:
+def train_steps(
+    model,
+    batch: PositiveInt,
+    seq_len: PositiveInt,
+    steps: PositiveInt,
+    precision: str = "fp32",
+    activation_checkpointing: bool = False,
+    lr: float = 1e-3,
+    seed: int = 0,
+) -> TrainResult:
     """Train on one random batch for `steps` AdamW steps; time each, measure the peak.
 
     The same batch is used at every step, so the loss falls as the model memorises it: a
@@ -280,10 +315,16 @@ def train_steps(model, batch: PositiveInt, seq_len: PositiveInt, steps: Positive
             memprobe.set_activation_checkpointing(model, False, remove_input_hooks=not hooks_before)
         model.eval()
     seconds = statistics.median(times[1:] if len(times) > 1 else times)
-    return TrainResult(seconds_per_step=seconds, tokens_per_s=batch * seq_len / seconds,
-                       peak_bytes=peak, losses=tuple(losses), precision=precision,
-                       activation_checkpointing=activation_checkpointing, batch=batch,
-                       seq_len=seq_len)
+    return TrainResult(
+        seconds_per_step=seconds,
+        tokens_per_s=batch * seq_len / seconds,
+        peak_bytes=peak,
+        losses=tuple(losses),
+        precision=precision,
+        activation_checkpointing=activation_checkpointing,
+        batch=batch,
+        seq_len=seq_len,
+    )
 
 
 # ---------------------------------------------------------------- gradient modes
@@ -296,8 +337,9 @@ class GradMode(NamedTuple):
     peak_bytes: int  # peak of live tensors during one forward pass (weights included)
 
 
-def grad_modes(model, batch: int, seq_len: int, min_run_time: float = 0.2,
-               seed: int = 0) -> dict[str, GradMode]:
+def grad_modes(
+    model, batch: int, seq_len: int, min_run_time: float = 0.2, seed: int = 0
+) -> dict[str, GradMode]:
     """A forward pass (logits for every position) under each autograd mode.
 
     "inference_mode": no graph and no version counters; "no_grad": no graph; "autograd":
@@ -307,15 +349,18 @@ def grad_modes(model, batch: int, seq_len: int, min_run_time: float = 0.2,
     torch = _torch()
     ids = random_ids(model, batch, seq_len, seed)
     device = ids.device
-    modes = {"inference_mode": torch.inference_mode, "no_grad": torch.no_grad,
-             "autograd": contextlib.nullcontext}
+    modes = {
+        "inference_mode": torch.inference_mode,
+        "no_grad": torch.no_grad,
+        "autograd": contextlib.nullcontext,
+    }
     results = {}
     for name, mode in modes.items():
+
         def forward(mode=mode):
             with mode():
                 return model(input_ids=ids, use_cache=False).logits
 
-        t = timing.benchmark(forward, device=device, min_run_time=min_run_time,
-                             label=name)
+        t = timing.benchmark(forward, device=device, min_run_time=min_run_time, label=name)
         results[name] = GradMode(t.median, memprobe.peak_bytes(forward, device, model))
     return results

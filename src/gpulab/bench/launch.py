@@ -39,8 +39,18 @@ from gpulab.core.validate import (
     checked,
 )
 
-__all__ = ["DistributedJobError", "JobPlan", "LaunchResult", "RankFailure", "parse_failure_summary",
-           "plan_job", "read_error_files", "run_json", "run_torchrun", "torchrun_command"]
+__all__ = [
+    "DistributedJobError",
+    "JobPlan",
+    "LaunchResult",
+    "RankFailure",
+    "parse_failure_summary",
+    "plan_job",
+    "read_error_files",
+    "run_json",
+    "run_torchrun",
+    "torchrun_command",
+]
 
 TAIL_CHARS = 4000  # how much of the launcher's and each rank's output a result keeps
 
@@ -56,13 +66,16 @@ class JobPlan:
 
 
 @checked
-def plan_job(device_type: str, gpu_count: int, nccl_available: bool, cpu_procs: PositiveInt = 2) -> JobPlan:
+def plan_job(
+    device_type: str, gpu_count: int, nccl_available: bool, cpu_procs: PositiveInt = 2
+) -> JobPlan:
     """NCCL with one process per GPU when there are two or more CUDA GPUs, else gloo on the CPU."""
     if isinstance(gpu_count, bool) or not isinstance(gpu_count, int) or gpu_count < 0:
         raise GpulabConfigError(f"gpu_count={gpu_count!r} must be an integer >= 0")
     if device_type == "cuda" and gpu_count >= 2 and nccl_available:
-        return JobPlan("nccl", gpu_count, "cuda",
-                       f"{gpu_count} CUDA GPUs: NCCL, one process per GPU")
+        return JobPlan(
+            "nccl", gpu_count, "cuda", f"{gpu_count} CUDA GPUs: NCCL, one process per GPU"
+        )
     if device_type == "cuda" and gpu_count >= 2:
         why = f"{gpu_count} CUDA GPUs but this torch build has no NCCL"
     elif device_type == "cuda":
@@ -115,8 +128,10 @@ class LaunchResult:
         if self.ok:
             return f"job finished in {self.wall_s:.1f} s"
         if self.timed_out:
-            lines = [f"job did not finish within its {self.timeout_s:g} s limit and was killed "
-                     f"after {self.wall_s:.1f} s"]
+            lines = [
+                f"job did not finish within its {self.timeout_s:g} s limit and was killed "
+                f"after {self.wall_s:.1f} s"
+            ]
             if not self.rank_output:
                 lines.append("  no rank had written any output yet")
             for rank, text in sorted(self.rank_output.items()):
@@ -129,8 +144,10 @@ class LaunchResult:
             code = "" if f.exitcode is None else f" (exit code {f.exitcode})"
             lines.append(f"  rank {f.rank} {what}{code}: {f.error}")
         if any("timed out" in f.error.lower() for f in self.failures):
-            lines.append("  (a rank that timed out in a collective was waiting for a rank that "
-                         "stopped taking part: hung, stuck or much slower)")
+            lines.append(
+                "  (a rank that timed out in a collective was waiting for a rank that "
+                "stopped taking part: hung, stuck or much slower)"
+            )
         if not self.failures:
             lines.append("  no rank reported an error; the end of torchrun's output:")
             lines.append(_indent(self.stderr_tail[-1500:]))
@@ -154,23 +171,38 @@ class DistributedJobError(RuntimeError):
 
 
 @checked
-def torchrun_command(script: str | Path, args: Sequence[Any], nproc: PositiveInt,
-                     log_dir: str | Path) -> list[str]:
+def torchrun_command(
+    script: str | Path, args: Sequence[Any], nproc: PositiveInt, log_dir: str | Path
+) -> list[str]:
     """The command line: this Python's torch.distributed.run, standalone, on one machine."""
-    return [sys.executable, "-m", "torch.distributed.run", "--standalone",
-            f"--nproc-per-node={nproc}",
-            "--max-restarts=0",  # a failed job fails; a restart would hide the error
-            "--monitor-interval=0.1",  # notice a dead worker within 0.1 s
-            f"--log-dir={log_dir}",
-            "--tee=3",  # each rank's stdout and stderr go to its log file and to ours
-            str(script), *map(str, args)]
+    return [
+        sys.executable,
+        "-m",
+        "torch.distributed.run",
+        "--standalone",
+        f"--nproc-per-node={nproc}",
+        "--max-restarts=0",  # a failed job fails; a restart would hide the error
+        "--monitor-interval=0.1",  # notice a dead worker within 0.1 s
+        f"--log-dir={log_dir}",
+        "--tee=3",  # each rank's stdout and stderr go to its log file and to ours
+        str(script),
+        *map(str, args),
+    ]
 
 
 @checked
-def run_torchrun(script: str | Path, args: Sequence[Any] = (), nproc: PositiveInt = 2,
-                 timeout_s: PositiveFloat = 120.0, *, check: bool = True, echo: bool = False,
-                 env: dict[str, str] | None = None, grace_s: PositiveFloat = 5.0,
-                 cwd: str | Path | None = None) -> LaunchResult:
+def run_torchrun(
+    script: str | Path,
+    args: Sequence[Any] = (),
+    nproc: PositiveInt = 2,
+    timeout_s: PositiveFloat = 120.0,
+    *,
+    check: bool = True,
+    echo: bool = False,
+    env: dict[str, str] | None = None,
+    grace_s: PositiveFloat = 5.0,
+    cwd: str | Path | None = None,
+) -> LaunchResult:
     """Run `script` on `nproc` ranks under torchrun; kill it after `timeout_s` seconds.
 
     With check=True a failed or timed-out job raises DistributedJobError naming the failing
@@ -192,8 +224,9 @@ def run_torchrun(script: str | Path, args: Sequence[Any] = (), nproc: PositiveIn
     return result
 
 
-def run_json(script: str | Path, args: Sequence[Any] = (), nproc: int = 2,
-             timeout_s: float = 120.0, **kwargs) -> tuple[dict, LaunchResult]:
+def run_json(
+    script: str | Path, args: Sequence[Any] = (), nproc: int = 2, timeout_s: float = 120.0, **kwargs
+) -> tuple[dict, LaunchResult]:
     """Run a script that writes its results as JSON to `--json PATH`; return them and the run."""
     with tempfile.TemporaryDirectory(prefix="gpulab-results-") as tmp:
         path = Path(tmp) / "results.json"
@@ -241,14 +274,29 @@ class _Tail:
         return "".join(self.chunks)[-TAIL_CHARS:]
 
 
-def _run(command: list[str], nproc: int, timeout_s: float, grace_s: float, echo: bool,
-         env: dict[str, str], cwd) -> LaunchResult:
+def _run(
+    command: list[str],
+    nproc: int,
+    timeout_s: float,
+    grace_s: float,
+    echo: bool,
+    env: dict[str, str],
+    cwd,
+) -> LaunchResult:
     import psutil
 
     start = time.perf_counter()
     # A session of its own, so that a kill reaches torchrun's whole process group.
-    proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            errors="replace", env=env, cwd=cwd, start_new_session=True)
+    proc = subprocess.Popen(
+        command,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        errors="replace",
+        env=env,
+        cwd=cwd,
+        start_new_session=True,
+    )
     out, err = _Tail(proc.stdout, echo), _Tail(proc.stderr, echo)
     timed_out = False
     try:
@@ -257,9 +305,15 @@ def _run(command: list[str], nproc: int, timeout_s: float, grace_s: float, echo:
         timed_out = True
         _kill_job(proc, psutil, grace_s)
     wall = time.perf_counter() - start
-    return LaunchResult(command=command, returncode=None if timed_out else proc.returncode,
-                        wall_s=wall, timed_out=timed_out, timeout_s=timeout_s,
-                        stdout_tail=out.text(), stderr_tail=err.text())
+    return LaunchResult(
+        command=command,
+        returncode=None if timed_out else proc.returncode,
+        wall_s=wall,
+        timed_out=timed_out,
+        timeout_s=timeout_s,
+        stdout_tail=out.text(),
+        stderr_tail=err.text(),
+    )
 
 
 def _kill_job(proc: subprocess.Popen, psutil, grace_s: float) -> None:
@@ -380,8 +434,11 @@ def read_error_files(log_dir: str | Path) -> dict[int, tuple[str, str, float]]:
             out[rank] = (data, data, 0.0)
             continue
         extra = data.get("extraInfo", {})
-        out[rank] = (str(data.get("message", "")), str(extra.get("py_callstack", "")),
-                     float(extra.get("timestamp", 0) or 0))
+        out[rank] = (
+            str(data.get("message", "")),
+            str(extra.get("py_callstack", "")),
+            float(extra.get("timestamp", 0) or 0),
+        )
     return out
 
 
@@ -393,23 +450,27 @@ def _failures(stderr_tail: str, log_dir: Path) -> list[RankFailure]:
     for f in failures:
         if f.rank in files:
             message, tb, _ = files[f.rank]
-            f = RankFailure(f.rank, f.exitcode, message or f.error, tb or f.traceback,
-                            f.root_cause)
+            f = RankFailure(f.rank, f.exitcode, message or f.error, tb or f.traceback, f.root_cause)
         out.append(f)
     if out:
         return _root_first(out)
     # No summary (torchrun itself was killed, or its output was cut): the error files alone,
     # the earliest first.
     ordered = sorted(files.items(), key=lambda kv: kv[1][2])
-    return [RankFailure(rank, None, message, tb, i == 0)
-            for i, (rank, (message, tb, _)) in enumerate(ordered)]
+    return [
+        RankFailure(rank, None, message, tb, i == 0)
+        for i, (rank, (message, tb, _)) in enumerate(ordered)
+    ]
 
 
 # What a rank raises when a peer it was talking to went away: the peer's failure is the cause.
 # gloo's "Connection closed by peer" / "Connection reset by peer", NCCL's "remote process exited"
 # and a communicator aborted after another rank failed.
-_PEER_LOST = re.compile(r"connection (closed|reset) by peer|remote process exited|"
-                        r"communicator was aborted|broken pipe", re.IGNORECASE)
+_PEER_LOST = re.compile(
+    r"connection (closed|reset) by peer|remote process exited|"
+    r"communicator was aborted|broken pipe",
+    re.IGNORECASE,
+)
 
 
 def _how_secondary(failure: RankFailure) -> int:
@@ -427,8 +488,10 @@ def _root_first(failures: list[RankFailure]) -> list[RankFailure]:
     is stopped by torchrun, it can name the wrong one.
     """
     root = min(failures, key=_how_secondary)  # the first of the most likely causes
-    return [RankFailure(f.rank, f.exitcode, f.error, f.traceback, f is root)
-            for f in [root, *(f for f in failures if f is not root)]]
+    return [
+        RankFailure(f.rank, f.exitcode, f.error, f.traceback, f is root)
+        for f in [root, *(f for f in failures if f is not root)]
+    ]
 
 
 def _rank_outputs(log_dir: Path) -> dict[int, str]:

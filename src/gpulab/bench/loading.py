@@ -96,15 +96,22 @@ def time_loads(paths: dict[str, Path]) -> list[LoadResult]:
         return handle.__enter__()
 
     return [
-        timed("torch.load (pickle, copies)", lambda: torch.load(paths["pickle"], weights_only=True),
-              lambda sd: sd.values()),
-        timed("torch.load(mmap=True)", lambda: torch.load(paths["pickle"], weights_only=True,
-                                                          mmap=True),
-              lambda sd: sd.values()),
-        timed("safetensors load_file", lambda: load_file(str(paths["safetensors"])),
-              lambda sd: sd.values()),
-        timed("safetensors safe_open (lazy)", lazy,
-              lambda h: (h.get_tensor(k) for k in h.keys())),
+        timed(
+            "torch.load (pickle, copies)",
+            lambda: torch.load(paths["pickle"], weights_only=True),
+            lambda sd: sd.values(),
+        ),
+        timed(
+            "torch.load(mmap=True)",
+            lambda: torch.load(paths["pickle"], weights_only=True, mmap=True),
+            lambda sd: sd.values(),
+        ),
+        timed(
+            "safetensors load_file",
+            lambda: load_file(str(paths["safetensors"])),
+            lambda sd: sd.values(),
+        ),
+        timed("safetensors safe_open (lazy)", lazy, lambda h: (h.get_tensor(k) for k in h.keys())),
     ]
 
 

@@ -23,6 +23,7 @@ from gpulab.machine import budget
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
 
+
 @dataclass(frozen=True)
 class RatePoint:
     """One measured operation: its time and the rate it reached (FLOP/s or bytes/s)."""
@@ -47,7 +48,9 @@ class RatePoint:
     @property
     def label(self) -> str:
         """How a note names this point: "bf16 256x256x256", "copy of 64 MiB"."""
-        return f"{self.precision} {self.size}" if self.op == "matmul" else f"{self.op} of {self.size}"
+        return (
+            f"{self.precision} {self.size}" if self.op == "matmul" else f"{self.op} of {self.size}"
+        )
 
     def percent_of(self, peak: float | None) -> roofline.Share | None:
         """The rate as a percentage of a peak (None when the peak is unknown)."""
@@ -65,8 +68,12 @@ def torch_dtype(precision: str):
     """The torch dtype that stores a precision ('tf32' computes on float32 storage)."""
     import torch
 
-    table = {"fp32": torch.float32, "tf32": torch.float32, "bf16": torch.bfloat16,
-             "fp16": torch.float16}
+    table = {
+        "fp32": torch.float32,
+        "tf32": torch.float32,
+        "bf16": torch.bfloat16,
+        "fp16": torch.float16,
+    }
     if precision not in table:
         raise GpulabConfigError(f"precision={precision!r} is not one of {', '.join(PRECISIONS)}")
     return table[precision]
@@ -85,8 +92,9 @@ def matmul_precision(precision: str) -> Iterator[None]:
         torch.set_float32_matmul_precision(before)
 
 
-def matmul_precisions(device: Any, vector_extensions: Iterable[str] = (),
-                      compute_capability: str | None = None) -> list[str]:
+def matmul_precisions(
+    device: Any, vector_extensions: Iterable[str] = (), compute_capability: str | None = None
+) -> list[str]:
     """Precisions worth sweeping on a device: the ones its hardware runs natively."""
     import torch
 
@@ -105,8 +113,9 @@ def matmul_precisions(device: Any, vector_extensions: Iterable[str] = (),
     return ["fp32", "bf16", "fp16"]
 
 
-def matmul_point(device: Any, m: int, n: int, k: int, precision: str = "fp32",
-                 min_run_time: float = 0.1) -> RatePoint | None:
+def matmul_point(
+    device: Any, m: int, n: int, k: int, precision: str = "fp32", min_run_time: float = 0.1
+) -> RatePoint | None:
     """Time one (m x k) @ (k x n) product; None when its operands would exceed the budget."""
     import torch
 
@@ -119,13 +128,27 @@ def matmul_point(device: Any, m: int, n: int, k: int, precision: str = "fp32",
     with matmul_precision(precision), torch.inference_mode():
         t = timing.benchmark(torch.matmul, a, b, min_run_time=min_run_time)
     del a, b
-    return RatePoint("matmul", f"{m}x{n}x{k}", precision, t.median, t.iqr,
-                     roofline.matmul_flops(m, n, k), "FLOP/s", nbytes,
-                     roofline.matmul_flops(m, n, k) / nbytes, timed=t)
+    return RatePoint(
+        "matmul",
+        f"{m}x{n}x{k}",
+        precision,
+        t.median,
+        t.iqr,
+        roofline.matmul_flops(m, n, k),
+        "FLOP/s",
+        nbytes,
+        roofline.matmul_flops(m, n, k) / nbytes,
+        timed=t,
+    )
 
 
-def matmul_sweep(device: Any, sizes: Iterable[int], precisions: Iterable[str],
-                 min_run_time: float = 0.1, progress: bool = True) -> list[RatePoint]:
+def matmul_sweep(
+    device: Any,
+    sizes: Iterable[int],
+    precisions: Iterable[str],
+    min_run_time: float = 0.1,
+    progress: bool = True,
+) -> list[RatePoint]:
     """Square matrix products of each size and precision; sizes over the budget are skipped."""
     jobs = [(p, n) for p in precisions for n in sizes]
     points = []
@@ -136,18 +159,27 @@ def matmul_sweep(device: Any, sizes: Iterable[int], precisions: Iterable[str],
     return points
 
 
-def best_matmul(device: Any, shapes: Iterable[tuple[int, int, int]], precision: str,
-                min_run_time: float = 0.1, progress: bool = True) -> RatePoint:
+def best_matmul(
+    device: Any,
+    shapes: Iterable[tuple[int, int, int]],
+    precision: str,
+    min_run_time: float = 0.1,
+    progress: bool = True,
+) -> RatePoint:
     """The (m, n, k) among the candidates that reaches the highest FLOP/s."""
-    points = [p for shape in progress_bar(list(shapes), f"best {precision} matmul", progress)
-              if (p := matmul_point(device, *shape, precision, min_run_time)) is not None]
+    points = [
+        p
+        for shape in progress_bar(list(shapes), f"best {precision} matmul", progress)
+        if (p := matmul_point(device, *shape, precision, min_run_time)) is not None
+    ]
     if not points:
         raise GpulabConfigError("shapes: none of the candidate shapes fits the memory budget")
     return max(points, key=lambda p: p.rate)
 
 
-def bandwidth_point(device: Any, nbytes: int, kind: str = "copy",
-                    min_run_time: float = 0.1) -> RatePoint | None:
+def bandwidth_point(
+    device: Any, nbytes: int, kind: str = "copy", min_run_time: float = 0.1
+) -> RatePoint | None:
     """GB/s of a copy (b = a) or a STREAM triad (a = b + s*c) on buffers of `nbytes` each."""
     import torch
 
@@ -164,15 +196,22 @@ def bandwidth_point(device: Any, nbytes: int, kind: str = "copy",
         moved = roofline.copy_bytes(numel, torch.float32)
     else:
         other = torch.rand(numel, device=device)
-        t = timing.benchmark(torch.add, src, other, alpha=3.0, out=dst, min_run_time=min_run_time,
-                             label="triad")
+        t = timing.benchmark(
+            torch.add, src, other, alpha=3.0, out=dst, min_run_time=min_run_time, label="triad"
+        )
         moved = roofline.triad_bytes(numel, torch.float32)
-    return RatePoint(kind, size_label(numel * 4), "fp32", t.median, t.iqr, moved, "B/s", numel * 4,
-                     timed=t)
+    return RatePoint(
+        kind, size_label(numel * 4), "fp32", t.median, t.iqr, moved, "B/s", numel * 4, timed=t
+    )
 
 
-def bandwidth_sweep(device: Any, sizes_bytes: Iterable[int], kinds: Iterable[str] = ("copy", "triad"),
-                    min_run_time: float = 0.1, progress: bool = True) -> list[RatePoint]:
+def bandwidth_sweep(
+    device: Any,
+    sizes_bytes: Iterable[int],
+    kinds: Iterable[str] = ("copy", "triad"),
+    min_run_time: float = 0.1,
+    progress: bool = True,
+) -> list[RatePoint]:
     """Copy and triad bandwidth for buffer sizes from cache-resident to beyond the caches."""
     jobs = [(k, s) for k in kinds for s in sizes_bytes]
     points = []
@@ -183,8 +222,13 @@ def bandwidth_sweep(device: Any, sizes_bytes: Iterable[int], kinds: Iterable[str
     return points
 
 
-def roofline_points(device: Any, precision: str = "fp32", matmul_n: int = 1024,
-                    elements: int = 1 << 22, min_run_time: float = 0.1) -> list[RatePoint]:
+def roofline_points(
+    device: Any,
+    precision: str = "fp32",
+    matmul_n: int = 1024,
+    elements: int = 1 << 22,
+    min_run_time: float = 0.1,
+) -> list[RatePoint]:
     """Achieved FLOP/s and intensity of a matmul, an add, a softmax and a layer norm."""
     import torch
 
@@ -207,14 +251,30 @@ def roofline_points(device: Any, precision: str = "fp32", matmul_n: int = 1024,
     with torch.inference_mode():
         for name, cost, fn, args in cases:
             t = timing.benchmark(fn, *args, device=device, min_run_time=min_run_time, label=name)
-            points.append(RatePoint(name, f"{rows}x{cols}", precision, t.median, t.iqr,
-                                    cost.flops, "FLOP/s", rows * cols * dtype.itemsize, cost.intensity,
-                                    timed=t))
+            points.append(
+                RatePoint(
+                    name,
+                    f"{rows}x{cols}",
+                    precision,
+                    t.median,
+                    t.iqr,
+                    cost.flops,
+                    "FLOP/s",
+                    rows * cols * dtype.itemsize,
+                    cost.intensity,
+                    timed=t,
+                )
+            )
     return points
 
 
-def host_to_device(device: Any, sizes_bytes: Iterable[int], pinned: bool,
-                   min_run_time: float = 0.1, progress: bool = True) -> list[RatePoint]:
+def host_to_device(
+    device: Any,
+    sizes_bytes: Iterable[int],
+    pinned: bool,
+    min_run_time: float = 0.1,
+    progress: bool = True,
+) -> list[RatePoint]:
     """Bytes/s of host-to-GPU copies from pinned or pageable memory (CUDA devices only)."""
     import torch
 
@@ -227,10 +287,19 @@ def host_to_device(device: Any, sizes_bytes: Iterable[int], pinned: bool,
             continue
         host = torch.empty(nbytes, dtype=torch.uint8, pin_memory=pinned)
         dev = torch.empty(nbytes, dtype=torch.uint8, device=device)
-        t = timing.benchmark(dev.copy_, host, non_blocking=pinned, device=device,
-                             min_run_time=min_run_time, label=f"h2d {label}")
-        points.append(RatePoint("h2d", size_label(nbytes), label, t.median, t.iqr, nbytes, "B/s", nbytes,
-                                timed=t))
+        t = timing.benchmark(
+            dev.copy_,
+            host,
+            non_blocking=pinned,
+            device=device,
+            min_run_time=min_run_time,
+            label=f"h2d {label}",
+        )
+        points.append(
+            RatePoint(
+                "h2d", size_label(nbytes), label, t.median, t.iqr, nbytes, "B/s", nbytes, timed=t
+            )
+        )
         del host, dev
     return points
 
@@ -241,8 +310,9 @@ def host_to_device(device: Any, sizes_bytes: Iterable[int], pinned: bool,
 LOW_SHARE_PERCENT = 5.0
 
 
-def low_share_note(point: RatePoint, peak: float | None,
-                   among: Iterable[RatePoint] = ()) -> str | None:
+def low_share_note(
+    point: RatePoint, peak: float | None, among: Iterable[RatePoint] = ()
+) -> str | None:
     """Why `point` reached under LOW_SHARE_PERCENT of `peak`, from the points measured beside it.
 
     `among` is the rest of the sweep: the best rate of the same operation and precision there
@@ -252,21 +322,28 @@ def low_share_note(point: RatePoint, peak: float | None,
     share = point.percent_of(peak)
     if share is None or share >= LOW_SHARE_PERCENT:
         return None
-    same = [q for q in (*among, point)
-            if (q.op, q.precision, q.unit) == (point.op, point.precision, point.unit)]
+    same = [
+        q
+        for q in (*among, point)
+        if (q.op, q.precision, q.unit) == (point.op, point.precision, point.unit)
+    ]
     best = max(same, key=lambda q: q.rate)
     best_share = best.percent_of(peak)
     head = f"{point.label}: {_percent(share)}% of the {point.precision} peak"
     if best.rate >= 2 * point.rate:
         # at the best rate the same FLOPs take at most half the call, so most of it is not arithmetic
-        return (f"{head}. At the rate {best.size} reached ({_percent(best_share)}%), its "
-                f"{format_rate(point.work, 'FLOP')} would take {format_seconds(point.work / best.rate)}; "
-                f"the call took {format_seconds(point.seconds)}, so at this size most of a call is "
-                f"not arithmetic (measured here)")
+        return (
+            f"{head}. At the rate {best.size} reached ({_percent(best_share)}%), its "
+            f"{format_rate(point.work, 'FLOP')} would take {format_seconds(point.work / best.rate)}; "
+            f"the call took {format_seconds(point.seconds)}, so at this size most of a call is "
+            f"not arithmetic (measured here)"
+        )
     source = getattr(peak, "source", "")
-    return (f"{head}, and no size measured here did better than {_percent(best_share)}%: the size is "
-            f"not the reason, this device does not run {point.precision} at the rate its peak "
-            f"assumes" + (f" ({source})" if source else ""))
+    return (
+        f"{head}, and no size measured here did better than {_percent(best_share)}%: the size is "
+        f"not the reason, this device does not run {point.precision} at the rate its peak "
+        f"assumes" + (f" ({source})" if source else "")
+    )
 
 
 def _percent(share: float) -> str:
@@ -292,9 +369,11 @@ def busy_summary(points: Iterable[RatePoint]) -> str | None:
     if not busy:
         return None
     worst = max(busy, key=lambda p: p.timed.spread)
-    return (f"{len(busy)} of these {len(points)} timings were taken while the machine was busy: "
-            f"their slowest block took more than {timing.SPREAD_TOLERANCE:g}x the median "
-            f"(at worst {worst.timed.spread:.3g}x, {worst.label}), so their rates may be too low")
+    return (
+        f"{len(busy)} of these {len(points)} timings were taken while the machine was busy: "
+        f"their slowest block took more than {timing.SPREAD_TOLERANCE:g}x the median "
+        f"(at worst {worst.timed.spread:.3g}x, {worst.label}), so their rates may be too low"
+    )
 
 
 def no_native_note(device: Any, vector_extensions: Iterable[str], precision: str) -> str | None:
@@ -303,8 +382,14 @@ def no_native_note(device: Any, vector_extensions: Iterable[str], precision: str
 
     extensions = set(vector_extensions)
     x86 = bool({"AVX2", "AVX-512"} & extensions)
-    if (torch.device(device).type != "cpu" or precision != "bf16" or not x86
-            or {"AMX", "AVX-512 BF16"} & extensions):
+    if (
+        torch.device(device).type != "cpu"
+        or precision != "bf16"
+        or not x86
+        or {"AMX", "AVX-512 BF16"} & extensions
+    ):
         return None
-    return ("this CPU has no bf16 arithmetic (neither AMX nor AVX-512 BF16 among its flags): "
-            "each bf16 value is converted to fp32 to be multiplied, a step fp32 does not pay")
+    return (
+        "this CPU has no bf16 arithmetic (neither AMX nor AVX-512 BF16 among its flags): "
+        "each bf16 value is converted to fp32 to be multiplied, a step fp32 does not pay"
+    )

@@ -82,19 +82,34 @@ def measure_inference(model, batch: int, seq_len: int, logits: str = "last") -> 
     with tracker, torch.inference_mode():
         out = model(input_ids=ids, use_cache=True, logits_to_keep=keep)
     # transformers 5 names it `cache` (`past_key_values` is deprecated); 4.x has only the latter
-    cache = out.cache if "cache" in getattr(out, "__dataclass_fields__", {}) else out.past_key_values
-    kv = tensor_bytes(t for layer in getattr(cache, "layers", []) for t in (layer.keys, layer.values))
+    cache = (
+        out.cache if "cache" in getattr(out, "__dataclass_fields__", {}) else out.past_key_values
+    )
+    kv = tensor_bytes(
+        t for layer in getattr(cache, "layers", []) for t in (layer.keys, layer.values)
+    )
     peak = tracker.get_tracker_snapshot("peak")
     total_peak = max(snap["Total"] for snap in peak.values())
     # The cache is written during the pass and is counted as activations by the tracker.
     acts = max(0, tracker.category_peaks.get("ACT", 0) + tracker.category_peaks.get("TEMP", 0) - kv)
     allocator = torch.cuda.max_memory_reserved(device) if device.type == "cuda" else None
-    return Breakdown(weights=weights, kv_cache=kv, activations=acts, peak_tensors=total_peak,
-                     device=str(device), allocator_peak=allocator)
+    return Breakdown(
+        weights=weights,
+        kv_cache=kv,
+        activations=acts,
+        peak_tensors=total_peak,
+        device=str(device),
+        allocator_peak=allocator,
+    )
 
 
-def measure_training(model, batch: int, seq_len: int, optimizer: str = "adamw",
-                     activation_checkpointing: bool = False) -> Breakdown:
+def measure_training(
+    model,
+    batch: int,
+    seq_len: int,
+    optimizer: str = "adamw",
+    activation_checkpointing: bool = False,
+) -> Breakdown:
     """The second of two training steps (the first creates the optimizer's states)."""
     import torch
 
@@ -114,8 +129,9 @@ def measure_training(model, batch: int, seq_len: int, optimizer: str = "adamw",
         loss.backward()
         sizes["gradients"] = tensor_bytes(p.grad for p in model.parameters())
         opt.step()
-        sizes["optimizer"] = tensor_bytes(t for state in opt.state.values()
-                                           for t in state.values() if torch.is_tensor(t))
+        sizes["optimizer"] = tensor_bytes(
+            t for state in opt.state.values() for t in state.values() if torch.is_tensor(t)
+        )
         opt.zero_grad(set_to_none=True)
 
     step()  # creates the optimizer states
@@ -133,16 +149,23 @@ def measure_training(model, batch: int, seq_len: int, optimizer: str = "adamw",
     # Weights, gradients and optimizer states are the exact sizes of those tensors; the
     # activations are the most the tracker saw kept for the backward pass at any moment.
     weights = tensor_bytes([*model.parameters(), *model.buffers()])
-    return Breakdown(weights=weights, activations=peaks.get("ACT", 0), gradients=sizes["gradients"],
-                     optimizer=sizes["optimizer"], peak_tensors=total_peak, device=str(device),
-                     allocator_peak=allocator,
-                     notes=(f"temporaries at most {peaks.get('TEMP', 0) / 2**20:.1f} MiB",))
+    return Breakdown(
+        weights=weights,
+        activations=peaks.get("ACT", 0),
+        gradients=sizes["gradients"],
+        optimizer=sizes["optimizer"],
+        peak_tensors=total_peak,
+        device=str(device),
+        allocator_peak=allocator,
+        notes=(f"temporaries at most {peaks.get('TEMP', 0) / 2**20:.1f} MiB",),
+    )
 
 
 def input_grad_hooks(model) -> bool:
     """Whether the model already makes its embeddings' output require grad (PEFT)."""
-    return bool(getattr(model, "_require_grads_hooks", None)
-                or getattr(model, "_require_grads_hook", None))
+    return bool(
+        getattr(model, "_require_grads_hooks", None) or getattr(model, "_require_grads_hook", None)
+    )
 
 
 def set_activation_checkpointing(model, on: bool, remove_input_hooks: bool = False) -> None:
@@ -174,22 +197,39 @@ def _optimizer(model, name: str):
         return torch.optim.SGD(model.parameters(), lr=1e-3, momentum=0.9)
     if name == "sgd":
         return torch.optim.SGD(model.parameters(), lr=1e-3)
-    raise ValueError(f"optimizer={name!r} cannot be measured here; use 'adamw', 'sgd-momentum' or 'sgd'")
+    raise ValueError(
+        f"optimizer={name!r} cannot be measured here; use 'adamw', 'sgd-momentum' or 'sgd'"
+    )
 
 
-def compare(predicted: Breakdown, measured: Breakdown, parts=("weights", "kv_cache", "activations",
-                                                              "gradients", "optimizer")) -> list[dict]:
+def compare(
+    predicted: Breakdown,
+    measured: Breakdown,
+    parts=("weights", "kv_cache", "activations", "gradients", "optimizer"),
+) -> list[dict]:
     """Rows of predicted vs measured bytes per part, with the error in % of the measurement."""
     rows = []
     for part in parts:
         p, m = getattr(predicted, part), getattr(measured, part)
         if p == 0 and m == 0:
             continue
-        rows.append({"part": part, "predicted": p, "measured": m,
-                     "error %": None if m == 0 else 100.0 * (p - m) / m})
+        rows.append(
+            {
+                "part": part,
+                "predicted": p,
+                "measured": m,
+                "error %": None if m == 0 else 100.0 * (p - m) / m,
+            }
+        )
     tensors = predicted.peak - predicted.overhead
-    rows.append({"part": "peak (tensors)", "predicted": tensors, "measured": measured.peak,
-                 "error %": 100.0 * (tensors - measured.peak) / measured.peak})
+    rows.append(
+        {
+            "part": "peak (tensors)",
+            "predicted": tensors,
+            "measured": measured.peak,
+            "error %": 100.0 * (tensors - measured.peak) / measured.peak,
+        }
+    )
     return rows
 
 
@@ -227,7 +267,6 @@ def grads_between_steps(model, batch: int, seq_len: int, set_to_none: bool) -> i
     """Bytes of gradient tensors still allocated after one step and `zero_grad(set_to_none=...)`."""
     import torch
 
-
     device = next(model.parameters()).device
     ids = torch.randint(0, model.config.vocab_size, (batch, seq_len), device=device)
     model.train()
@@ -262,8 +301,9 @@ def empty_cache_demo(device: Any, nbytes: PositiveInt) -> list[CacheStep] | None
 
     def record(name):
         torch.cuda.synchronize(device)
-        steps.append(CacheStep(name, torch.cuda.memory_allocated(device),
-                               torch.cuda.memory_reserved(device)))
+        steps.append(
+            CacheStep(name, torch.cuda.memory_allocated(device), torch.cuda.memory_reserved(device))
+        )
 
     torch.cuda.empty_cache()
     record("start")
@@ -309,7 +349,9 @@ def allocator_peak_bytes(fn: Callable[[], Any], device: Any, *track: Any) -> int
         if isinstance(obj, torch.nn.Module):
             before += [*obj.parameters(), *obj.buffers()]
         elif isinstance(obj, torch.optim.Optimizer):
-            before += [t for state in obj.state.values() for t in state.values() if torch.is_tensor(t)]
+            before += [
+                t for state in obj.state.values() for t in state.values() if torch.is_tensor(t)
+            ]
             before += [p.grad for group in obj.param_groups for p in group["params"]]
     with profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
@@ -321,6 +363,9 @@ def allocator_peak_bytes(fn: Callable[[], Any], device: Any, *track: Any) -> int
             events = json.load(f)["traceEvents"]
     finally:
         os.unlink(path)
-    allocated = [e["args"]["Total Allocated"] for e in events
-                 if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type") == 0]
+    allocated = [
+        e["args"]["Total Allocated"]
+        for e in events
+        if e.get("name") == "[memory]" and e.get("args", {}).get("Device Type") == 0
+    ]
     return tensor_bytes(before) + max(allocated, default=0)

@@ -78,11 +78,13 @@ def try_allocate(device: Any, nbytes: PositiveInt) -> AllocationResult:
         allowed = budget.allowance(device)
         if nbytes > allowed:
             return AllocationResult(
-                False, nbytes,
+                False,
+                nbytes,
                 f"refused without allocating: {_size(nbytes)} is above this experiment's "
                 f"allowance of {_size(allowed)} on {device.type} (a quarter of the free memory; "
                 "running out of RAM would swap or kill the kernel instead of raising an error)",
-                attempted=False)
+                attempted=False,
+            )
     block = None
     try:
         block = torch.empty(nbytes, dtype=torch.uint8, device=device)
@@ -100,9 +102,12 @@ def try_allocate(device: Any, nbytes: PositiveInt) -> AllocationResult:
 
 
 @checked
-def largest_batch_measured(measure_peak: Callable[[int], int | None], budget_bytes: PositiveFloat,
-                           start: PositiveInt = 1, limit: PositiveInt = 4096
-                           ) -> tuple[int, list[tuple[int, int | None]]]:
+def largest_batch_measured(
+    measure_peak: Callable[[int], int | None],
+    budget_bytes: PositiveFloat,
+    start: PositiveInt = 1,
+    limit: PositiveInt = 4096,
+) -> tuple[int, list[tuple[int, int | None]]]:
     """The largest batch whose measured peak fits `budget_bytes`, and every (batch, peak) tried.
 
     `measure_peak(batch)` returns the peak bytes of one step at that batch, or None when it ran
@@ -156,6 +161,7 @@ def _measure(measure_peak: Callable[[int], int | None], batch: int) -> int | Non
             torch.cuda.empty_cache()
         return None
     if peak is not None and (not isinstance(peak, (int, float)) or peak < 0):
-        raise GpulabConfigError(f"measure_peak({batch}) returned {peak!r}; "
-                                "it must return bytes (a number >= 0) or None")
+        raise GpulabConfigError(
+            f"measure_peak({batch}) returned {peak!r}; it must return bytes (a number >= 0) or None"
+        )
     return None if peak is None else int(peak)

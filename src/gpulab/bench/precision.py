@@ -15,8 +15,14 @@ from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import checked
 from gpulab.reference.formats import AutocastPrecision
 
-__all__ = ["autocast", "check_runs_on", "fast_precision", "grad_scaler", "native_bf16",
-           "needs_grad_scaler"]
+__all__ = [
+    "autocast",
+    "check_runs_on",
+    "fast_precision",
+    "grad_scaler",
+    "native_bf16",
+    "needs_grad_scaler",
+]
 
 # CPU flags (Linux /proc/cpuinfo) of units that compute in bf16 natively: AVX-512 BF16 converts
 # and multiplies bf16 pairs, AMX runs bf16 tiles. Without them PyTorch emulates each bf16 product
@@ -33,7 +39,9 @@ def check_runs_on(precision: AutocastPrecision, device: Any, field: str = "preci
     if precision == "autocast-fp16" and kind != "cuda":
         raise GpulabConfigError(
             f"{field}='autocast-fp16' needs a CUDA GPU (float16 kernels and a GradScaler); the "
-            f"device is {device}: use 'autocast-bf16' or 'fp32' there", field)
+            f"device is {device}: use 'autocast-bf16' or 'fp32' there",
+            field,
+        )
 
 
 @checked
@@ -68,8 +76,11 @@ def fast_precision(device: Any) -> str:
     device = torch.device(device)
     if device.type != "cuda":
         return "fp32"
-    return "autocast-bf16" if torch.cuda.is_bf16_supported(including_emulation=False) \
+    return (
+        "autocast-bf16"
+        if torch.cuda.is_bf16_supported(including_emulation=False)
         else "autocast-fp16"
+    )
 
 
 def native_bf16(device: Any, cpu_flags: set[str] | None = None) -> bool:

@@ -23,8 +23,14 @@ from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
 
-__all__ = ["QuantizedTensor", "dequantize", "quantize_linear_weights_", "quantize_per_channel",
-           "quantize_per_group", "stored_bytes"]
+__all__ = [
+    "QuantizedTensor",
+    "dequantize",
+    "quantize_linear_weights_",
+    "quantize_per_channel",
+    "quantize_per_group",
+    "stored_bytes",
+]
 
 MIN_BITS, MAX_BITS = 2, 8  # 1 bit leaves no code but 0 in a symmetric format; int8 holds 8
 
@@ -51,8 +57,10 @@ def _qmax(bits: int) -> int:
 
 def _check_bits(bits: Any) -> int:
     if not isinstance(bits, int) or isinstance(bits, bool) or not MIN_BITS <= bits <= MAX_BITS:
-        raise GpulabConfigError(f"bits={bits!r} must be an integer from {MIN_BITS} to {MAX_BITS} "
-                                "(symmetric codes in an int8 tensor)")
+        raise GpulabConfigError(
+            f"bits={bits!r} must be an integer from {MIN_BITS} to {MAX_BITS} "
+            "(symmetric codes in an int8 tensor)"
+        )
     return bits
 
 
@@ -94,13 +102,19 @@ def quantize_per_group(w: Any, bits: int = 4, group_size: int = 128) -> Quantize
         raise GpulabConfigError(
             f"group_size={group_size} does not divide the input dimension {inp} of a weight of "
             f"shape {tuple(w.shape)}; use a divisor of {inp} (for example "
-            f"{math.gcd(inp, group_size)}) or group_size=None for one scale per row")
+            f"{math.gcd(inp, group_size)}) or group_size=None for one scale per row"
+        )
     qmax = _qmax(bits)
     groups = wf.view(out, inp // group_size, group_size)  # (out, groups, group_size)
     scale = groups.abs().amax(dim=2, keepdim=True) / qmax  # (out, groups, 1)
     q, scale = _codes(groups, scale, qmax)
-    return QuantizedTensor(q=q.view(out, inp), scale=scale.squeeze(2), bits=bits,
-                           group_size=group_size, shape=tuple(w.shape))
+    return QuantizedTensor(
+        q=q.view(out, inp),
+        scale=scale.squeeze(2),
+        bits=bits,
+        group_size=group_size,
+        shape=tuple(w.shape),
+    )
 
 
 def dequantize(qt: QuantizedTensor, dtype: Any = None):
@@ -131,8 +145,9 @@ def _quantize(w, bits: int, group_size: int | None) -> QuantizedTensor:
     return quantize_per_group(w, bits, group_size)
 
 
-def quantize_linear_weights_(model: Any, bits: int, group_size: int | None = None,
-                             scale_bits: int = 16) -> dict:
+def quantize_linear_weights_(
+    model: Any, bits: int, group_size: int | None = None, scale_bits: int = 16
+) -> dict:
     """Quantize every decoder weight matrix in place (simulated); return bytes before, after, error.
 
     As in `gpulab.memory`, the embedding, the output head and the norms stay as they are;
@@ -165,5 +180,10 @@ def quantize_linear_weights_(model: Any, bits: int, group_size: int | None = Non
             params += p.numel()
             before += p.numel() * 2
             after += stored_bytes(qt, scale_bits)
-    return {"matrices": len(matrices), "params": params, "bytes_before": before,
-            "bytes_after": after, "max_abs_error": max_error}
+    return {
+        "matrices": len(matrices),
+        "params": params,
+        "bytes_before": before,
+        "bytes_after": after,
+        "max_abs_error": max_error,
+    }

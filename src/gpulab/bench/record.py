@@ -29,14 +29,24 @@ __all__ = ["add_arguments", "device_kind", "provenance", "start", "store", "stor
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every benchmark script takes: --device, --quick and --out."""
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N, mps")
-    parser.add_argument("--quick", action="store_true",
-                        help="the smallest sizes: seconds on a 2-core CPU (the CI smoke test)")
-    parser.add_argument("--out", type=Path, default=None,
-                        help="write the figures to this folder, whatever the device")
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="the smallest sizes: seconds on a 2-core CPU (the CI smoke test)",
+    )
+    parser.add_argument(
+        "--out",
+        type=Path,
+        default=None,
+        help="write the figures to this folder, whatever the device",
+    )
 
 
-def start(description: str, argv: list[str] | None = None,
-          extra: Callable[[argparse.ArgumentParser], None] | None = None):
+def start(
+    description: str,
+    argv: list[str] | None = None,
+    extra: Callable[[argparse.ArgumentParser], None] | None = None,
+):
     """What every benchmark script does first: its options parsed (the common ones, and any
     `extra` adds), the device picked and this machine read. Returns (args, device, report)."""
     from gpulab.machine import hardware
@@ -50,7 +60,7 @@ def start(description: str, argv: list[str] | None = None,
 
 
 def device_kind(device: Any) -> str:
-    """"cuda", "rocm", "mps", "xpu" or "cpu": what a provenance calls the device."""
+    """ "cuda", "rocm", "mps", "xpu" or "cpu": what a provenance calls the device."""
     import torch
 
     kind = torch.device(device).type
@@ -59,8 +69,9 @@ def device_kind(device: Any) -> str:
     return kind
 
 
-def provenance(gpu_name: str, driver: str | None, device: str,
-               command: str | None = None) -> dict[str, Any]:
+def provenance(
+    gpu_name: str, driver: str | None, device: str, command: str | None = None
+) -> dict[str, Any]:
     """GPU (or CPU) name, device kind, driver, torch and CUDA versions, date and command."""
     import torch
 
@@ -90,8 +101,13 @@ def _name_and_driver(device: Any, report: HardwareReport) -> tuple[str, str | No
     return (report.gpus[0].name if report.gpus else device.type), None
 
 
-def store(section: str, figures: dict[str, Any], device: Any, report: HardwareReport,
-          out: Path | None = None) -> Path | None:
+def store(
+    section: str,
+    figures: dict[str, Any],
+    device: Any,
+    report: HardwareReport,
+    out: Path | None = None,
+) -> Path | None:
     """Write a benchmark's figures with their provenance; the path, or None when not stored."""
     kind = device_kind(device)
     if out is None and kind not in ("cuda", "rocm"):

@@ -60,21 +60,28 @@ def describe(rows: list[SyncResult], device_type: str) -> str:
     ratio = item.seconds_per_step / base.seconds_per_step
     gap = item.seconds_per_step - base.seconds_per_step
     within = abs(gap) <= base.spread_per_step + item.spread_per_step
-    head = (f"measured on {device_type}: reading the loss with .item() every step took {ratio:.2f} "
-            "times the on-device loop's time per step, ")
+    head = (
+        f"measured on {device_type}: reading the loss with .item() every step took {ratio:.2f} "
+        "times the on-device loop's time per step, "
+    )
     if within:
         return head + "within the spread of the timings: the two cost the same here"
     if gap > 0:
         return head + "more than the spread of the timings: the reads cost time here"
-    return head + "faster, by more than the spread of the timings: the on-device sum costs more here"
+    return (
+        head + "faster, by more than the spread of the timings: the on-device sum costs more here"
+    )
 
 
 def _setup(config: SyncConfig, device: Any):
     import torch
 
     torch.manual_seed(config.seed)
-    model = torch.nn.Sequential(torch.nn.Linear(config.width, config.width), torch.nn.ReLU(),
-                                torch.nn.Linear(config.width, 1)).to(device)
+    model = torch.nn.Sequential(
+        torch.nn.Linear(config.width, config.width),
+        torch.nn.ReLU(),
+        torch.nn.Linear(config.width, 1),
+    ).to(device)
     opt = torch.optim.SGD(model.parameters(), lr=1e-3)
     x = torch.randn(config.batch, config.width, device=device)
     y = torch.randn(config.batch, 1, device=device)
@@ -109,12 +116,16 @@ def _loop(variant: str, model, opt, x, y, steps: int) -> float:
 def run_variant(variant: str, device: Any, config: SyncConfig = SyncConfig()) -> float:
     """Run the loop once from a fresh model, reading the loss as `variant` says; the summed loss."""
     if variant not in VARIANTS:
-        raise GpulabConfigError(f"variant={variant!r} is not known; use one of {', '.join(VARIANTS)}")
+        raise GpulabConfigError(
+            f"variant={variant!r} is not known; use one of {', '.join(VARIANTS)}"
+        )
     return _loop(variant, *_setup(config, device), config.steps)
 
 
 @checked
-def compare(device: Any, config: SyncConfig = SyncConfig(), rounds: PositiveInt = 7) -> list[SyncResult]:
+def compare(
+    device: Any, config: SyncConfig = SyncConfig(), rounds: PositiveInt = 7
+) -> list[SyncResult]:
     """Time each variant's loop against the others, interleaved (timing.interleaved), on one device.
 
     Each variant trains its own copy of the model from the same seed, so no variant inherits
@@ -125,14 +136,25 @@ def compare(device: Any, config: SyncConfig = SyncConfig(), rounds: PositiveInt 
     states = {name: _setup(config, device) for name in VARIANTS}
     measured = timing.interleaved(
         {name: functools.partial(_loop, name, *states[name], config.steps) for name in VARIANTS},
-        device, rounds=rounds)
-    return [SyncResult(name, measured[name].median / config.steps, totals[name], description,
-                       measured[name].iqr / config.steps)
-            for name, description in VARIANTS.items()]
+        device,
+        rounds=rounds,
+    )
+    return [
+        SyncResult(
+            name,
+            measured[name].median / config.steps,
+            totals[name],
+            description,
+            measured[name].iqr / config.steps,
+        )
+        for name, description in VARIANTS.items()
+    ]
 
 
 @checked
-def unsynchronised_seconds(fn, device: Any, calls: PositiveInt = 10, repeats: PositiveInt = 5) -> tuple[float, float]:
+def unsynchronised_seconds(
+    fn, device: Any, calls: PositiveInt = 10, repeats: PositiveInt = 5
+) -> tuple[float, float]:
     """Time `calls` calls of fn two ways: without a device sync (the mistake), and with one.
 
     Returns the medians over `repeats` rounds of (seconds per call read without synchronising,

@@ -91,9 +91,11 @@ class Measurement:
         return work / self.median
 
     def __repr__(self) -> str:
-        return (f"<Measurement {self.label}: {format_seconds(self.median)} per call "
-                f"(IQR {format_seconds(self.iqr)}), {self.runs} runs in {len(self.times)} blocks, "
-                f"{self.threads} threads, {self.device}>")
+        return (
+            f"<Measurement {self.label}: {format_seconds(self.median)} per call "
+            f"(IQR {format_seconds(self.iqr)}), {self.runs} runs in {len(self.times)} blocks, "
+            f"{self.threads} threads, {self.device}>"
+        )
 
 
 @checked
@@ -105,9 +107,11 @@ def busy_note(spread: PositiveFloat | None, blocks: NonNegativeInt, what: str) -
     """
     if spread is None or not spread > SPREAD_TOLERANCE:
         return None
-    return (f"{what}: the slowest of {blocks} timed blocks took {spread:.3g}x the median "
-            f"(more than the {SPREAD_TOLERANCE:g}x this course tolerates): the machine was busy "
-            f"with other work while it ran, so this time may be too long")
+    return (
+        f"{what}: the slowest of {blocks} timed blocks took {spread:.3g}x the median "
+        f"(more than the {SPREAD_TOLERANCE:g}x this course tolerates): the machine was busy "
+        f"with other work while it ran, so this time may be too long"
+    )
 
 
 # ---------------------------------------------------------------- devices
@@ -211,12 +215,18 @@ def benchmark(
         times.append(elapsed / per_block)
         total += elapsed
     name = label or getattr(fn, "__name__", "fn")
-    return Measurement(name, tuple(times), per_block * len(times), torch.get_num_threads(), str(dev))
+    return Measurement(
+        name, tuple(times), per_block * len(times), torch.get_num_threads(), str(dev)
+    )
 
 
 @checked
-def interleaved(calls: dict[str, Callable[[], Any]], device: Any = "cpu",
-                rounds: PositiveInt = 7, warmup: PositiveInt = 2) -> dict[str, Measurement]:
+def interleaved(
+    calls: dict[str, Callable[[], Any]],
+    device: Any = "cpu",
+    rounds: PositiveInt = 7,
+    warmup: PositiveInt = 2,
+) -> dict[str, Measurement]:
     """Time several calls against each other: each warmed up, then one call of each per round.
 
     Timing one variant after another lets whatever drifts in between (a cold cache, a thread
@@ -233,7 +243,9 @@ def interleaved(calls: dict[str, Callable[[], Any]], device: Any = "cpu",
             clock.time_block(calls[label], 1)
     times: dict[str, list[float]] = {label: [] for label in labels}
     for r in range(rounds):
-        for label in labels[r % len(labels):] + labels[:r % len(labels)]:
+        for label in labels[r % len(labels) :] + labels[: r % len(labels)]:
             times[label].append(clock.time_block(calls[label], 1))
-    return {label: Measurement(label, tuple(t), rounds, torch.get_num_threads(), str(clock.device))
-            for label, t in times.items()}
+    return {
+        label: Measurement(label, tuple(t), rounds, torch.get_num_threads(), str(clock.device))
+        for label, t in times.items()
+    }

@@ -12,8 +12,13 @@ from typing import Any
 __all__ = ["build_model"]
 
 
-def build_model(config: dict, dtype: Any = None, device: Any = "cpu", seed: int = 0,
-                attn_implementation: str = "sdpa"):
+def build_model(
+    config: dict,
+    dtype: Any = None,
+    device: Any = "cpu",
+    seed: int = 0,
+    attn_implementation: str = "sdpa",
+):
     """A causal LM from a config.json dict, random weights, in eval mode.
 
     `attn_implementation` is transformers' choice: "sdpa" (fused kernels, the default) or
@@ -29,6 +34,7 @@ def build_model(config: dict, dtype: Any = None, device: Any = "cpu", seed: int 
     torch.manual_seed(seed)
     dtype = dtype or torch.float32
     with torch.device(device):
-        model = AutoModelForCausalLM.from_config(hf_config, dtype=dtype,
-                                                 attn_implementation=attn_implementation)
+        model = AutoModelForCausalLM.from_config(
+            hf_config, dtype=dtype, attn_implementation=attn_implementation
+        )
     return model.eval()

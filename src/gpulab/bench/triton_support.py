@@ -45,7 +45,9 @@ class TritonStatus:
     available: bool  # `import triton` works
     interpreter: bool  # True: Triton's interpreter on the CPU; False: compiled for the GPU
     reason: str  # one sentence for the reader
-    device: str | None = None  # where the kernels' tensors must live: "cuda:0", "cpu"; None if unavailable
+    device: str | None = (
+        None  # where the kernels' tensors must live: "cuda:0", "cpu"; None if unavailable
+    )
 
     def __str__(self) -> str:
         return self.reason
@@ -91,7 +93,9 @@ def setup(device: Any) -> TritonStatus:
         triton = importlib.import_module("triton")
     except ImportError:
         return TritonStatus(False, not compiled, NOT_INSTALLED + ".", None)
-    knobs = getattr(triton, "knobs", None)  # recent Triton: a value set in Python wins over the variable
+    knobs = getattr(
+        triton, "knobs", None
+    )  # recent Triton: a value set in Python wins over the variable
     runtime = getattr(knobs, "runtime", None)
     if runtime is not None and bool(getattr(runtime, "interpret", not compiled)) == compiled:
         runtime.interpret = not compiled
@@ -99,16 +103,25 @@ def setup(device: Any) -> TritonStatus:
     if compiled:
         index = dev.index if dev.index is not None else torch.cuda.current_device()
         where = f"cuda:{index}"
-        reason = (f"Triton {version} compiles these kernels for the GPU "
-                  f"({_gpu_name(torch, index)}, {where}).")
+        reason = (
+            f"Triton {version} compiles these kernels for the GPU "
+            f"({_gpu_name(torch, index)}, {where})."
+        )
         return TritonStatus(True, False, reason, where)
-    why = "no CUDA GPU is in use" if dev.type in ("cpu", "cuda") else \
-        f"Triton does not compile for {dev.type} here"
-    reason = (f"Triton {version} runs these kernels in its interpreter on the CPU "
-              f"({INTERPRET_VAR}=1; {why}): it checks what they compute, not how fast.")
+    why = (
+        "no CUDA GPU is in use"
+        if dev.type in ("cpu", "cuda")
+        else f"Triton does not compile for {dev.type} here"
+    )
+    reason = (
+        f"Triton {version} runs these kernels in its interpreter on the CPU "
+        f"({INTERPRET_VAR}=1; {why}): it checks what they compute, not how fast."
+    )
     if imported_before:
-        reason += (f" Triton was imported before setup() without {INTERPRET_VAR}: a kernel "
-                   "defined before this call is compiled, not interpreted; run its cell again.")
+        reason += (
+            f" Triton was imported before setup() without {INTERPRET_VAR}: a kernel "
+            "defined before this call is compiled, not interpreted; run its cell again."
+        )
     return TritonStatus(True, True, reason, "cpu")
 
 

@@ -32,9 +32,19 @@ from gpulab.core.validate import (
     checked,
 )
 
-__all__ = ["MINILM_CONFIG", "TINY_ENCODER_CONFIG", "TINY_UNET_CONFIG", "ImageTiming",
-           "docs_per_second", "embed", "sample", "small_encoder", "small_unet",
-           "time_per_image", "time_to_embed"]
+__all__ = [
+    "MINILM_CONFIG",
+    "TINY_ENCODER_CONFIG",
+    "TINY_UNET_CONFIG",
+    "ImageTiming",
+    "docs_per_second",
+    "embed",
+    "sample",
+    "small_encoder",
+    "small_unet",
+    "time_per_image",
+    "time_to_embed",
+]
 
 # A small latent-diffusion UNet: 4 latent channels as in Stable Diffusion's VAE latents,
 # two resolution levels, attention at the lower one. About 0.7 M parameters.
@@ -86,8 +96,7 @@ def _torch():
 # ---------------------------------------------------------------- image generation
 
 
-def small_unet(device: Any = "cpu", config: dict | None = None, dtype: Any = None,
-               seed: int = 0):
+def small_unet(device: Any = "cpu", config: dict | None = None, dtype: Any = None, seed: int = 0):
     """A `diffusers.UNet2DModel` from a config dict (TINY_UNET_CONFIG by default), random
     weights, in eval mode on `device`."""
     torch = _torch()
@@ -107,8 +116,9 @@ def small_unet(device: Any = "cpu", config: dict | None = None, dtype: Any = Non
 def _alphas_cumprod():
     """Cumulative products of (1 - beta) of the scaled-linear schedule, one per step."""
     torch = _torch()
-    betas = torch.linspace(BETA_START**0.5, BETA_END**0.5, TRAIN_TIMESTEPS,
-                           dtype=torch.float64) ** 2
+    betas = (
+        torch.linspace(BETA_START**0.5, BETA_END**0.5, TRAIN_TIMESTEPS, dtype=torch.float64) ** 2
+    )
     return torch.cumprod(1.0 - betas, dim=0)
 
 
@@ -166,8 +176,9 @@ class ImageTiming:
 
 
 @checked
-def time_per_image(unet, steps: PositiveInt, batch: PositiveInt = 1, device: Any = "cpu",
-                   repeats: PositiveInt = 3) -> ImageTiming:
+def time_per_image(
+    unet, steps: PositiveInt, batch: PositiveInt = 1, device: Any = "cpu", repeats: PositiveInt = 3
+) -> ImageTiming:
     """Time `sample` (steps UNet calls on a batch of latents): one UNet call to warm up,
     then `repeats` timed runs, the device synchronised around each; the median is kept.
 
@@ -182,15 +193,15 @@ def time_per_image(unet, steps: PositiveInt, batch: PositiveInt = 1, device: Any
         sample(unet, steps, batch, device)
         timing.synchronize(device)
         times.append(time.perf_counter() - start)
-    return ImageTiming(steps=steps, batch=batch, seconds=statistics.median(times),
-                       repeats=repeats)
+    return ImageTiming(steps=steps, batch=batch, seconds=statistics.median(times), repeats=repeats)
 
 
 # ---------------------------------------------------------------- embeddings for RAG
 
 
-def small_encoder(device: Any = "cpu", config: dict | None = None, dtype: Any = None,
-                  seed: int = 0):
+def small_encoder(
+    device: Any = "cpu", config: dict | None = None, dtype: Any = None, seed: int = 0
+):
     """A `transformers` BertModel from a config dict (TINY_ENCODER_CONFIG by default;
     MINILM_CONFIG for a real embedding model's shapes), random weights, eval mode."""
     torch = _torch()
@@ -216,8 +227,14 @@ def embed(encoder, ids, mask):
 
 
 @checked
-def docs_per_second(encoder, batch: PositiveInt, seq_len: PositiveInt, device: Any = "cpu",
-                    min_run_time: float = 0.2, seed: int = 0) -> float:
+def docs_per_second(
+    encoder,
+    batch: PositiveInt,
+    seq_len: PositiveInt,
+    device: Any = "cpu",
+    min_run_time: float = 0.2,
+    seed: int = 0,
+) -> float:
     """Documents embedded per second: batches of `batch` random documents of `seq_len`
     tokens, timed with `timing.benchmark` under `torch.inference_mode`."""
     torch = _torch()
@@ -226,9 +243,15 @@ def docs_per_second(encoder, batch: PositiveInt, seq_len: PositiveInt, device: A
     ids = ids.to(device)
     mask = torch.ones_like(ids)
     with torch.inference_mode():
-        t = timing.benchmark(embed, encoder, ids, mask, device=device,
-                             min_run_time=min_run_time,
-                             label=f"embed {batch} x {seq_len}")
+        t = timing.benchmark(
+            embed,
+            encoder,
+            ids,
+            mask,
+            device=device,
+            min_run_time=min_run_time,
+            label=f"embed {batch} x {seq_len}",
+        )
     return batch / t.median
 
 

@@ -16,10 +16,27 @@ from typing import Annotated, Any
 
 from gpulab.core.errors import GpulabConfigError
 
-__all__ = ["MAX_MAGNITUDE", "MIN_MAGNITUDE", "AtLeast", "AtMost", "Between", "Fraction", "NonEmpty",
-           "NonNegativeFloat", "NonNegativeInt", "OneOf", "Positive", "PositiveFloat",
-           "PositiveInt", "Rule", "SUGGEST_MAX_LENGTH", "did_you_mean", "did_you_mean_text", "show",
-           "suggestions"]
+__all__ = [
+    "MAX_MAGNITUDE",
+    "MIN_MAGNITUDE",
+    "AtLeast",
+    "AtMost",
+    "Between",
+    "Fraction",
+    "NonEmpty",
+    "NonNegativeFloat",
+    "NonNegativeInt",
+    "OneOf",
+    "Positive",
+    "PositiveFloat",
+    "PositiveInt",
+    "Rule",
+    "SUGGEST_MAX_LENGTH",
+    "did_you_mean",
+    "did_you_mean_text",
+    "show",
+    "suggestions",
+]
 
 MAX_MAGNITUDE = 1e18
 # A nonzero number smaller than this means nothing in the course (a picosecond, a trillionth
@@ -68,8 +85,9 @@ class _Bounds(Rule):
         """Whether ``value`` lies within the bounds."""
         if self.low is not None and (value <= self.low if self.low_open else value < self.low):
             return False
-        return not (self.high is not None
-                    and (value >= self.high if self.high_open else value > self.high))
+        return not (
+            self.high is not None and (value >= self.high if self.high_open else value > self.high)
+        )
 
     def check(self, name: str, value: Any, noun: str = "number") -> None:
         """Raise unless the (already numeric) value lies within the bounds."""
@@ -149,8 +167,12 @@ def _is_typo(typed: str, option: str) -> bool:
         if len(diff) == 1:  # one changed letter (the digits are the same, checked above)
             return len(typed) >= 5
         # one swap of neighbours: "bf61" for "bf16"
-        return len(diff) == 2 and diff[1] == diff[0] + 1 \
-            and typed[diff[0]] == option[diff[1]] and typed[diff[1]] == option[diff[0]]
+        return (
+            len(diff) == 2
+            and diff[1] == diff[0] + 1
+            and typed[diff[0]] == option[diff[1]]
+            and typed[diff[1]] == option[diff[0]]
+        )
     short, long_ = sorted((typed, option), key=len)
     if len(long_) - len(short) > 2:
         return False
@@ -206,8 +228,12 @@ class OneOf(Rule):
     lazily (the GPU spec table) is read only when a value needs checking.
     """
 
-    def __init__(self, choices: Iterable[str] | Mapping[str, Any] | Callable[[], Iterable[str]],
-                 what: str = "choice", ignore_case: bool = False) -> None:
+    def __init__(
+        self,
+        choices: Iterable[str] | Mapping[str, Any] | Callable[[], Iterable[str]],
+        what: str = "choice",
+        ignore_case: bool = False,
+    ) -> None:
         self._choices = choices
         self.what = what
         self.ignore_case = ignore_case
@@ -220,13 +246,14 @@ class OneOf(Rule):
     def check(self, name: str, value: Any) -> None:
         """Raise with a 'did you mean' unless ``value`` is one of the choices."""
         choices = self.choices()
-        if value in choices or (self.ignore_case and value.lower() in
-                                {c.lower() for c in choices}):
+        if value in choices or (self.ignore_case and value.lower() in {c.lower() for c in choices}):
             return
         guess = did_you_mean_text(value, choices)
         hint = f"; {guess} Use" if guess else "; use"
-        raise GpulabConfigError(f"{name}={show(value)} is not a known {self.what}{hint} one of: "
-                                f"{', '.join(choices)}.", name)
+        raise GpulabConfigError(
+            f"{name}={show(value)} is not a known {self.what}{hint} one of: {', '.join(choices)}.",
+            name,
+        )
 
     def describe(self) -> str:
         return f"one of {', '.join(self.choices())}"

@@ -9,7 +9,16 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["GB", "GIB", "KIB", "MIB", "format_rate", "format_seconds", "keep_with_unit", "size_label"]
+__all__ = [
+    "GB",
+    "GIB",
+    "KIB",
+    "MIB",
+    "format_rate",
+    "format_seconds",
+    "keep_with_unit",
+    "size_label",
+]
 
 KIB = 1024
 MIB = 1024**2
@@ -46,7 +55,8 @@ def size_label(nbytes: int) -> str:
 # A number, a space, and a unit the course prints: the space that a line may not break at.
 _NUMBER_SPACE_UNIT = re.compile(
     r"(?<=\d) (?=(?:[kKMGTP]i?B|B|[kMGTP]?B/s|[GTP]FLOP/s|tokens/s|tok/s|k?W|[mµun]?s|%|bits?"
-    r"|[GM]Hz|h|min)(?![\w/]))")
+    r"|[GM]Hz|h|min)(?![\w/]))"
+)
 NO_BREAK_SPACE = "\u00a0"
 
 

@@ -154,17 +154,20 @@ def _plain_int(value: numbers.Integral) -> int:
 def _check_int(name: str, value: Any) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise GpulabConfigError(
-            f"{name}={show(value)} must be an integer, not {type(value).__name__}", name)
+            f"{name}={show(value)} must be an integer, not {type(value).__name__}", name
+        )
     if abs(int(value)) > MAX_MAGNITUDE and _at_boundary():
-        raise GpulabConfigError(f"{name}={show(value)} is too large (at most {MAX_MAGNITUDE:g})",
-                                name)
+        raise GpulabConfigError(
+            f"{name}={show(value)} is too large (at most {MAX_MAGNITUDE:g})", name
+        )
     return _plain_int(value)
 
 
 def _check_float(name: str, value: Any) -> int | float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         raise GpulabConfigError(
-            f"{name}={show(value)} must be a number, not {type(value).__name__}", name)
+            f"{name}={show(value)} must be a number, not {type(value).__name__}", name
+        )
     try:
         number = float(value)
     except (OverflowError, ValueError):
@@ -173,11 +176,14 @@ def _check_float(name: str, value: Any) -> int | float:
         raise GpulabConfigError(f"{name}={show(value)} must be a finite number, not NaN", name)
     if math.isinf(number) or (abs(number) > MAX_MAGNITUDE and _at_boundary()):
         raise GpulabConfigError(
-            f"{name}={show(value)} must be a finite number of at most {MAX_MAGNITUDE:g}", name)
+            f"{name}={show(value)} must be a finite number of at most {MAX_MAGNITUDE:g}", name
+        )
     if number != 0 and abs(number) < MIN_MAGNITUDE and _at_boundary():
         raise GpulabConfigError(
             f"{name}={show(value)} is too small to mean anything here: a nonzero number must be "
-            f"at least {MIN_MAGNITUDE:g} in size", name)
+            f"at least {MIN_MAGNITUDE:g} in size",
+            name,
+        )
     if isinstance(value, numbers.Integral):
         return _plain_int(value)  # an integer stays one, as a builtin int given here does
     # np.float64 is a float subclass, but its repr ("np.float64(0.5)") would reach messages
@@ -186,20 +192,28 @@ def _check_float(name: str, value: Any) -> int | float:
 
 def _check_callable(name: str, value: Any) -> Any:
     if not callable(value):
-        raise GpulabConfigError(f"{name}={show(value)} is not callable: pass the function "
-                                f"itself, not a {type(value).__name__} it returned", name)
+        raise GpulabConfigError(
+            f"{name}={show(value)} is not callable: pass the function "
+            f"itself, not a {type(value).__name__} it returned",
+            name,
+        )
     return value
 
 
 def _check_str(name: str, value: Any) -> str:
     if not isinstance(value, str):
-        raise GpulabConfigError(f"{name}={show(value)} must be a string, not "
-                                f"{type(value).__name__}", name)
+        raise GpulabConfigError(
+            f"{name}={show(value)} must be a string, not {type(value).__name__}", name
+        )
     return value
 
 
-_SCALARS: dict[Any, Checker] = {bool: _check_bool, int: _check_int, float: _check_float,
-                                str: _check_str}
+_SCALARS: dict[Any, Checker] = {
+    bool: _check_bool,
+    int: _check_int,
+    float: _check_float,
+    str: _check_str,
+}
 _KIND = {bool: "True or False", int: "an integer", float: "a number", str: "a string"}
 
 
@@ -210,19 +224,27 @@ def _class_checker(cls: type) -> Checker:
         hint = getattr(cls, "__validation_hint__", "")
         raise GpulabConfigError(
             f"{name} must be a {cls.__name__}, not {type(value).__name__} {show(value)}"
-            + (f"; {hint}" if hint else ""), name)
+            + (f"; {hint}" if hint else ""),
+            name,
+        )
+
     return check
 
 
 def _named_class_checker(names: set[str], optional: bool) -> Checker:
     """For annotations that name a class imported only for type checking: compare by name."""
+
     def check(name: str, value: Any) -> Any:
         if value is None and optional:
             return value
         if names & {c.__name__ for c in type(value).__mro__}:
             return value
-        raise GpulabConfigError(f"{name} must be a {' or '.join(sorted(names))}, not "
-                                f"{type(value).__name__} {show(value)}", name)
+        raise GpulabConfigError(
+            f"{name} must be a {' or '.join(sorted(names))}, not "
+            f"{type(value).__name__} {show(value)}",
+            name,
+        )
+
     return check
 
 
@@ -235,29 +257,34 @@ def _with_rules(base: Checker, rules: list[Rule], noun: str) -> Checker:
             else:
                 rule.check(name, value)
         return value
+
     return check
 
 
 def _sequence_checker(item: Checker | None, kinds: tuple[type, ...], label: str) -> Checker:
     def check(name: str, value: Any) -> Any:
         if isinstance(value, (str, bytes)) or not isinstance(value, kinds):
-            raise GpulabConfigError(f"{name}={show(value)} must be {label}, not "
-                                    f"{type(value).__name__}", name)
+            raise GpulabConfigError(
+                f"{name}={show(value)} must be {label}, not {type(value).__name__}", name
+            )
         if item is None:
             return value
         elements = [item(f"{name}[{i}]", element) for i, element in enumerate(value)]
         # a plain list or tuple is rebuilt when an element changed; any other sequence (a
         # named tuple, an array) is handed on as it came, its elements already checked
-        if type(value) in (list, tuple) and any(a is not b for a, b in zip(elements, value,
-                                                                           strict=True)):
+        if type(value) in (list, tuple) and any(
+            a is not b for a, b in zip(elements, value, strict=True)
+        ):
             return type(value)(elements)
         return value
+
     return check
 
 
 def _union_checker(arms: list[tuple[Any, Checker | None]], optional: bool) -> Checker | None:
     if any(check is None for _, check in arms):
         return None  # one arm accepts anything
+
     def check(name: str, value: Any) -> Any:
         if value is None and optional:
             return value
@@ -275,6 +302,7 @@ def _union_checker(arms: list[tuple[Any, Checker | None]], optional: bool) -> Ch
         if optional:
             kinds.append("None")
         raise GpulabConfigError(f"{name}={show(value)} must be {' or '.join(kinds)}", name)
+
     return check
 
 
@@ -299,14 +327,19 @@ def _compile(annotation: Any) -> Checker | None:
             single = arms[0][1]
             if single is None:
                 return None
-            return (lambda name, value: None if value is None else single(name, value)) \
-                if optional else single
+            return (
+                (lambda name, value: None if value is None else single(name, value))
+                if optional
+                else single
+            )
         return _union_checker(arms, optional)
     if origin in (list, tuple, Sequence, typing.Sequence):
         args = [a for a in typing.get_args(annotation) if a is not Ellipsis]
         item = _compile(args[0]) if len(args) == 1 or (origin is tuple and len(args) == 1) else None
         kinds = (list, tuple) if origin in (list, tuple) else (Sequence,)
-        label = "a list" if origin is list else "a tuple or list" if origin is tuple else "a sequence"
+        label = (
+            "a list" if origin is list else "a tuple or list" if origin is tuple else "a sequence"
+        )
         return _sequence_checker(item, kinds, label)
     if origin in (dict, Mapping, typing.Mapping):
         return _sequence_checker_for_mapping()
@@ -322,9 +355,11 @@ def _compile(annotation: Any) -> Checker | None:
 def _sequence_checker_for_mapping() -> Checker:
     def check(name: str, value: Any) -> Any:
         if not isinstance(value, Mapping):
-            raise GpulabConfigError(f"{name} must be a mapping (a dict), not "
-                                    f"{type(value).__name__}", name)
+            raise GpulabConfigError(
+                f"{name} must be a mapping (a dict), not {type(value).__name__}", name
+            )
         return value
+
     return check
 
 
@@ -368,8 +403,9 @@ def check_value(name: str, value: Any, annotation: Any) -> None:
 # --------------------------------------------------------------------------- functions
 
 
-def _function_checkers(fn: Callable) -> tuple[list[tuple[str, Checker | None]],
-                                                dict[str, Checker | None]]:
+def _function_checkers(
+    fn: Callable,
+) -> tuple[list[tuple[str, Checker | None]], dict[str, Checker | None]]:
     """(positional parameters in order, every parameter by name) with their checkers."""
     namespace = getattr(inspect.unwrap(fn), "__globals__", {})
     positional, by_name = [], {}
@@ -400,9 +436,13 @@ def checked(obj: Any) -> Any:
             compiled.append(_function_checkers(fn))
         positional, by_name = compiled[0]
         # the body gets the checked values as normalised (np.int64 -> int, Fraction -> float)
-        args = tuple(value if check is None else check(name, value)
-                     for (name, check), value in zip(positional, args, strict=False)) \
-            + args[len(positional):]
+        args = (
+            tuple(
+                value if check is None else check(name, value)
+                for (name, check), value in zip(positional, args, strict=False)
+            )
+            + args[len(positional) :]
+        )
         for name, value in kwargs.items():
             check = by_name.get(name)
             if check is not None:
@@ -453,6 +493,7 @@ def _checked_class(cls: type) -> type:
         raise TypeError(f"@checked on a class needs a dataclass, not {cls.__name__}")
     original = cls.__dict__.get("__post_init__")
     if original is not None:
+
         @functools.wraps(original)
         def __post_init__(self: Any, *args: Any) -> None:
             validate_fields(self)

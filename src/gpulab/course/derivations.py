@@ -22,10 +22,27 @@ from gpulab.estimate import memory
 from gpulab.reference import models, specs
 from gpulab.reference.formats import bits_per_weight
 
-__all__ = ["BERT_BASE_PARAMS", "DDR4_3200_DUAL_GBS", "DDR5_4800_DUAL_GBS", "GTX1650_GDDR6_GBS",
-           "LINEAR_BENCH_FLOP", "LLAMACPP_4090_LLAMA2_7B_TOK_S", "PRICES", "REGISTRY", "RTX4090_MIN_PSU_W",
-           "SD35", "Computed", "Prices", "SD35Config",
-           "compute", "cpu_13900k", "gpu", "nominal_weight_gb", "register", "weight_gb"]
+__all__ = [
+    "BERT_BASE_PARAMS",
+    "DDR4_3200_DUAL_GBS",
+    "DDR5_4800_DUAL_GBS",
+    "GTX1650_GDDR6_GBS",
+    "LINEAR_BENCH_FLOP",
+    "LLAMACPP_4090_LLAMA2_7B_TOK_S",
+    "PRICES",
+    "REGISTRY",
+    "RTX4090_MIN_PSU_W",
+    "SD35",
+    "Computed",
+    "Prices",
+    "SD35Config",
+    "compute",
+    "cpu_13900k",
+    "gpu",
+    "nominal_weight_gb",
+    "register",
+    "weight_gb",
+]
 
 
 @dataclass(frozen=True)
@@ -61,10 +78,10 @@ def register(fn: Callable[[], Computed], name: str | None = None) -> Callable[[]
 def compute(name: str) -> Computed:
     """Run the registered function `name`."""
     if name not in REGISTRY:
-        raise GpulabConfigError(f"computed={name!r} is not a registered function; "
-                                f"known: {', '.join(sorted(REGISTRY))}")
+        raise GpulabConfigError(
+            f"computed={name!r} is not a registered function; known: {', '.join(sorted(REGISTRY))}"
+        )
     return REGISTRY[name]()
-
 
 
 # Inputs that gpulab's tables do not hold, with their sources (as cited in chapters 1-4).

@@ -20,24 +20,45 @@ from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import OneOf
 from gpulab.reference import languages
 
-__all__ = ["LANGS", "NUMBER", "RUBRIC_WORDS", "SECTION_TITLES", "SHORT_NAMES", "TRANSLATED_FIELDS",
-           "VERDICT_NAMES", "WHY_MAX_CHARS", "WORDS", "Lang", "check_template", "check_translation",
-           "claim_error", "computed_line", "line_template", "placeholders", "split_template",
-           "stored_translations"]
+__all__ = [
+    "LANGS",
+    "NUMBER",
+    "RUBRIC_WORDS",
+    "SECTION_TITLES",
+    "SHORT_NAMES",
+    "TRANSLATED_FIELDS",
+    "VERDICT_NAMES",
+    "WHY_MAX_CHARS",
+    "WORDS",
+    "Lang",
+    "check_template",
+    "check_translation",
+    "claim_error",
+    "computed_line",
+    "line_template",
+    "placeholders",
+    "split_template",
+    "stored_translations",
+]
 
 LANGS = languages.codes()  # the editions' languages, English (the source) first
 Lang = Annotated[str, OneOf(LANGS, "language")]
 # each translated language's words for the fact-check, from its words file
 WORDS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
-    {lang: languages.words(lang, "factcheck") for lang in languages.translated()})
-VERDICT_NAMES = {lang: words["verdicts"] for lang, words in WORDS.items()}  # lang -> verdict -> name
+    {lang: languages.words(lang, "factcheck") for lang in languages.translated()}
+)
+VERDICT_NAMES = {
+    lang: words["verdicts"] for lang, words in WORDS.items()
+}  # lang -> verdict -> name
 # lang -> clause id -> its wording in that language
 RUBRIC_WORDS = {lang: words["rubric"] for lang, words in WORDS.items()}
 # what a translation of a claim holds (the last two where the English has them)
 TRANSLATED_FIELDS = ("rubric_why", "correct_value", "reason", "note")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")  # a number in digits: "24", "1,008", "560.28.03"
 WHY_MAX_CHARS = 300  # rubric_why is one short sentence
-SHORT_NAMES = {lang: words["short_names"] for lang, words in WORDS.items()}  # lang -> article -> name
+SHORT_NAMES = {
+    lang: words["short_names"] for lang, words in WORDS.items()
+}  # lang -> article -> name
 # lang -> section -> its title in that edition (Chinese: the article's own heading)
 SECTION_TITLES = {lang: words["section_titles"] for lang, words in WORDS.items()}
 
@@ -59,18 +80,29 @@ def check_template(cid: Any, field_name: str, text: str) -> None:
     try:
         names = placeholders(text)
     except ValueError as exc:
-        raise claim_error(cid, field_name, f"is not a valid template ({exc}); write a literal brace as "
-                                     "{{ or }}") from None
+        raise claim_error(
+            cid,
+            field_name,
+            f"is not a valid template ({exc}); write a literal brace as {{{{ or }}}}",
+        ) from None
     bad = [n for n in names if not n.isidentifier()]
     if bad:
-        raise claim_error(cid, field_name, f"placeholder {{{bad[0]}}} must be a name, like {{bound_tok_s:.1f}}")
+        raise claim_error(
+            cid, field_name, f"placeholder {{{bad[0]}}} must be a name, like {{bound_tok_s:.1f}}"
+        )
 
 
 def split_template(template: str) -> tuple[set[str], str]:
     """A template's placeholders as written ("{bound:.1f}") and its own text without them."""
     parts = list(string.Formatter().parse(template))
-    return ({"{" + n + ("!" + c if c else "") + (":" + s if s else "") + "}" for _, n, s, c in parts
-             if n is not None}, "".join(text for text, *_ in parts))
+    return (
+        {
+            "{" + n + ("!" + c if c else "") + (":" + s if s else "") + "}"
+            for _, n, s, c in parts
+            if n is not None
+        },
+        "".join(text for text, *_ in parts),
+    )
 
 
 def check_translation(cid: Any, lang: str, zh: Any, texts: tuple[str, ...]) -> None:
@@ -79,26 +111,41 @@ def check_translation(cid: Any, lang: str, zh: Any, texts: tuple[str, ...]) -> N
     if zh is None:
         raise claim_error(cid, lang, "is missing")
     if not isinstance(zh, Mapping):
-        raise claim_error(cid, lang, f"must be an object with the translation of {', '.join(english)}")
+        raise claim_error(
+            cid, lang, f"must be an object with the translation of {', '.join(english)}"
+        )
     for key in [*english, *(k for k in zh if k not in english)]:
         name, text = f"{lang}.{key}", zh.get(key)
         if key not in english:
-            raise claim_error(cid, name, f"has no English to translate; expected: {', '.join(english)}")
+            raise claim_error(
+                cid, name, f"has no English to translate; expected: {', '.join(english)}"
+            )
         if not isinstance(text, str) or not text.strip():
             raise claim_error(cid, name, "must be non-empty text" if key in zh else "is missing")
         if key == "rubric_why" and len(text) > WHY_MAX_CHARS:
-            raise claim_error(cid, name, f"must be one short sentence (at most {WHY_MAX_CHARS} characters)")
+            raise claim_error(
+                cid, name, f"must be one short sentence (at most {WHY_MAX_CHARS} characters)"
+            )
         if key != "rubric_why":  # a template (rubric_why is plain text)
             check_template(cid, name, text)
-        (ours, own), (theirs, their_own) = ((set(), t) if key == "rubric_why" else split_template(t)
-                                            for t in (text, english[key]))
+        (ours, own), (theirs, their_own) = (
+            (set(), t) if key == "rubric_why" else split_template(t) for t in (text, english[key])
+        )
         if ours != theirs:
-            raise claim_error(cid, name, f"has the placeholders {sorted(ours)}, the English {sorted(theirs)}: "
-                                   "keep the same names and formats")
+            raise claim_error(
+                cid,
+                name,
+                f"has the placeholders {sorted(ours)}, the English {sorted(theirs)}: "
+                "keep the same names and formats",
+            )
         added = sorted(set(NUMBER.findall(own)) - set(NUMBER.findall(their_own)))
         if added:
-            raise claim_error(cid, name, f"holds the number {added[0]}, which the English lacks: write number "
-                                   "words as Chinese numerals (四倍), figures as the English does")
+            raise claim_error(
+                cid,
+                name,
+                f"holds the number {added[0]}, which the English lacks: write number "
+                "words as Chinese numerals (四倍), figures as the English does",
+            )
 
 
 def stored_translations() -> dict[str, Mapping[str, Any]]:
@@ -122,7 +169,7 @@ def _is_figure(text: str, start: int) -> bool:
     if before.isalpha() or before == "_":
         return False
     if before == "-":  # a range ("0.15-2.59") is two figures; "DDR5-5600" is one name
-        glued = _NAME_BEFORE.search(text[:start - 1]).group(0)
+        glued = _NAME_BEFORE.search(text[: start - 1]).group(0)
         return not re.search(r"[A-Za-z_]", glued)
     return True
 
@@ -133,7 +180,10 @@ def line_template(english: str) -> tuple[str, list[str]]:
     parts, figures, end = [], [], 0
     for m in _NUMBER_RUN.finditer(english):
         if _is_figure(english, m.start()):
-            parts += [english[end:m.start()].replace("{", "{{").replace("}", "}}"), f"{{{len(figures)}}}"]
+            parts += [
+                english[end : m.start()].replace("{", "{{").replace("}", "}}"),
+                f"{{{len(figures)}}}",
+            ]
             figures.append(m.group(0))
             end = m.end()
     parts.append(english[end:].replace("{", "{{").replace("}", "}}"))
@@ -147,12 +197,20 @@ def computed_line(lang: str, name: str, part: str, english: str) -> str:
     where = f"data/words/{lang}.json, factcheck.computed.{name}.{part}"
     stored = WORDS[lang].get("computed", {}).get(name, {}).get(part)
     if stored is None:
-        raise GpulabConfigError(f"{where} is missing: translate the English line {template!r}", "lang")
+        raise GpulabConfigError(
+            f"{where} is missing: translate the English line {template!r}", "lang"
+        )
     if stored.get("en") != template:
-        raise GpulabConfigError(f"{where} is out of date: its English is {stored.get('en')!r}, the "
-                                f"line is now {template!r}", "lang")
+        raise GpulabConfigError(
+            f"{where} is out of date: its English is {stored.get('en')!r}, the "
+            f"line is now {template!r}",
+            "lang",
+        )
     ours = sorted(set(re.findall(r"(?<!\{)\{(\d+)\}", stored["line"])), key=int)
     if ours != [str(i) for i in range(len(figures))]:
-        raise GpulabConfigError(f"{where}: the translation must show each of the figures "
-                                f"{{0}} to {{{len(figures) - 1}}} of its English", "lang")
+        raise GpulabConfigError(
+            f"{where}: the translation must show each of the figures "
+            f"{{0}} to {{{len(figures) - 1}}} of its English",
+            "lang",
+        )
     return stored["line"].format(*figures)

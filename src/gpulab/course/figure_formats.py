@@ -12,7 +12,8 @@ __all__ = ["FORMATS", "default_format"]
 
 # format spec -> the figures it formats, by name
 FORMATS: dict[str, tuple[str, ...]] = {
-    ".1f": tuple("""
+    ".1f": tuple(
+        """
         a100_40_usable_gb a100_80_usable_gb a100_vs_4090_bandwidth_x act_ckpt_batch_gb act_full_gb
         act_fused_gb act_one_layer_batch_gb article_4090_cny_h article_bw_ratio article_kwh_cny
         article_week_hours_h attn_ctx2_gflop attn_ctx2_vs_2n batch_b1_mem_ms batch_b64_compute_ms
@@ -83,8 +84,10 @@ FORMATS: dict[str, tuple[str, ...]] = {
         timing_least_ms tinygrad_busbw_gbs tp2_nvlink_gain_pct tp_read_per_card_ms
         train_scores_8k_layer_gb two_3090_usable_gb two_4090_available_gb two_a100_usable_gb
         two_h100_usable_gb zero3_vs_dp_traffic_ratio
-    """.split()),
-    ".0f": tuple("""
+    """.split()
+    ),
+    ".0f": tuple(
+        """
         a100_40_count_gb a100_80gb_memory_gb a100_nvlink_both_gbs a100_nvlink_gbs a10_memory_gb
         act_full_batch_gb act_fused_batch_gb act_scores_term add_4090_gflops allreduce_factor_2
         article_cpu_gflops article_factor_hi article_gpu_tflops article_ratio b200_fp16_over_fp16
@@ -131,8 +134,10 @@ FORMATS: dict[str, tuple[str, ...]] = {
         tier7_bf16_adamw_gb tier7_fp16_gb tier7_mixed_adam8_gb tier7_mixed_adamw_gb timing_bad_ms
         timing_bad_vs_peak_x tinygrad_message_mib tp_allreduce_mb tp_talk_pcie4_us
         train_bytes_per_param train_scores_8k_model_gb years_of_use
-    """.split()),
-    ".2f": tuple("""
+    """.split()
+    ),
+    ".2f": tuple(
+        """
         a100_80_driver_gb a100_80_runtime_gb act_ckpt_gb allreduce_factor_8 article_cpu_s
         article_factor_lo article_power_kw attn_ctx0_gflop attn_ctx1_gflop batch_b1_read_gb
         cpu_allcore_tflops cpu_base_tflops cpu_maxturbo_tflops days_per_month embed_laptop_tflops
@@ -154,8 +159,10 @@ FORMATS: dict[str, tuple[str, ...]] = {
         sd35_params_from_shapes_b sd35_stream_params_b sd_fixed_s sd_naive_a_s sd_naive_b_s
         sd_turbo_hi_s sd_turbo_lo_s t4_driver_gb t4_runtime_gb t4_usable_gb tier13_q4km_gb
         tier14_int4_gb tier3_int4_gb tier7_int4_gb timing_tflop tp_allreduce_pcie4_us
-    """.split()),
-    ".0%": tuple("""
+    """.split()
+    ),
+    ".0%": tuple(
+        """
         allocator_slack article_cpu_share_allcore article_cpu_share_base
         article_cpu_share_maxturbo article_drop_hi article_drop_lo article_fa3_share_of_h100_peak
         article_fa3_vs_fa2 article_fraction_hi article_fraction_lo article_gpu_share
@@ -172,8 +179,10 @@ FORMATS: dict[str, tuple[str, ...]] = {
         psu_excursion_x q8_over_q4km qwen72_fp16_rtx4090_claim_share r1_int4_rtx4090_claim_share
         r1_vs_dense_read rtx4090_observed_over_boost scores_share_2048 scores_share_512
         scores_share_8192 tinygrad_share_of_pcie4
-    """.split()),
-    ",d": tuple("""
+    """.split()
+    ),
+    ",d": tuple(
+        """
         article_build_cny attn_hidden attn_seq b200_bf16_tflops b200_fp16_tflops b200_fp4_tflops
         b200_fp8_tflops b200_power_w batch_b64_ctx batch_full2048_ctx batch_full8192_ctx
         cpu_check_prompt_tokens laptop_characters laptop_tokens linear_big_batch llama31_context
@@ -184,8 +193,10 @@ FORMATS: dict[str, tuple[str, ...]] = {
         llama8_kv_bytes_per_token ngl_context_tokens offload_context oom_seq oom_tokens
         perf_context_tokens r1_hop_bytes r1_kv_bytes_per_token rtx3090_gbs rtx4090_cuda_cores
         rtx5090_sparse_fp4_tops split_bytes_per_token
-    """.split()),
-    ",.0f": tuple("""
+    """.split()
+    ),
+    ",.0f": tuple(
+        """
         a100_80_driver_mib a100_year_cny batch_b1_tok_s batch_b64_tok_s batch_full2048_tok_s
         batch_full8192_tok_s finetune_rtx4090_s ft70_peak_gb gtx1650_gddr5_gbs gtx1650_gddr6_gbs
         h100_driver_mib h100x8_bf16_tflops l4_driver_mib llama70_kv_bytes_per_token
@@ -193,25 +204,36 @@ FORMATS: dict[str, tuple[str, ...]] = {
         rtx4060ti_price_usd rtx4090_driver_mib rtx4090_observed_clock_high_mhz
         rtx4090_observed_clock_low_mhz rtx5090_fp4_tflops sd35_cpu_min_s sd35_image_tflop
         t4_driver_mib timing_bad_tflops zero0_gb zero1_gb zero2_gb zero3_gb
-    """.split()),
-    ".3f": tuple("""
+    """.split()
+    ),
+    ".3f": tuple(
+        """
         add_intensity article_gpu_s asym_bits batch_b1_compute_ms fp8_bits gib_in_gb int4_bits
         nf4_dq_bits pcie3_lane_gbs prefill_rtx4090_ms_per_token prefill_rtx4090_s
         rtx3060_boost_ghz sd_half_step_s sd_step_s
-    """.split()),
-    "g": tuple("""
+    """.split()
+    ),
+    "g": tuple(
+        """
         a100_bf16_tflops a100_fp16_tflops m3max_gbs m3ultra_gbs rx7900xtx_gbs t4_fp16_tflops
-    """.split()),
-    "+.1%": tuple("""
+    """.split()
+    ),
+    "+.1%": tuple(
+        """
         a100_80_over_marketed h100_over_marketed l4_over_marketed rtx3090_over_marketed
         t4_over_marketed
-    """.split()),
-    ".1%": tuple("""
+    """.split()
+    ),
+    ".1%": tuple(
+        """
         add_share_of_peak power_cap_share rtx4090_over_marketed
-    """.split()),
-    ".4f": tuple("""
+    """.split()
+    ),
+    ".4f": tuple(
+        """
         q6k_bits
-    """.split()),
+    """.split()
+    ),
 }
 
 _BY_NAME = {name: spec for spec, names in FORMATS.items() for name in names}

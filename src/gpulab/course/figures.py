@@ -32,8 +32,10 @@ def chapter_figures(notebook: str) -> dict[str, Any]:
     """The figures of ``notebook``'s chapter (a key of CHAPTER_NOTEBOOKS), by name."""
     module = CHAPTER_NOTEBOOKS.get(notebook)
     if module is None:
-        raise GpulabConfigError(f"notebook={notebook!r} is not a chapter notebook; allowed: "
-                                + ", ".join(CHAPTER_NOTEBOOKS))
+        raise GpulabConfigError(
+            f"notebook={notebook!r} is not a chapter notebook; allowed: "
+            + ", ".join(CHAPTER_NOTEBOOKS)
+        )
     return importlib.import_module(module).figures()
 
 
@@ -45,10 +47,12 @@ def all_figures() -> dict[str, Any]:
     for notebook in CHAPTER_NOTEBOOKS:
         for name, value in chapter_figures(notebook).items():
             if name in merged and merged[name] != value:
-                raise GpulabConfigError(f"figure {name!r} is {merged[name]!r} in "
-                                        f"{CHAPTER_NOTEBOOKS[owner[name]]} and {value!r} in "
-                                        f"{CHAPTER_NOTEBOOKS[notebook]}: give one of them "
-                                        "another name")
+                raise GpulabConfigError(
+                    f"figure {name!r} is {merged[name]!r} in "
+                    f"{CHAPTER_NOTEBOOKS[owner[name]]} and {value!r} in "
+                    f"{CHAPTER_NOTEBOOKS[notebook]}: give one of them "
+                    "another name"
+                )
             merged.setdefault(name, value)
             owner.setdefault(name, notebook)
     return merged

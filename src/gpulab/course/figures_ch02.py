@@ -34,7 +34,9 @@ ARTICLE_TINY_CARD_GB = 4  # claim 87: "with 4 GB VRAM only tiny models run"
 ARTICLE_SMALL_CARD_GB = 8  # claim 116: the "8 GB cards" a 16 GB card is compared with
 TIERS_B = (3, 7, 14, 32, 70, 671)  # the size classes both articles name, in billions
 # GGUF k-quant layouts (ggml-common.h; llama.cpp PR 1684): bytes per 256-weight super-block.
-Q4_K_BLOCK_BYTES = 256 * 4 // 8 + 12 + 2 + 2  # 4-bit codes, 12 bytes of 6-bit scales/mins, fp16 d, dmin
+Q4_K_BLOCK_BYTES = (
+    256 * 4 // 8 + 12 + 2 + 2
+)  # 4-bit codes, 12 bytes of 6-bit scales/mins, fp16 d, dmin
 Q6_K_BLOCK_BYTES = 128 + 64 + 16 + 2  # low 4 bits, high 2 bits, 16 int8 scales, fp16 d
 NF4_ABSMAX_BITS, NF4_GROUP = 32, 64  # QLoRA without double quantization: an fp32 absmax per 64
 # Korthikanti et al. 2022 (arXiv 2205.05198), section 4.1: activation bytes per layer of a GPT
@@ -45,8 +47,14 @@ PROMPT_TOKENS = 8192  # the prompt whose logits the "why memory decides" section
 OFFLOAD_CONTEXT = 4096  # tokens of KV cache the offload example keeps on the GPU
 
 # The cards of the page's capacity table, and the prefix of their keys.
-_KEY = {"RTX 4090": "rtx4090", "RTX 3090": "rtx3090", "A100 80GB SXM": "a100_80",
-        "H100 SXM": "h100", "L4": "l4", "T4": "t4"}
+_KEY = {
+    "RTX 4090": "rtx4090",
+    "RTX 3090": "rtx3090",
+    "A100 80GB SXM": "a100_80",
+    "H100 SXM": "h100",
+    "L4": "l4",
+    "T4": "t4",
+}
 
 
 def capacity_bytes(name: str) -> tuple[int, int]:
@@ -106,14 +114,21 @@ def _llama70() -> dict[str, Any]:
     kept = parts["embedding"] + parts["lm_head"] + parts["norms"]
     kv_width = s.n_kv_heads * s.head_dim
     return {
-        "llama70_hidden": s.hidden_size, "llama70_layers": s.n_layers, "llama70_kv_heads": s.n_kv_heads,
-        "llama70_heads": s.n_heads, "llama70_head_dim": s.head_dim, "llama70_kv_width": kv_width,
-        "llama70_ffn": s.intermediate_size, "llama70_vocab": s.vocab_size,
+        "llama70_hidden": s.hidden_size,
+        "llama70_layers": s.n_layers,
+        "llama70_kv_heads": s.n_kv_heads,
+        "llama70_heads": s.n_heads,
+        "llama70_head_dim": s.head_dim,
+        "llama70_kv_width": kv_width,
+        "llama70_ffn": s.intermediate_size,
+        "llama70_vocab": s.vocab_size,
         "llama70_attention_params_per_layer": s.attention_params,
         "llama70_layer_mlp_params": s.dense_mlp_params,
         "llama70_norm_vectors": 2 * s.n_layers + 1,
-        "llama70_params": s.n_params, "llama70_params_b": s.n_params / 1e9,
-        "llama70_kept16_params_b": kept / 1e9, "llama70_quantized_params_b": (s.n_params - kept) / 1e9,
+        "llama70_params": s.n_params,
+        "llama70_params_b": s.n_params / 1e9,
+        "llama70_kept16_params_b": kept / 1e9,
+        "llama70_quantized_params_b": (s.n_params - kept) / 1e9,
         "llama70_kept16_gb": kept * 2 / GB,
         "llama70_kept16_at_int4_gb": kept * formats.bits_per_weight("int4") / 8 / GB,
         "llama70_fp16_gb": memory.weight_bytes(s, "fp16") / GB,
@@ -136,23 +151,33 @@ def _verdicts(f: dict[str, Any]) -> dict[str, Any]:
     out = {
         "article_7b_int4_gb": ARTICLE_7B_INT4_GB,
         "tier7_int4_left_gb": ARTICLE_7B_INT4_GB - f["tier7_q4km_gb"],
-        "llama70_q4km_4k_read_gb": decode / GB, "rtx4090_gbs": bw,
+        "llama70_q4km_4k_read_gb": decode / GB,
+        "rtx4090_gbs": bw,
         "llama70_q4km_4k_rtx4090_bound_tok_s": perf.decode_tokens_per_s(
-            llama, "q4_k_m", "bf16", 1, OFFLOAD_CONTEXT, bw),
+            llama, "q4_k_m", "bf16", 1, OFFLOAD_CONTEXT, bw
+        ),
         "ratio_fp16_int4": formats.bits_per_weight("fp16") / f["int4_bits"],
         "ratio_fp16_q4km": formats.bits_per_weight("fp16") / f["q4km_bits"],
-        "r1_params_b": r1.n_params / 1e9, "r1_active_b": r1.n_active_params / 1e9,
-        "r1_fp16_gb": memory.weight_bytes(r1, "fp16") / GB, "r1_fp8_gb": memory.weight_bytes(r1, "fp8") / GB,
-        "r1_int4_gb": memory.weight_bytes(r1, "int4") / GB, "r1_q4km_gb": memory.weight_bytes(r1, "q4_k_m") / GB,
-        "a100_count": ARTICLE_R1_A100S, "four_a100_usable_gb": a100s,
+        "r1_params_b": r1.n_params / 1e9,
+        "r1_active_b": r1.n_active_params / 1e9,
+        "r1_fp16_gb": memory.weight_bytes(r1, "fp16") / GB,
+        "r1_fp8_gb": memory.weight_bytes(r1, "fp8") / GB,
+        "r1_int4_gb": memory.weight_bytes(r1, "int4") / GB,
+        "r1_q4km_gb": memory.weight_bytes(r1, "q4_k_m") / GB,
+        "a100_count": ARTICLE_R1_A100S,
+        "four_a100_usable_gb": a100s,
         "r1_int4_in_a100s": _fits(memory.weight_bytes(r1, "int4") / GB, a100s),
         "a100_40_count_gb": ARTICLE_R1_A100S * specs.get_gpu("A100 40GB SXM").memory_gb,
-        "box_vram_gb": ARTICLE_BOX_GB["vram"], "box_ram_gb": ARTICLE_BOX_GB["ram"],
+        "box_vram_gb": ARTICLE_BOX_GB["vram"],
+        "box_ram_gb": ARTICLE_BOX_GB["ram"],
         "box_total_gb": ARTICLE_BOX_GB["vram"] + ARTICLE_BOX_GB["ram"],
-        "box_gpu_layers": ARTICLE_GPU_LAYERS, "r1_layers": r1.n_layers,
-        "qwen72_params_b": q72.n_params / 1e9, "qwen72_fp16_gb": memory.weight_bytes(q72, "fp16") / GB,
+        "box_gpu_layers": ARTICLE_GPU_LAYERS,
+        "r1_layers": r1.n_layers,
+        "qwen72_params_b": q72.n_params / 1e9,
+        "qwen72_fp16_gb": memory.weight_bytes(q72, "fp16") / GB,
         "two_a100_usable_gb": _usable_gb("A100 80GB SXM", 2),
-        "phi3_params_b": phi.n_params / 1e9, "phi3_q4km_gb": memory.weight_bytes(phi, "q4_k_m") / GB,
+        "phi3_params_b": phi.n_params / 1e9,
+        "phi3_q4km_gb": memory.weight_bytes(phi, "q4_k_m") / GB,
         "two_3090_usable_gb": two_3090,
         "llama70_q4km_on_two_3090": _fits(f["llama70_q4km_gb"], two_3090),
         "llama70_q4km_left_two_3090_gb": two_3090 - f["llama70_q4km_gb"],
@@ -160,10 +185,13 @@ def _verdicts(f: dict[str, Any]) -> dict[str, Any]:
         "tier32_left_lo_gb": f["rtx4090_usable_gb"] - f["tier32_q4km_gb"],
         "tier32_left_hi_gb": f["rtx4090_usable_gb"] - f["tier32_int4_gb"],
         "llama70_int4_in_rtx4090": _fits(f["llama70_int4_gb"], f["rtx4090_usable_gb"]),
-        "article_tiny_card_gb": ARTICLE_TINY_CARD_GB, "article_small_card_gb": ARTICLE_SMALL_CARD_GB,
+        "article_tiny_card_gb": ARTICLE_TINY_CARD_GB,
+        "article_small_card_gb": ARTICLE_SMALL_CARD_GB,
         "phi3_in_tiny_card": _fits(memory.weight_bytes(phi, "q4_k_m") / GB, ARTICLE_TINY_CARD_GB),
         "tier14_in_small_card": _fits(f["tier14_q4km_gb"], ARTICLE_SMALL_CARD_GB),
-        "qwen72_on_two_a100": _fits(memory.weight_bytes(q72, "fp16") / GB, _usable_gb("A100 80GB SXM", 2)),
+        "qwen72_on_two_a100": _fits(
+            memory.weight_bytes(q72, "fp16") / GB, _usable_gb("A100 80GB SXM", 2)
+        ),
     }
     return out
 
@@ -174,9 +202,12 @@ def _verdicts(f: dict[str, Any]) -> dict[str, Any]:
 def _moe() -> dict[str, Any]:
     """DeepSeek-R1's experts and its released FP8 format."""
     r1, fp8 = models.get("DeepSeek-R1"), formats.weight_format("fp8")
-    return {"r1_routed_experts": r1.n_routed_experts, "r1_shared_experts": r1.n_shared_experts,
-            "r1_experts_per_token": r1.experts_per_token,
-            "fp8_bits": fp8.bits_per_weight}
+    return {
+        "r1_routed_experts": r1.n_routed_experts,
+        "r1_shared_experts": r1.n_shared_experts,
+        "r1_experts_per_token": r1.experts_per_token,
+        "fp8_bits": fp8.bits_per_weight,
+    }
 
 
 # ---- why memory decides: logits, capacities
@@ -185,9 +216,11 @@ def _moe() -> dict[str, Any]:
 def _runtime() -> dict[str, Any]:
     """Logits of a long prompt, and each card's capacity as the driver reports it."""
     s = models.get("Llama-3-70B")
-    out: dict[str, Any] = {"llama70_all_logits_gb": s.vocab_size * PROMPT_TOKENS * 4 / GB,
-                           "cuda_context_gib": specs.CUDA_CONTEXT_BYTES / GIB,
-                           "allocator_slack": specs.ALLOCATOR_SLACK}
+    out: dict[str, Any] = {
+        "llama70_all_logits_gb": s.vocab_size * PROMPT_TOKENS * 4 / GB,
+        "cuda_context_gib": specs.CUDA_CONTEXT_BYTES / GIB,
+        "allocator_slack": specs.ALLOCATOR_SLACK,
+    }
     for name, key in _KEY.items():
         gpu = specs.get_gpu(name)
         driver, usable = capacity_bytes(name)
@@ -215,17 +248,27 @@ def _kv() -> dict[str, Any]:
     return {
         "llama70_kv_bytes_per_token": per_token,
         "llama70_kv_8k_gb": one / GB,
-        "gqa_group": s.n_heads // s.n_kv_heads, "llama70_kv_8k_mha_gb": one * s.n_heads / s.n_kv_heads / GB,
-        "llama31_context": long_ctx, "llama70_kv_128k_gb": memory.kv_cache_bytes(s, long_ctx, 1, "bf16") / GB,
-        "kv_users": KV_USERS, "llama70_kv_users_gb": KV_USERS * one / GB,
+        "gqa_group": s.n_heads // s.n_kv_heads,
+        "llama70_kv_8k_mha_gb": one * s.n_heads / s.n_kv_heads / GB,
+        "llama31_context": long_ctx,
+        "llama70_kv_128k_gb": memory.kv_cache_bytes(s, long_ctx, 1, "bf16") / GB,
+        "kv_users": KV_USERS,
+        "llama70_kv_users_gb": KV_USERS * one / GB,
         "llama70_kv_users_over_q4km": KV_USERS * one / memory.weight_bytes(s, "q4_k_m"),
-        "r1_kv_lora_rank": r1.kv_lora_rank, "r1_rope_dim": r1.qk_rope_head_dim,
-        "r1_kv_bytes_per_token": mla, "r1_kv_kb_per_token": mla / 1e3,
-        "r1_kv_8k_mb": mla * KV_EXAMPLE_TOKENS / 1e6, "r1_kv_128k_gb": mla * long_ctx / GB,
-        "r1_heads": r1.n_heads, "r1_key_dim": r1.qk_nope_head_dim + r1.qk_rope_head_dim,
-        "r1_nope_dim": r1.qk_nope_head_dim, "r1_value_dim": r1.v_head_dim,
-        "r1_kv_expanded_mb_per_token": expanded / 1e6, "r1_kv_expanded_ratio": expanded / mla,
-        "r1_kv_expanded_8k_gb": expanded * KV_EXAMPLE_TOKENS / GB, "llama70_over_r1_kv": per_token / mla,
+        "r1_kv_lora_rank": r1.kv_lora_rank,
+        "r1_rope_dim": r1.qk_rope_head_dim,
+        "r1_kv_bytes_per_token": mla,
+        "r1_kv_kb_per_token": mla / 1e3,
+        "r1_kv_8k_mb": mla * KV_EXAMPLE_TOKENS / 1e6,
+        "r1_kv_128k_gb": mla * long_ctx / GB,
+        "r1_heads": r1.n_heads,
+        "r1_key_dim": r1.qk_nope_head_dim + r1.qk_rope_head_dim,
+        "r1_nope_dim": r1.qk_nope_head_dim,
+        "r1_value_dim": r1.v_head_dim,
+        "r1_kv_expanded_mb_per_token": expanded / 1e6,
+        "r1_kv_expanded_ratio": expanded / mla,
+        "r1_kv_expanded_8k_gb": expanded * KV_EXAMPLE_TOKENS / GB,
+        "llama70_over_r1_kv": per_token / mla,
         "r1_mla_values": r1.kv_lora_rank + r1.qk_rope_head_dim,
     }
 
@@ -240,8 +283,10 @@ def _quant() -> dict[str, Any]:
     return {
         "fp32_bits": formats.bits_per_weight("fp32"),
         "q8_bits": formats.bits_per_weight("q8_0"),
-        "asym_extra_bits": asym.scale_bits, "asym_bits": formats.bits_per_weight("int4-asym"),
-        "q4k_bits": Q4_K_BLOCK_BYTES * 8 / 256, "q6k_bits": Q6_K_BLOCK_BYTES * 8 / 256,
+        "asym_extra_bits": asym.scale_bits,
+        "asym_bits": formats.bits_per_weight("int4-asym"),
+        "q4k_bits": Q4_K_BLOCK_BYTES * 8 / 256,
+        "q6k_bits": Q6_K_BLOCK_BYTES * 8 / 256,
         "nf4_plain_bits": nf4.bits + NF4_ABSMAX_BITS / NF4_GROUP,
         "nf4_dq_bits": formats.bits_per_weight("nf4"),
         "q8_over_q4km": formats.bits_per_weight("q4_k_m") / formats.bits_per_weight("q8_0"),
@@ -261,27 +306,46 @@ def _offload() -> dict[str, Any]:
     parts = s.params_by_component()
     head = (parts["lm_head"] or parts["embedding"]) * formats.bits_per_weight("q4_k_m") / 8
     w_g, w_c = sum(sizes[:n]) / GB, (sum(sizes[n:]) + head) / GB
-    full = perf.offloaded_tokens_per_s(s, s.n_layers + 1, "q4_k_m", g.bandwidth_gbs, ram, OFFLOAD_CONTEXT)
+    full = perf.offloaded_tokens_per_s(
+        s, s.n_layers + 1, "q4_k_m", g.bandwidth_gbs, ram, OFFLOAD_CONTEXT
+    )
     on_cpu = perf.offloaded_tokens_per_s(s, n, "q4_k_m", g.bandwidth_gbs, ram, OFFLOAD_CONTEXT)
     on_pcie = perf.offloaded_tokens_per_s(s, n, "q4_k_m", g.bandwidth_gbs, pcie, OFFLOAD_CONTEXT)
     r = g.bandwidth_gbs / ram
     lo, hi = (1 / (1 - d) for d in ARTICLE_OFFLOAD_DROP)
     return {
         # GT/s per lane: the usable GB/s per lane undone by the 128b/130b encoding and 8 bits
-        "pcie4_lane_gts": round(links.PCIE_LANE_GBS[4] * 8 * 130 / 128), "pcie4_lanes": 16,
+        "pcie4_lane_gts": round(links.PCIE_LANE_GBS[4] * 8 * 130 / 128),
+        "pcie4_lanes": 16,
         "pcie4_x16_gbs": pcie,
-        "ram_channels": cpu.memory_channels, "ram_mts": cpu.memory_max_mts, "ddr5_5600_gbs": ram,
-        "offload_context": OFFLOAD_CONTEXT, "offload_gpu_layers": n, "offload_total_layers": s.n_layers,
-        "offload_w_gb": w_g + w_c, "offload_wg_gb": w_g, "offload_wc_gb": w_c,
-        "offload_full_ms": 1e3 / full, "offload_full_tok_s": full,
+        "ram_channels": cpu.memory_channels,
+        "ram_mts": cpu.memory_max_mts,
+        "ddr5_5600_gbs": ram,
+        "offload_context": OFFLOAD_CONTEXT,
+        "offload_gpu_layers": n,
+        "offload_total_layers": s.n_layers,
+        "offload_w_gb": w_g + w_c,
+        "offload_wg_gb": w_g,
+        "offload_wc_gb": w_c,
+        "offload_full_ms": 1e3 / full,
+        "offload_full_tok_s": full,
         "offload_gpu_ms": w_g / g.bandwidth_gbs * 1e3,
-        "offload_ram_ms": w_c / ram * 1e3, "offload_cpu_total_ms": 1e3 / on_cpu, "llama70_q4km_offload_tok_s": on_cpu,
-        "offload_pcie_ms": w_c / pcie * 1e3, "offload_pcie_total_ms": 1e3 / on_pcie,
-        "offload_pcie_tok_s": on_pcie, "offload_fraction": w_c / (w_g + w_c),
-        "offload_slowdown": full / on_cpu, "offload_drop": 1 - on_cpu / full,
-        "rtx4090_vs_ddr5_ratio": r, "article_drop_lo": ARTICLE_OFFLOAD_DROP[0],
-        "article_drop_hi": ARTICLE_OFFLOAD_DROP[1], "article_factor_lo": lo, "article_factor_hi": hi,
-        "article_fraction_lo": (lo - 1) / (r - 1), "article_fraction_hi": (hi - 1) / (r - 1),
+        "offload_ram_ms": w_c / ram * 1e3,
+        "offload_cpu_total_ms": 1e3 / on_cpu,
+        "llama70_q4km_offload_tok_s": on_cpu,
+        "offload_pcie_ms": w_c / pcie * 1e3,
+        "offload_pcie_total_ms": 1e3 / on_pcie,
+        "offload_pcie_tok_s": on_pcie,
+        "offload_fraction": w_c / (w_g + w_c),
+        "offload_slowdown": full / on_cpu,
+        "offload_drop": 1 - on_cpu / full,
+        "rtx4090_vs_ddr5_ratio": r,
+        "article_drop_lo": ARTICLE_OFFLOAD_DROP[0],
+        "article_drop_hi": ARTICLE_OFFLOAD_DROP[1],
+        "article_factor_lo": lo,
+        "article_factor_hi": hi,
+        "article_fraction_lo": (lo - 1) / (r - 1),
+        "article_fraction_hi": (hi - 1) / (r - 1),
         "split_bytes_per_token": s.hidden_size * formats.DTYPE_BYTES["bf16"],
         "split_us_on_pcie": s.hidden_size * formats.DTYPE_BYTES["bf16"] / (pcie * 1e9) * 1e6,
     }
@@ -292,6 +356,7 @@ def _offload() -> dict[str, Any]:
 
 def _training() -> dict[str, Any]:
     """Bytes per parameter of each recipe, and activations by Korthikanti et al.'s count."""
+
     def per_param(precision: str, optimizer: str) -> float:
         r = formats.TRAINING_PRECISIONS[precision]
         state = 4 if r["master"] else r["gradients"]
@@ -301,18 +366,33 @@ def _training() -> dict[str, Any]:
     scores_term = 5 * a * s / h
     full, fused, ckpt = (s * h * (34 + scores_term) * L, s * h * 34 * L, 2 * s * h * L)
     out = {
-        "mixed_adamw_bytes": per_param("bf16-mixed", "adamw"), "fp32_adamw_bytes": per_param("fp32", "adamw"),
-        "bf16_adamw_bytes": per_param("bf16", "adamw"), "mixed_adam8_bytes": per_param("bf16-mixed", "adamw8bit"),
-        "act_hidden": h, "act_layers": L, "act_heads": a, "act_batch": b,
-        "act_scores_term": scores_term, "act_full_gb": full / GB, "act_fused_gb": fused / GB,
-        "act_ckpt_gb": ckpt / GB, "act_full_batch_gb": b * full / GB, "act_fused_batch_gb": b * fused / GB,
-        "act_ckpt_batch_gb": b * ckpt / GB, "act_one_layer_batch_gb": b * fused / L / GB,
+        "mixed_adamw_bytes": per_param("bf16-mixed", "adamw"),
+        "fp32_adamw_bytes": per_param("fp32", "adamw"),
+        "bf16_adamw_bytes": per_param("bf16", "adamw"),
+        "mixed_adam8_bytes": per_param("bf16-mixed", "adamw8bit"),
+        "act_hidden": h,
+        "act_layers": L,
+        "act_heads": a,
+        "act_batch": b,
+        "act_scores_term": scores_term,
+        "act_full_gb": full / GB,
+        "act_fused_gb": fused / GB,
+        "act_ckpt_gb": ckpt / GB,
+        "act_full_batch_gb": b * full / GB,
+        "act_fused_batch_gb": b * fused / GB,
+        "act_ckpt_batch_gb": b * ckpt / GB,
+        "act_one_layer_batch_gb": b * fused / L / GB,
     }
-    for key, recipe in (("mixed_adamw", ("bf16-mixed", "adamw")), ("bf16_adamw", ("bf16", "adamw")),
-                        ("mixed_adam8", ("bf16-mixed", "adamw8bit"))):
+    for key, recipe in (
+        ("mixed_adamw", ("bf16-mixed", "adamw")),
+        ("bf16_adamw", ("bf16", "adamw")),
+        ("mixed_adam8", ("bf16-mixed", "adamw8bit")),
+    ):
         out[f"tier7_{key}_gb"] = 7e9 * per_param(*recipe) / GB
     out["a100_80_usable_gb"] = _usable_gb("A100 80GB SXM")
-    out["tier7_full_finetune_on_a100"] = _fits(out["tier7_mixed_adamw_gb"], out["a100_80_usable_gb"])
+    out["tier7_full_finetune_on_a100"] = _fits(
+        out["tier7_mixed_adamw_gb"], out["a100_80_usable_gb"]
+    )
     return out
 
 

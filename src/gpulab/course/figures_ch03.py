@@ -80,11 +80,13 @@ def _bound(model: str, fmt: str, gpu: str | float, kv: str = "bf16") -> tuple[fl
     return _gb(read), perf.decode_tokens_per_s(s, fmt, kv, 1, 1, bw)
 
 
-def _fits(model: str, fmt: str, capacity_bytes: float, context: int = FIT_CONTEXT,
-          device: str = "cuda") -> tuple[float, str]:
+def _fits(
+    model: str, fmt: str, capacity_bytes: float, context: int = FIT_CONTEXT, device: str = "cuda"
+) -> tuple[float, str]:
     """(GB of tensors at `context`, "yes"/"no") for a model in a format against a capacity."""
-    need = memory.estimate_inference(models.get(model), weights=fmt, kv_cache="fp16",
-                                     seq_len=context, device=device).total
+    need = memory.estimate_inference(
+        models.get(model), weights=fmt, kv_cache="fp16", seq_len=context, device=device
+    ).total
     return _gb(need), "yes" if need <= capacity_bytes else "no"
 
 
@@ -104,13 +106,17 @@ def _flops() -> dict[str, Any]:
     """FLOPs per token: 2 per matrix parameter, attention's term for Llama-3-8B."""
     l7, l8 = models.get("Llama-2-7B"), models.get("Llama-3-8B")
     n8 = perf.matmul_params(l8)
-    out = {"llama7_params": l7.n_params,
-           "llama7_matmul_params_b": perf.matmul_params(l7) / 1e9,
-           "llama7_forward_gflop_per_token": perf.forward_flops(l7, 1) / 1e9,
-           "llama8_matmul_params_b": n8 / 1e9,
-           "llama8_layers": l8.n_layers, "llama8_heads": l8.n_heads,
-           "llama8_head_dim": l8.head_dim, "llama8_d_attn": l8.n_heads * l8.head_dim,
-           "llama8_2n_gflop": 2 * n8 / 1e9}
+    out = {
+        "llama7_params": l7.n_params,
+        "llama7_matmul_params_b": perf.matmul_params(l7) / 1e9,
+        "llama7_forward_gflop_per_token": perf.forward_flops(l7, 1) / 1e9,
+        "llama8_matmul_params_b": n8 / 1e9,
+        "llama8_layers": l8.n_layers,
+        "llama8_heads": l8.n_heads,
+        "llama8_head_dim": l8.head_dim,
+        "llama8_d_attn": l8.n_heads * l8.head_dim,
+        "llama8_2n_gflop": 2 * n8 / 1e9,
+    }
     for i, ctx in enumerate(ATTENTION_CONTEXTS):
         att = perf.attention_flops_per_token(l8, ctx)
         out[f"attn_ctx{i}_gflop"] = att / 1e9
@@ -127,17 +133,25 @@ def _training() -> dict[str, Any]:
     seconds = flops / (MFU * cluster)
     per_token = perf.training_flops(l7, 1)
     ft_s = perf.training_flops(l7, FINETUNE_TOKENS) / (MFU * r4090.peak_flops("bf16"))
-    states = memory.estimate_training(l7, precision="bf16-mixed", optimizer="adamw", batch=1, seq_len=1)
-    return {"llama7_train_flops_e22": flops / 1e22,
-            "h100_bf16_tflops": h100.peak_tflops["bf16"],
-            "h100x8_bf16_tflops": cluster / 1e12, "mfu_assumed": MFU,
-            "llama31_mfu_lo": LLAMA31_MFU[0], "llama31_mfu_hi": LLAMA31_MFU[1],
-            "pretrain_seconds_e7": seconds / 1e7, "pretrain_days": seconds / 86400,
-            "pretrain_cluster_tok_s": MFU * cluster / per_token,
-            "rtx4090_bf16_tflops": r4090.peak_tflops["bf16"],
-            "finetune_rtx4090_s": ft_s,
-            "finetune_rtx4090_h": ft_s / 3600, "finetune_lora_rtx4090_h": ft_s * 4 / 6 / 3600,
-            "llama7_full_finetune_gb": _gb(states.weights + states.gradients + states.optimizer)}
+    states = memory.estimate_training(
+        l7, precision="bf16-mixed", optimizer="adamw", batch=1, seq_len=1
+    )
+    return {
+        "llama7_train_flops_e22": flops / 1e22,
+        "h100_bf16_tflops": h100.peak_tflops["bf16"],
+        "h100x8_bf16_tflops": cluster / 1e12,
+        "mfu_assumed": MFU,
+        "llama31_mfu_lo": LLAMA31_MFU[0],
+        "llama31_mfu_hi": LLAMA31_MFU[1],
+        "pretrain_seconds_e7": seconds / 1e7,
+        "pretrain_days": seconds / 86400,
+        "pretrain_cluster_tok_s": MFU * cluster / per_token,
+        "rtx4090_bf16_tflops": r4090.peak_tflops["bf16"],
+        "finetune_rtx4090_s": ft_s,
+        "finetune_rtx4090_h": ft_s / 3600,
+        "finetune_lora_rtx4090_h": ft_s * 4 / 6 / 3600,
+        "llama7_full_finetune_gb": _gb(states.weights + states.gradients + states.optimizer),
+    }
 
 
 # ---------------------------------------------------------------- prefill and decode
@@ -150,50 +164,67 @@ def _prefill_decode() -> dict[str, Any]:
     prefill_s = perf.prefill_seconds(s, PROMPT_TOKENS, g.peak_tflops["bf16"], "bf16")
     read = perf.decode_bytes_per_step(s, "bf16", "bf16", 1, 1)
     step_s = read / g.bandwidth_bytes_per_s
-    return {"llama8_bf16_weights_gb": _gb(memory.weight_bytes(s, "bf16")),
-            "prefill_matmul_tflop": matmul / 1e12,
-            "prefill_attention_share": perf.attention_flops_per_token(s, PROMPT_TOKENS)
-            / (2 * perf.matmul_params(s)),
-            "prefill_rtx4090_s": prefill_s, "prefill_rtx4090_ms_per_token": prefill_s / PROMPT_TOKENS * 1e3,
-            "llama8_bf16_read_gb": _gb(read), "rtx4090_gbs": g.bandwidth_gbs,
-            "decode_rtx4090_ms": step_s * 1e3, "decode_rtx4090_tok_s": 1 / step_s,
-            "decode_vs_prefill_per_token": step_s / (prefill_s / PROMPT_TOKENS),
-            "ridge_4090_bf16": g.peak_flops("bf16") / g.bandwidth_bytes_per_s}
+    return {
+        "llama8_bf16_weights_gb": _gb(memory.weight_bytes(s, "bf16")),
+        "prefill_matmul_tflop": matmul / 1e12,
+        "prefill_attention_share": perf.attention_flops_per_token(s, PROMPT_TOKENS)
+        / (2 * perf.matmul_params(s)),
+        "prefill_rtx4090_s": prefill_s,
+        "prefill_rtx4090_ms_per_token": prefill_s / PROMPT_TOKENS * 1e3,
+        "llama8_bf16_read_gb": _gb(read),
+        "rtx4090_gbs": g.bandwidth_gbs,
+        "decode_rtx4090_ms": step_s * 1e3,
+        "decode_rtx4090_tok_s": 1 / step_s,
+        "decode_vs_prefill_per_token": step_s / (prefill_s / PROMPT_TOKENS),
+        "ridge_4090_bf16": g.peak_flops("bf16") / g.bandwidth_bytes_per_s,
+    }
 
 
 def _decode_claims() -> dict[str, Any]:
     """Each tokens/s claim: bytes read per token, fit on the card, and the bandwidth bound."""
     r4090 = specs.get_gpu("RTX 4090")
     cap = r4090.model_memory_bytes
-    out: dict[str, Any] = {"rtx4090_usable_gb": _gb(cap),
-                           "rx7900xtx_gbs": specs.get_gpu("AMD Radeon RX 7900 XTX").bandwidth_gbs,
-                           "m3ultra_gbs": specs.get_gpu("Apple M3 Ultra").bandwidth_gbs}
+    out: dict[str, Any] = {
+        "rtx4090_usable_gb": _gb(cap),
+        "rx7900xtx_gbs": specs.get_gpu("AMD Radeon RX 7900 XTX").bandwidth_gbs,
+        "m3ultra_gbs": specs.get_gpu("Apple M3 Ultra").bandwidth_gbs,
+    }
     for cid, tok_s in ARTICLE_DECODE_TOK_S.items():
         out[f"claim{cid}_tok_s"] = tok_s
     l7 = models.get("Llama-2-7B")
     # (model and format, card) -> the case; what a token reads and what the model needs do not
     # depend on the card, so those two figures are named without it
-    rows = {("llama7_fp16", "rtx4090"): ("Llama-2-7B", "fp16", "RTX 4090", 42),
-            ("llama7_fp16", "rx7900xtx"): ("Llama-2-7B", "fp16", "AMD Radeon RX 7900 XTX", 43),
-            ("llama7_fp16", "m3ultra"): ("Llama-2-7B", "fp16", "Apple M3 Ultra", 44),
-            ("llama7_q4km", "rtx4090"): ("Llama-2-7B", "q4_k_m", "RTX 4090", 42),
-            ("llama70_int4", "rtx4090"): ("Llama-3-70B", "int4", "RTX 4090", 53),
-            ("llama70_q4km", "rtx4090"): ("Llama-3-70B", "q4_k_m", "RTX 4090", 53),
-            ("r1_int4", "rtx4090"): ("DeepSeek-R1", "int4", "RTX 4090", 50),
-            ("qwen72_fp16", "rtx4090"): ("Qwen2.5-72B", "fp16", "RTX 4090", 56)}
+    rows = {
+        ("llama7_fp16", "rtx4090"): ("Llama-2-7B", "fp16", "RTX 4090", 42),
+        ("llama7_fp16", "rx7900xtx"): ("Llama-2-7B", "fp16", "AMD Radeon RX 7900 XTX", 43),
+        ("llama7_fp16", "m3ultra"): ("Llama-2-7B", "fp16", "Apple M3 Ultra", 44),
+        ("llama7_q4km", "rtx4090"): ("Llama-2-7B", "q4_k_m", "RTX 4090", 42),
+        ("llama70_int4", "rtx4090"): ("Llama-3-70B", "int4", "RTX 4090", 53),
+        ("llama70_q4km", "rtx4090"): ("Llama-3-70B", "q4_k_m", "RTX 4090", 53),
+        ("r1_int4", "rtx4090"): ("DeepSeek-R1", "int4", "RTX 4090", 50),
+        ("qwen72_fp16", "rtx4090"): ("Qwen2.5-72B", "fp16", "RTX 4090", 56),
+    }
     for (case, card), (model, fmt, gpu, cid) in rows.items():
         read, bound = _bound(model, fmt, gpu)
         need, fits = _fits(model, fmt, specs.get_gpu(gpu).model_memory_bytes)
-        out |= {f"{case}_read_gb": read, f"{case}_need_gb": need,
-                f"{case}_{card}_bound_tok_s": bound, f"{case}_{card}_fits": fits,
-                f"{case}_{card}_claim_share": ARTICLE_DECODE_TOK_S[cid] / bound}
+        out |= {
+            f"{case}_read_gb": read,
+            f"{case}_need_gb": need,
+            f"{case}_{card}_bound_tok_s": bound,
+            f"{case}_{card}_fits": fits,
+            f"{case}_{card}_claim_share": ARTICLE_DECODE_TOK_S[cid] / bound,
+        }
     out["llama7_fp16_gb"] = _gb(memory.weight_bytes(l7, "fp16"))
-    out |= {"llama7_layers": l7.n_layers, "llama7_hidden": l7.hidden_size,
-            "llama7_ffn": l7.intermediate_size, "llama7_vocab": l7.vocab_size,
-            "llama7_kv_heads": l7.n_kv_heads,
-            "llamacpp_f16_tok_s": LLAMACPP_4090_LLAMA2_7B_TOK_S["f16"],
-            "llamacpp_q4_0_tok_s": LLAMACPP_4090_LLAMA2_7B_TOK_S["q4_0"],
-            "claim74_share": ARTICLE_DECODE_TOK_S[74] / out["llama70_int4_rtx4090_bound_tok_s"]}
+    out |= {
+        "llama7_layers": l7.n_layers,
+        "llama7_hidden": l7.hidden_size,
+        "llama7_ffn": l7.intermediate_size,
+        "llama7_vocab": l7.vocab_size,
+        "llama7_kv_heads": l7.n_kv_heads,
+        "llamacpp_f16_tok_s": LLAMACPP_4090_LLAMA2_7B_TOK_S["f16"],
+        "llamacpp_q4_0_tok_s": LLAMACPP_4090_LLAMA2_7B_TOK_S["q4_0"],
+        "claim74_share": ARTICLE_DECODE_TOK_S[74] / out["llama70_int4_rtx4090_bound_tok_s"],
+    }
     out["llama7_kv_bytes_per_token"] = memory.kv_cache_bytes(l7, 1, 1, "fp16")
     ctx = KV_EXAMPLE_CONTEXT
     out["llama7_kv_ctx"] = ctx
@@ -210,13 +241,20 @@ def _llama70() -> dict[str, Any]:
     h200 = specs.get_gpu("H200")
     ram = specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
     layers = memory.gpu_layers_that_fit(s, r4090.model_memory_bytes, "q4_k_m", seq_len=FIT_CONTEXT)
-    return {"llama70_45_needs_tbs": ARTICLE_DECODE_TOK_S[74] * read / 1e12,
-            "llama70_int4_h200_bound_tok_s": perf.decode_tokens_per_s(s, "int4", "bf16", 1, 1, h200.bandwidth_gbs),
-            "h200_gbs": h200.bandwidth_gbs, "ddr5_5600_gbs": ram,
-            "llama70_offload_gpu_layers": layers, "llama70_layers": s.n_layers,
-            "llama70_q4km_offload_tok_s": perf.offloaded_tokens_per_s(
-                s, layers, "q4_k_m", r4090.bandwidth_gbs, ram, seq_len=FIT_CONTEXT),
-            "claim74_ratio": ARTICLE_DECODE_TOK_S[74] / ARTICLE_DECODE_TOK_S[67]}
+    return {
+        "llama70_45_needs_tbs": ARTICLE_DECODE_TOK_S[74] * read / 1e12,
+        "llama70_int4_h200_bound_tok_s": perf.decode_tokens_per_s(
+            s, "int4", "bf16", 1, 1, h200.bandwidth_gbs
+        ),
+        "h200_gbs": h200.bandwidth_gbs,
+        "ddr5_5600_gbs": ram,
+        "llama70_offload_gpu_layers": layers,
+        "llama70_layers": s.n_layers,
+        "llama70_q4km_offload_tok_s": perf.offloaded_tokens_per_s(
+            s, layers, "q4_k_m", r4090.bandwidth_gbs, ram, seq_len=FIT_CONTEXT
+        ),
+        "claim74_ratio": ARTICLE_DECODE_TOK_S[74] / ARTICLE_DECODE_TOK_S[67],
+    }
 
 
 def _r1() -> dict[str, Any]:
@@ -226,13 +264,23 @@ def _r1() -> dict[str, Any]:
     n_h200 = math.ceil(resident / h200.model_memory_bytes)
     hop = s.hidden_size * 2  # one bf16 hidden state
     pcie = links.pcie(4, 16)
-    return {"r1_params_b": s.n_params / 1e9, "r1_active_b": s.n_active_params / 1e9,
-            "r1_int4_gb": _gb(resident), "h200_usable_gb": _gb(h200.model_memory_bytes),
-            "r1_h200_count": n_h200, "r1_h200_left_gb": _gb(n_h200 * h200.model_memory_bytes - resident),
-            "r1_80gb_count": math.ceil(resident / a80.model_memory_bytes),
-            "r1_h200_bound_tok_s": perf.decode_tokens_per_s(s, "int4", "bf16", 1, 1, h200.bandwidth_gbs),
-            "r1_hidden": s.hidden_size, "r1_hop_bytes": hop, "pcie4_x16_gbs": pcie.bytes_per_s / 1e9,
-            "r1_hop_us": hop / pcie.bytes_per_s * 1e6, "ram_test_box_gb": ARTICLE_TEST_BOX_RAM_GB}
+    return {
+        "r1_params_b": s.n_params / 1e9,
+        "r1_active_b": s.n_active_params / 1e9,
+        "r1_int4_gb": _gb(resident),
+        "h200_usable_gb": _gb(h200.model_memory_bytes),
+        "r1_h200_count": n_h200,
+        "r1_h200_left_gb": _gb(n_h200 * h200.model_memory_bytes - resident),
+        "r1_80gb_count": math.ceil(resident / a80.model_memory_bytes),
+        "r1_h200_bound_tok_s": perf.decode_tokens_per_s(
+            s, "int4", "bf16", 1, 1, h200.bandwidth_gbs
+        ),
+        "r1_hidden": s.hidden_size,
+        "r1_hop_bytes": hop,
+        "pcie4_x16_gbs": pcie.bytes_per_s / 1e9,
+        "r1_hop_us": hop / pcie.bytes_per_s * 1e6,
+        "ram_test_box_gb": ARTICLE_TEST_BOX_RAM_GB,
+    }
 
 
 def _laptop_and_small_gpus() -> dict[str, Any]:
@@ -248,31 +296,50 @@ def _laptop_and_small_gpus() -> dict[str, Any]:
     ram = specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
     cards = {"rtx4060ti": "RTX 4060 Ti 16GB", "rtx4090": "RTX 4090"}
     need_cpu, fits_cpu = _fits("Llama-2-7B", "fp16", ARTICLE_LAPTOP["ram_gb"] * GB, device="cpu")
-    out = {"ddr4_3200_gbs": lo, "ddr5_4800_gbs": hi,
-           "laptop_fp16_bound_lo": lo / w16, "laptop_fp16_bound_hi": hi / w16,
-           "laptop_q4km_bound_lo": lo / w4, "laptop_q4km_bound_hi": hi / w4,
-           "llama7_q4km_read_gb": w4, "llama7_fp16_need_gb": need_cpu, "laptop_fits": fits_cpu,
-           "laptop_claim_share": ARTICLE_DECODE_TOK_S[67] * w16 / lo,
-           "laptop_claim_share_q4km": ARTICLE_DECODE_TOK_S[67] * w4 / lo,
-           "llama7_int4_weights_gb": _gb(memory.weight_bytes(models.get("Llama-2-7B"), "int4")),
-           "llama7_q4km_gb": _gb(memory.weight_bytes(models.get("Llama-2-7B"), "q4_k_m")),
-           "gtx1650_gddr6_gbps": GTX1650_GDDR6_GBS / (gtx.memory_bus_bits / 8),
-           "gtx1650_memory_gib": gtx.memory_bytes / 2**30, "gtx1650_fit_context": GTX1650_CONTEXT,
-           "phi3_claim_share": ARTICLE_DECODE_TOK_S[89] / phi_bound,
-           "laptop_ram_gb": ARTICLE_LAPTOP["ram_gb"], "laptop_minutes": ARTICLE_LAPTOP["minutes"],
-           "laptop_characters": ARTICLE_LAPTOP["characters"],
-           "laptop_tokens": ARTICLE_LAPTOP["minutes"] * 60 * ARTICLE_DECODE_TOK_S[67],
-           "gtx1650_gddr5_gbs": g5, "gtx1650_gddr6_gbs": GTX1650_GDDR6_GBS,
-           "gtx1650_bus_bits": gtx.memory_bus_bits, "gtx1650_data_rate_gbps": gtx.memory_data_rate_gbps,
-           "gtx1650_gddr5_ratio_lo": g5 / hi, "gtx1650_gddr5_ratio_hi": g5 / lo,
-           "gtx1650_gddr6_ratio_lo": GTX1650_GDDR6_GBS / hi, "gtx1650_gddr6_ratio_hi": GTX1650_GDDR6_GBS / lo,
-           "claim68_ratio": ARTICLE_SPEEDUPS[68], "claim89_ratio": ARTICLE_SPEEDUPS[89],
-           "gtx1650_memory_gb": _gb(gtx.memory_bytes), "gtx1650_usable_gb": _gb(gtx.model_memory_bytes),
-           "llama7_int4_512_need_gb": need_i4, "llama7_int4_gtx1650_fits": fits_i4,
-           "llama7_q4km_512_need_gb": need_k, "llama7_q4km_gtx1650_fits": fits_k,
-           "phi3_params_b": models.get("Phi-3-mini").n_params / 1e9,
-           "q4km_bits": memory.bits_per_weight("q4_k_m"), "phi3_q4km_read_gb": phi_read,
-           "phi3_gtx1650_bound_tok_s": phi_bound, "ddr5_5600_gbs": ram}
+    out = {
+        "ddr4_3200_gbs": lo,
+        "ddr5_4800_gbs": hi,
+        "laptop_fp16_bound_lo": lo / w16,
+        "laptop_fp16_bound_hi": hi / w16,
+        "laptop_q4km_bound_lo": lo / w4,
+        "laptop_q4km_bound_hi": hi / w4,
+        "llama7_q4km_read_gb": w4,
+        "llama7_fp16_need_gb": need_cpu,
+        "laptop_fits": fits_cpu,
+        "laptop_claim_share": ARTICLE_DECODE_TOK_S[67] * w16 / lo,
+        "laptop_claim_share_q4km": ARTICLE_DECODE_TOK_S[67] * w4 / lo,
+        "llama7_int4_weights_gb": _gb(memory.weight_bytes(models.get("Llama-2-7B"), "int4")),
+        "llama7_q4km_gb": _gb(memory.weight_bytes(models.get("Llama-2-7B"), "q4_k_m")),
+        "gtx1650_gddr6_gbps": GTX1650_GDDR6_GBS / (gtx.memory_bus_bits / 8),
+        "gtx1650_memory_gib": gtx.memory_bytes / 2**30,
+        "gtx1650_fit_context": GTX1650_CONTEXT,
+        "phi3_claim_share": ARTICLE_DECODE_TOK_S[89] / phi_bound,
+        "laptop_ram_gb": ARTICLE_LAPTOP["ram_gb"],
+        "laptop_minutes": ARTICLE_LAPTOP["minutes"],
+        "laptop_characters": ARTICLE_LAPTOP["characters"],
+        "laptop_tokens": ARTICLE_LAPTOP["minutes"] * 60 * ARTICLE_DECODE_TOK_S[67],
+        "gtx1650_gddr5_gbs": g5,
+        "gtx1650_gddr6_gbs": GTX1650_GDDR6_GBS,
+        "gtx1650_bus_bits": gtx.memory_bus_bits,
+        "gtx1650_data_rate_gbps": gtx.memory_data_rate_gbps,
+        "gtx1650_gddr5_ratio_lo": g5 / hi,
+        "gtx1650_gddr5_ratio_hi": g5 / lo,
+        "gtx1650_gddr6_ratio_lo": GTX1650_GDDR6_GBS / hi,
+        "gtx1650_gddr6_ratio_hi": GTX1650_GDDR6_GBS / lo,
+        "claim68_ratio": ARTICLE_SPEEDUPS[68],
+        "claim89_ratio": ARTICLE_SPEEDUPS[89],
+        "gtx1650_memory_gb": _gb(gtx.memory_bytes),
+        "gtx1650_usable_gb": _gb(gtx.model_memory_bytes),
+        "llama7_int4_512_need_gb": need_i4,
+        "llama7_int4_gtx1650_fits": fits_i4,
+        "llama7_q4km_512_need_gb": need_k,
+        "llama7_q4km_gtx1650_fits": fits_k,
+        "phi3_params_b": models.get("Phi-3-mini").n_params / 1e9,
+        "q4km_bits": memory.bits_per_weight("q4_k_m"),
+        "phi3_q4km_read_gb": phi_read,
+        "phi3_gtx1650_bound_tok_s": phi_bound,
+        "ddr5_5600_gbs": ram,
+    }
     for key, name in cards.items():
         g = specs.get_gpu(name)
         out[f"{key}_gbs"] = g.bandwidth_gbs
@@ -291,23 +358,38 @@ def _batching() -> dict[str, Any]:
     free = g.model_memory_bytes - weights
     ridge = g.peak_flops("bf16") / g.bandwidth_bytes_per_s
     fit = {ctx: int(free // (kv * ctx)) for ctx in BATCH_CONTEXTS}
-    out = {"h100_bandwidth_tbs": g.bandwidth_gbs / 1e3, "h100_ridge_flop_per_byte": ridge,
-           "h100_usable_gb": _gb(g.model_memory_bytes), "llama8_kv_layers": s.n_layers,
-           "llama8_kv_heads": s.n_kv_heads, "llama8_kv_bytes_per_token": kv,
-           "llama8_kv_kib_per_token": kv / 1024, "h100_cache_room_gb": _gb(free),
-           "h100_fit_2048": fit[2048], "h100_fit_8192": fit[8192],
-           "batch_limit_order": "before" if fit[2048] < ridge else "after"}
-    cases = {"b1": (1, 1), "b64": (BATCH_EXAMPLE, 2048), "full2048": (fit[2048], 2048),
-             "full8192": (fit[8192], 8192)}
+    out = {
+        "h100_bandwidth_tbs": g.bandwidth_gbs / 1e3,
+        "h100_ridge_flop_per_byte": ridge,
+        "h100_usable_gb": _gb(g.model_memory_bytes),
+        "llama8_kv_layers": s.n_layers,
+        "llama8_kv_heads": s.n_kv_heads,
+        "llama8_kv_bytes_per_token": kv,
+        "llama8_kv_kib_per_token": kv / 1024,
+        "h100_cache_room_gb": _gb(free),
+        "h100_fit_2048": fit[2048],
+        "h100_fit_8192": fit[8192],
+        "batch_limit_order": "before" if fit[2048] < ridge else "after",
+    }
+    cases = {
+        "b1": (1, 1),
+        "b64": (BATCH_EXAMPLE, 2048),
+        "full2048": (fit[2048], 2048),
+        "full8192": (fit[8192], 8192),
+    }
     for key, (batch, ctx) in cases.items():
         read = perf.decode_bytes_per_step(s, "bf16", "bf16", batch, ctx)
         mem_s = read / g.bandwidth_bytes_per_s
         comp_s = perf.forward_flops(s, batch, ctx) / g.peak_flops("bf16")
-        out |= {f"batch_{key}": batch, f"batch_{key}_ctx": ctx,
-                f"batch_{key}_kv_gb": _gb(memory.kv_cache_bytes(s, ctx, batch, "bf16")),
-                f"batch_{key}_read_gb": _gb(read), f"batch_{key}_mem_ms": mem_s * 1e3,
-                f"batch_{key}_compute_ms": comp_s * 1e3,
-                f"batch_{key}_tok_s": batch / max(mem_s, comp_s)}
+        out |= {
+            f"batch_{key}": batch,
+            f"batch_{key}_ctx": ctx,
+            f"batch_{key}_kv_gb": _gb(memory.kv_cache_bytes(s, ctx, batch, "bf16")),
+            f"batch_{key}_read_gb": _gb(read),
+            f"batch_{key}_mem_ms": mem_s * 1e3,
+            f"batch_{key}_compute_ms": comp_s * 1e3,
+            f"batch_{key}_tok_s": batch / max(mem_s, comp_s),
+        }
     out["batch_gain"] = out["batch_full2048_tok_s"] / out["batch_b1_tok_s"]
     out["batch_full2048_user_tok_s"] = out["batch_full2048_tok_s"] / fit[2048]
     return out
@@ -322,15 +404,29 @@ def _images() -> dict[str, Any]:
     step = (t2 - t1) / (n2 - n1)
     fixed = t1 - n1 * step
     before, after, said = ARTICLE_COMFYUI_S
-    return {"sd_steps_a": n1, "sd_time_a_s": t1, "sd_steps_b": n2, "sd_time_b_s": t2,
-            "sd_naive_a_s": t1 / n1, "sd_naive_b_s": t2 / n2, "claim59_xformers_s": ARTICLE_SD_XFORMERS_S,
-            "sd_step_s": step, "sd_fixed_s": fixed, "sd_half_step_s": step / 2,
-            "sd_turbo_lo_s": fixed + n1 * step / 2, "sd_turbo_hi_s": fixed + n1 * step,
-            "sdxl_unet_params_b": SDXL_UNET_PARAMS / 1e9, "sdxl_coarsest_side": SDXL_COARSEST_SIDE,
-            "sdxl_min_positions": SDXL_COARSEST_SIDE ** 2,
-            "batch_images": ARTICLE_BATCH_IMAGES[0], "batch_images_gain": ARTICLE_BATCH_IMAGES[1],
-            "comfyui_before_s": before, "comfyui_after_s": after, "comfyui_said_x": said,
-            "comfyui_ratio": before / after} | _sd35()
+    return {
+        "sd_steps_a": n1,
+        "sd_time_a_s": t1,
+        "sd_steps_b": n2,
+        "sd_time_b_s": t2,
+        "sd_naive_a_s": t1 / n1,
+        "sd_naive_b_s": t2 / n2,
+        "claim59_xformers_s": ARTICLE_SD_XFORMERS_S,
+        "sd_step_s": step,
+        "sd_fixed_s": fixed,
+        "sd_half_step_s": step / 2,
+        "sd_turbo_lo_s": fixed + n1 * step / 2,
+        "sd_turbo_hi_s": fixed + n1 * step,
+        "sdxl_unet_params_b": SDXL_UNET_PARAMS / 1e9,
+        "sdxl_coarsest_side": SDXL_COARSEST_SIDE,
+        "sdxl_min_positions": SDXL_COARSEST_SIDE**2,
+        "batch_images": ARTICLE_BATCH_IMAGES[0],
+        "batch_images_gain": ARTICLE_BATCH_IMAGES[1],
+        "comfyui_before_s": before,
+        "comfyui_after_s": after,
+        "comfyui_said_x": said,
+        "comfyui_ratio": before / after,
+    } | _sd35()
 
 
 def _sd35() -> dict[str, Any]:
@@ -345,29 +441,41 @@ def _sd35() -> dict[str, Any]:
     turbo = per_pass * SD35.turbo_steps  # Large Turbo: no guidance
     r4090, cpu = specs.get_gpu("RTX 4090"), specs.get_cpu("Core i9-13900K")
     gpu_peak, cpu_peak = r4090.peak_flops("bf16"), cpu.peak_fp32_flops("turbo")
-    return {"sd35_params_b": SD35.large_params / 1e9, "sd35_depth": SD35.depth,
-            "sd35_heads": SD35.heads, "sd35_head_dim": SD35.head_dim, "sd35_width": width,
-            "sd35_params_from_shapes_b": (2 * per_stream + modulation) / 1e9,
-            "sd35_stream_params_b": per_stream / 1e9, "sd35_image_tokens": SD35.image_tokens,
-            "sd35_text_tokens": SD35.text_tokens, "sd35_tokens": tokens,
-            "sd35_latent_side": SD35_IMAGE_SIDE // SD35_VAE_FACTOR,
-            "sd35_patch_side": SD35_IMAGE_SIDE // SD35_VAE_FACTOR // SD35_PATCH,
-            "sd35_matmul_tflop": matmul / 1e12, "sd35_attention_tflop": attention / 1e12,
-            "sd35_pass_tflop": per_pass / 1e12, "sd35_steps": SD35.large_steps,
-            "sd35_turbo_steps": SD35.turbo_steps, "sd35_image_tflop": guided / 1e12,
-            "sd35_turbo_image_tflop": turbo / 1e12,
-            "rtx4090_fp16_fp16acc_tflops": r4090.peak_tflops["fp16_fp16acc"],
-            "cpu_maxturbo_tflops": cpu_peak / 1e12,
-            "sd35_rtx4090_min_s": guided / gpu_peak,
-            "sd35_rtx4090_fp16acc_min_s": guided / (r4090.peak_tflops["fp16_fp16acc"] * 1e12),
-            "sd35_cpu_min_s": guided / cpu_peak, "sd35_cpu_min_min": guided / cpu_peak / 60,
-            "claim75_gpu_s": ARTICLE_SD35_S["gpu"], "claim75_cpu_s": ARTICLE_SD35_S["cpu"],
-            "claim75_gpu_needs_x_peak": guided / ARTICLE_SD35_S["gpu"] / gpu_peak,
-            "claim75_cpu_needs_x_peak": guided / ARTICLE_SD35_S["cpu"] / cpu_peak,
-            "claim75_turbo_gpu_share": turbo / ARTICLE_SD35_S["gpu"] / gpu_peak,
-            "claim75_turbo_cpu_share": turbo / ARTICLE_SD35_S["cpu"] / cpu_peak,
-            "claim75_ratio": ARTICLE_SD35_S["cpu"] / ARTICLE_SD35_S["gpu"],
-            "bf16_ratio_maxturbo": gpu_peak / cpu_peak}
+    return {
+        "sd35_params_b": SD35.large_params / 1e9,
+        "sd35_depth": SD35.depth,
+        "sd35_heads": SD35.heads,
+        "sd35_head_dim": SD35.head_dim,
+        "sd35_width": width,
+        "sd35_params_from_shapes_b": (2 * per_stream + modulation) / 1e9,
+        "sd35_stream_params_b": per_stream / 1e9,
+        "sd35_image_tokens": SD35.image_tokens,
+        "sd35_text_tokens": SD35.text_tokens,
+        "sd35_tokens": tokens,
+        "sd35_latent_side": SD35_IMAGE_SIDE // SD35_VAE_FACTOR,
+        "sd35_patch_side": SD35_IMAGE_SIDE // SD35_VAE_FACTOR // SD35_PATCH,
+        "sd35_matmul_tflop": matmul / 1e12,
+        "sd35_attention_tflop": attention / 1e12,
+        "sd35_pass_tflop": per_pass / 1e12,
+        "sd35_steps": SD35.large_steps,
+        "sd35_turbo_steps": SD35.turbo_steps,
+        "sd35_image_tflop": guided / 1e12,
+        "sd35_turbo_image_tflop": turbo / 1e12,
+        "rtx4090_fp16_fp16acc_tflops": r4090.peak_tflops["fp16_fp16acc"],
+        "cpu_maxturbo_tflops": cpu_peak / 1e12,
+        "sd35_rtx4090_min_s": guided / gpu_peak,
+        "sd35_rtx4090_fp16acc_min_s": guided / (r4090.peak_tflops["fp16_fp16acc"] * 1e12),
+        "sd35_cpu_min_s": guided / cpu_peak,
+        "sd35_cpu_min_min": guided / cpu_peak / 60,
+        "claim75_gpu_s": ARTICLE_SD35_S["gpu"],
+        "claim75_cpu_s": ARTICLE_SD35_S["cpu"],
+        "claim75_gpu_needs_x_peak": guided / ARTICLE_SD35_S["gpu"] / gpu_peak,
+        "claim75_cpu_needs_x_peak": guided / ARTICLE_SD35_S["cpu"] / cpu_peak,
+        "claim75_turbo_gpu_share": turbo / ARTICLE_SD35_S["gpu"] / gpu_peak,
+        "claim75_turbo_cpu_share": turbo / ARTICLE_SD35_S["cpu"] / cpu_peak,
+        "claim75_ratio": ARTICLE_SD35_S["cpu"] / ARTICLE_SD35_S["gpu"],
+        "bf16_ratio_maxturbo": gpu_peak / cpu_peak,
+    }
 
 
 def _embeddings() -> dict[str, Any]:
@@ -377,16 +485,21 @@ def _embeddings() -> dict[str, Any]:
     attention = BERT_LAYERS * 4 * CHUNK_TOKENS * BERT_HIDDEN  # per token, full square
     exact = (2 * matrices + attention) * CHUNK_TOKENS
     cpu = specs.get_cpu("Core i9-13900K")
-    out = {"bert_params_m": BERT_BASE_PARAMS / 1e6, "bert_layers": BERT_LAYERS, "bert_hidden": BERT_HIDDEN,
-           "bert_ffn": 4 * BERT_HIDDEN,
-           "bert_chunk_gflop": per_chunk / 1e9, "bert_matrix_params_m": matrices / 1e6,
-           "bert_chunk_exact_gflop": exact / 1e9,
-           "embed_desktop_share_lo": EMBED_TFLOPS["desktop"] * 1e12 / cpu.peak_fp32_flops("turbo"),
-           "embed_desktop_share_hi": EMBED_TFLOPS["desktop"] * 1e12 / cpu.peak_fp32_flops("base"),
-           "embed_gpu_share": EMBED_TFLOPS["gpu"] / specs.get_gpu("RTX 4090").peak_tflops["bf16"],
-           "embed_ratio_lo": EMBED_TFLOPS["gpu"] / EMBED_TFLOPS["desktop"],
-           "embed_ratio_hi": EMBED_TFLOPS["gpu"] / EMBED_TFLOPS["laptop"],
-           "embed_slow_gpu_50k": _duration(50_000 * per_chunk / (EMBED_TFLOPS["slow_gpu"] * 1e12))}
+    out = {
+        "bert_params_m": BERT_BASE_PARAMS / 1e6,
+        "bert_layers": BERT_LAYERS,
+        "bert_hidden": BERT_HIDDEN,
+        "bert_ffn": 4 * BERT_HIDDEN,
+        "bert_chunk_gflop": per_chunk / 1e9,
+        "bert_matrix_params_m": matrices / 1e6,
+        "bert_chunk_exact_gflop": exact / 1e9,
+        "embed_desktop_share_lo": EMBED_TFLOPS["desktop"] * 1e12 / cpu.peak_fp32_flops("turbo"),
+        "embed_desktop_share_hi": EMBED_TFLOPS["desktop"] * 1e12 / cpu.peak_fp32_flops("base"),
+        "embed_gpu_share": EMBED_TFLOPS["gpu"] / specs.get_gpu("RTX 4090").peak_tflops["bf16"],
+        "embed_ratio_lo": EMBED_TFLOPS["gpu"] / EMBED_TFLOPS["desktop"],
+        "embed_ratio_hi": EMBED_TFLOPS["gpu"] / EMBED_TFLOPS["laptop"],
+        "embed_slow_gpu_50k": _duration(50_000 * per_chunk / (EMBED_TFLOPS["slow_gpu"] * 1e12)),
+    }
     out |= {f"embed_{k}_tflops": v for k, v in EMBED_TFLOPS.items()}
     for n in EMBED_CHUNKS:
         out[f"embed_{n}_pflop"] = n * per_chunk / 1e15
@@ -397,5 +510,12 @@ def _embeddings() -> dict[str, Any]:
 
 def figures() -> dict[str, Any]:
     """Every figure the chapter page pastes, by name."""
-    return (_flops() | _training() | _prefill_decode() | _decode_claims() | _batching()
-            | _images() | _embeddings())
+    return (
+        _flops()
+        | _training()
+        | _prefill_decode()
+        | _decode_claims()
+        | _batching()
+        | _images()
+        | _embeddings()
+    )

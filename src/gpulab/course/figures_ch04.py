@@ -66,18 +66,24 @@ def _backend_table() -> dict[str, Any]:
         "llama7_fp16_gb": fp16_gb,
         "llama7_q4km_gb": q4_gb,
     }
-    devices = {"rtx4090": _gpu("RTX 4090").bandwidth_gbs,
-               "rx7900xtx": _gpu("AMD Radeon RX 7900 XTX").bandwidth_gbs,
-               "m3ultra": _gpu("Apple M3 Ultra").bandwidth_gbs,
-               "m3max": _gpu("Apple M3 Max").bandwidth_gbs,
-               "ddr5": _ram_gbs()}
+    devices = {
+        "rtx4090": _gpu("RTX 4090").bandwidth_gbs,
+        "rx7900xtx": _gpu("AMD Radeon RX 7900 XTX").bandwidth_gbs,
+        "m3ultra": _gpu("Apple M3 Ultra").bandwidth_gbs,
+        "m3max": _gpu("Apple M3 Max").bandwidth_gbs,
+        "ddr5": _ram_gbs(),
+    }
     for key, bw in devices.items():
         out["ddr5_5600_gbs" if key == "ddr5" else f"{key}_gbs"] = bw  # the RAM's, by its speed
         for fmt in ("q4_k_m", "fp16"):  # a token reads every weight but the embedding table's
             out[f"llama7_{fmt.replace('_', '')}_{key}_bound_tok_s"] = perf.decode_tokens_per_s(
-                s, fmt, "bf16", 1, 1, bw)
-    article = {"rtx4090": ARTICLE_DECODE_TOK_S["rtx4090"], "rx7900xtx": ARTICLE_DECODE_TOK_S["rx7900xtx"],
-               "m3ultra": ARTICLE_DECODE_TOK_S["m3_ultra"]}
+                s, fmt, "bf16", 1, 1, bw
+            )
+    article = {
+        "rtx4090": ARTICLE_DECODE_TOK_S["rtx4090"],
+        "rx7900xtx": ARTICLE_DECODE_TOK_S["rx7900xtx"],
+        "m3ultra": ARTICLE_DECODE_TOK_S["m3_ultra"],
+    }
     shares16, shares4 = [], []
     for key, said in article.items():
         out[f"{key}_article_tok_s"] = said
@@ -94,7 +100,8 @@ def _backend_table() -> dict[str, Any]:
     # what gpulab.perf says for the same model: it adds the KV cache of a 2048-token context
     for fmt in ("q4_k_m", "fp16"):
         out[f"llama7_{fmt.replace('_', '')}_rtx4090_perf_tok_s"] = perf.decode_tokens_per_s(
-            s, fmt, "fp16", 1, 2048, devices["rtx4090"])
+            s, fmt, "fp16", 1, 2048, devices["rtx4090"]
+        )
     out["perf_context_tokens"] = 2048
     return out
 
@@ -110,8 +117,8 @@ def _attention() -> dict[str, Any]:
     fa3 = derivations.compute("fa3_claim_vs_h100_peak").values
     return {
         "scores_heads": s.n_heads,
-        "scores_8k_gb": s.n_heads * 8192 ** 2 * fp16 / GB,
-        "scores_128k_tb": s.n_heads * 131_072 ** 2 * fp16 / 1e12,
+        "scores_8k_gb": s.n_heads * 8192**2 * fp16 / GB,
+        "scores_128k_tb": s.n_heads * 131_072**2 * fp16 / 1e12,
         "h100_fp16_tflops": h100,
         "fa3_fp16_tflops": FA3_FP16_TFLOPS,
         "fa3_share_of_h100_peak": FA3_FP16_TFLOPS / h100,
@@ -122,8 +129,8 @@ def _attention() -> dict[str, Any]:
         "fa3_speedup_high_x": FA3_SPEEDUP_RANGE[1],
         "article_fa3_share_of_h100_peak": fa3["claimed_share"],
         "article_fa3_vs_fa2": fa3["claimed_share"] / FA2_H100_UTILISATION,
-        "llama70_kv_128k_gb": memory.kv_cache_bytes(models.get("Llama-3-70B"), 131_072, 1,
-                                                            "bf16") / GB,
+        "llama70_kv_128k_gb": memory.kv_cache_bytes(models.get("Llama-3-70B"), 131_072, 1, "bf16")
+        / GB,
     }
 
 
@@ -131,9 +138,13 @@ def _fusion() -> dict[str, Any]:
     """Bytes per element of relu(x * 2 + 1) in fp32: three kernels eager, one fused."""
     elem, ops = ACTIVATION_BYTES["fp32"], 3
     eager, fused = ops * 2 * elem, 2 * elem
-    return {"fp32_bytes_per_value": elem, "chain_eager_bytes_per_value": eager,
-            "chain_fused_bytes_per_value": fused, "chain_fusion_speedup_x": eager / fused,
-            "add_bytes_per_flop": 3 * elem}
+    return {
+        "fp32_bytes_per_value": elem,
+        "chain_eager_bytes_per_value": eager,
+        "chain_fused_bytes_per_value": fused,
+        "chain_fusion_speedup_x": eager / fused,
+        "add_bytes_per_flop": 3 * elem,
+    }
 
 
 # ---- low precision
@@ -142,8 +153,14 @@ def _fusion() -> dict[str, Any]:
 def _precision() -> dict[str, Any]:
     """Dense Tensor Core peaks per generation, and FP4 over FP16."""
     out: dict[str, Any] = {"v100_fp16_tflops": V100_FP16_TFLOPS}
-    for key, name in (("t4", "T4"), ("a100", "A100 80GB SXM"), ("rtx3090", "RTX 3090"),
-                      ("rtx4090", "RTX 4090"), ("h100", "H100 SXM"), ("rtx5090", "RTX 5090")):
+    for key, name in (
+        ("t4", "T4"),
+        ("a100", "A100 80GB SXM"),
+        ("rtx3090", "RTX 3090"),
+        ("rtx4090", "RTX 4090"),
+        ("h100", "H100 SXM"),
+        ("rtx5090", "RTX 5090"),
+    ):
         for dtype, tflops in _gpu(name).peak_tflops.items():
             out[f"{key}_{dtype}_tflops"] = tflops
     for dtype, tflops in B200_DENSE_TFLOPS.items():
@@ -179,34 +196,55 @@ def _layers() -> dict[str, Any]:
     gpu_read = n * per_layer_read
     cpu_read = (s.n_layers - n) * per_layer_read + head
     t_gpu, t_cpu = gpu_read / (g.bandwidth_gbs * 1e9), cpu_read / (_ram_gbs() * 1e9)
-    offloaded = perf.offloaded_tokens_per_s(s, n, "q4_k_m", g.bandwidth_gbs, _ram_gbs(), CONTEXT, "fp16")
+    offloaded = perf.offloaded_tokens_per_s(
+        s, n, "q4_k_m", g.bandwidth_gbs, _ram_gbs(), CONTEXT, "fp16"
+    )
     step = perf.decode_bytes_per_step(s, "q4_k_m", "fp16", 1, CONTEXT)
     fitted = perf.decode_tokens_per_s(s, "q4_k_m", "fp16", 1, CONTEXT, g.bandwidth_gbs)
     return {
-        "llama70_hidden": h, "llama70_heads": s.n_heads, "llama70_kv_heads": s.n_kv_heads,
-        "llama70_head_dim": s.head_dim, "llama70_kv_width": kv_w, "llama70_ffn": ffn,
-        "llama70_layers": s.n_layers, "llama70_vocab": s.vocab_size,
-        "llama70_layer_qo_params": 2 * h * h, "llama70_layer_kv_params": 2 * h * kv_w,
-        "llama70_layer_mlp_params": 3 * h * ffn, "llama70_layer_norm_params": 2 * h,
-        "llama70_layer_params": layer, "llama70_params": s.n_params,
+        "llama70_hidden": h,
+        "llama70_heads": s.n_heads,
+        "llama70_kv_heads": s.n_kv_heads,
+        "llama70_head_dim": s.head_dim,
+        "llama70_kv_width": kv_w,
+        "llama70_ffn": ffn,
+        "llama70_layers": s.n_layers,
+        "llama70_vocab": s.vocab_size,
+        "llama70_layer_qo_params": 2 * h * h,
+        "llama70_layer_kv_params": 2 * h * kv_w,
+        "llama70_layer_mlp_params": 3 * h * ffn,
+        "llama70_layer_norm_params": 2 * h,
+        "llama70_layer_params": layer,
+        "llama70_params": s.n_params,
         "llama70_q4km_layer_mb": layer_bytes / 1e6,
         "llama70_q4km_gb": memory.weight_bytes(s, "q4_k_m") / GB,
-        "llama70_kv_bytes_per_token": kv_tok, "ngl_context_tokens": CONTEXT,
-        "llama70_kv_4k_gb": kv / GB, "llamacpp_buffers_gb": LLAMACPP_BUFFERS_BYTES / GB,
-        "rtx4090_memory_gb": g.memory_gb, "ngl_fit_float": n_float, "ngl_fit": n,
-        "rtx4090_driver_mib": reported / 2 ** 20, "rtx4090_driver_gb": reported / GB,
-        "ngl_fit_reported_float": n_reported_float, "ngl_fit_reported": math.floor(n_reported_float),
-        "cuda_context_gib": specs.CUDA_CONTEXT_BYTES / 2 ** 30,
+        "llama70_kv_bytes_per_token": kv_tok,
+        "ngl_context_tokens": CONTEXT,
+        "llama70_kv_4k_gb": kv / GB,
+        "llamacpp_buffers_gb": LLAMACPP_BUFFERS_BYTES / GB,
+        "rtx4090_memory_gb": g.memory_gb,
+        "ngl_fit_float": n_float,
+        "ngl_fit": n,
+        "rtx4090_driver_mib": reported / 2**20,
+        "rtx4090_driver_gb": reported / GB,
+        "ngl_fit_reported_float": n_reported_float,
+        "ngl_fit_reported": math.floor(n_reported_float),
+        "cuda_context_gib": specs.CUDA_CONTEXT_BYTES / 2**30,
         "allocator_slack": specs.ALLOCATOR_SLACK,
-        "rtx4090_usable_gb": g.model_memory_bytes / GB, "ngl_fit_gpulab": n_gpulab,
+        "rtx4090_usable_gb": g.model_memory_bytes / GB,
+        "ngl_fit_gpulab": n_gpulab,
         "ngl_layers_in_ram": s.n_layers - n,
         "llama70_q4km_layer_read_mb": per_layer_read / 1e6,
         "llama70_q4km_head_mb": head / 1e6,
-        "offload_gpu_read_gb": gpu_read / GB, "offload_cpu_read_gb": cpu_read / GB,
-        "offload_gpu_read_ms": t_gpu * 1e3, "offload_cpu_read_ms": t_cpu * 1e3,
-        "offload_step_ms": (t_gpu + t_cpu) * 1e3, "offload_tok_s": offloaded,
+        "offload_gpu_read_gb": gpu_read / GB,
+        "offload_cpu_read_gb": cpu_read / GB,
+        "offload_gpu_read_ms": t_gpu * 1e3,
+        "offload_cpu_read_ms": t_cpu * 1e3,
+        "offload_step_ms": (t_gpu + t_cpu) * 1e3,
+        "offload_tok_s": offloaded,
         "offload_ram_share": cpu_read / (gpu_read + cpu_read),
-        "llama70_q4km_4k_read_gb": step / GB, "llama70_q4km_4k_rtx4090_bound_tok_s": fitted,
+        "llama70_q4km_4k_read_gb": step / GB,
+        "llama70_q4km_4k_rtx4090_bound_tok_s": fitted,
         "offload_slowdown_x": fitted / offloaded,
     }
 
@@ -216,11 +254,21 @@ def _deepseek() -> dict[str, Any]:
     s = models.get("DeepSeek-R1")
     bits = bits_per_weight("q4_k_m")
     on_gpu = ARTICLE_GPU_LAYERS  # the article's OLLAMA_GPU_LAYERS=35 (claims 17, 72)
-    return {"r1_q4km_gb": memory.weight_bytes(s, "q4_k_m") / GB,
-            "r1_layers": s.n_layers, "article_gpu_layers": on_gpu,
-            "r1_q4km_35_layers_gb": sum(s.layer_params(i) for i in range(on_gpu)) * bits / 8 / GB}
+    return {
+        "r1_q4km_gb": memory.weight_bytes(s, "q4_k_m") / GB,
+        "r1_layers": s.n_layers,
+        "article_gpu_layers": on_gpu,
+        "r1_q4km_35_layers_gb": sum(s.layer_params(i) for i in range(on_gpu)) * bits / 8 / GB,
+    }
 
 
 def figures() -> dict[str, Any]:
     """Every figure the chapter page pastes, by name."""
-    return {**_backend_table(), **_attention(), **_fusion(), **_precision(), **_layers(), **_deepseek()}
+    return {
+        **_backend_table(),
+        **_attention(),
+        **_fusion(),
+        **_precision(),
+        **_layers(),
+        **_deepseek(),
+    }

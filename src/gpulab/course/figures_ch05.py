@@ -60,20 +60,24 @@ def _out_of_memory() -> dict[str, Any]:
     head16 = memory.loss_head_bytes(s, tokens, "bf16")
     rows = levers.compare(s, levers.standard_levers(batch), seq)
     return {
-        "pcie4_x16_lanes": 16, "pcie4_gts": links.PCIE_LANE_GBS[4] * 8 * 130 / 128,
+        "pcie4_x16_lanes": 16,
+        "pcie4_gts": links.PCIE_LANE_GBS[4] * 8 * 130 / 128,
         "pcie4_x16_gbs": pcie,
-        "rtx4090_gbs": g.bandwidth_gbs, "rtx4090_vs_pcie4_x": g.bandwidth_gbs / pcie,
+        "rtx4090_gbs": g.bandwidth_gbs,
+        "rtx4090_vs_pcie4_x": g.bandwidth_gbs / pcie,
         "llama32_1b_params": s.n_params,
-
-
         "llama32_1b_states_gb": (b32.weights + b32.gradients + b32.optimizer) / GB,
-        "oom_batch": batch, "oom_seq": seq, "oom_tokens": tokens, "llama32_1b_vocab": s.vocab_size,
+        "oom_batch": batch,
+        "oom_seq": seq,
+        "oom_tokens": tokens,
+        "llama32_1b_vocab": s.vocab_size,
         "llama32_1b_layers_act_fp32_gb": (b32.activations - head32) / GB,
         "llama32_1b_layers_act_bf16_gb": (b16.activations - head16) / GB,
         "bf16_layers_act_share": (b16.activations - head16) / (b32.activations - head32),
         "llama32_1b_logits_gb": head / GB,
         "levers_micro_batch": rows[-1].lever.micro_batch,
-        "levers_naive_gb": rows[0].peak_bytes / GB, "levers_all_gb": rows[-1].peak_bytes / GB,
+        "levers_naive_gb": rows[0].peak_bytes / GB,
+        "levers_all_gb": rows[-1].peak_bytes / GB,
     }
 
 
@@ -83,9 +87,14 @@ def _out_of_memory() -> dict[str, Any]:
 def _loader() -> dict[str, Any]:
     """A step with the loader in the main process, and with workers preparing ahead."""
     ahead = LOADER_PREPARE_MS / LOADER_WORKERS
-    return {"loader_prepare_ms": LOADER_PREPARE_MS, "loader_step_ms": LOADER_STEP_MS,
-            "loader_serial_ms": LOADER_PREPARE_MS + LOADER_STEP_MS, "loader_workers": LOADER_WORKERS,
-            "loader_per_worker_ms": ahead, "loader_overlapped_ms": max(LOADER_STEP_MS, ahead)}
+    return {
+        "loader_prepare_ms": LOADER_PREPARE_MS,
+        "loader_step_ms": LOADER_STEP_MS,
+        "loader_serial_ms": LOADER_PREPARE_MS + LOADER_STEP_MS,
+        "loader_workers": LOADER_WORKERS,
+        "loader_per_worker_ms": ahead,
+        "loader_overlapped_ms": max(LOADER_STEP_MS, ahead),
+    }
 
 
 # ---- section 4: too little work per launch
@@ -94,17 +103,22 @@ def _loader() -> dict[str, Any]:
 def _launch() -> dict[str, Any]:
     """One linear layer's arithmetic per sample on an RTX 4090 and an i9-13900K."""
     g, cpu = _gpu("RTX 4090"), specs.get_cpu("Core i9-13900K")
-    flop = 2 * LINEAR_WIDTH ** 2
+    flop = 2 * LINEAR_WIDTH**2
     gpu_flops = g.peak_flops("fp32")
     cpu_flops = cpu.peak_fp32_flops("turbo")  # the CPU's highest clocks: its best case
     gpu_s, cpu_s = flop / gpu_flops, flop / cpu_flops
-    return {"linear_mflop_per_sample": flop / 1e6,
-            "rtx4090_fp32_tflops": gpu_flops / 1e12, "cpu_maxturbo_tflops": cpu_flops / 1e12,
-            "linear_gpu_ns_per_sample": gpu_s * 1e9, "linear_cpu_us_per_sample": cpu_s * 1e6,
-            "linear_samples_per_us": 1e-6 / gpu_s, "linear_big_batch": LINEAR_BIG_BATCH,
-            "linear_big_gpu_us": LINEAR_BIG_BATCH * gpu_s * 1e6,
-            "linear_big_cpu_ms": LINEAR_BIG_BATCH * cpu_s * 1e3,
-            "fp32_ratio_maxturbo": gpu_flops / cpu_flops}
+    return {
+        "linear_mflop_per_sample": flop / 1e6,
+        "rtx4090_fp32_tflops": gpu_flops / 1e12,
+        "cpu_maxturbo_tflops": cpu_flops / 1e12,
+        "linear_gpu_ns_per_sample": gpu_s * 1e9,
+        "linear_cpu_us_per_sample": cpu_s * 1e6,
+        "linear_samples_per_us": 1e-6 / gpu_s,
+        "linear_big_batch": LINEAR_BIG_BATCH,
+        "linear_big_gpu_us": LINEAR_BIG_BATCH * gpu_s * 1e6,
+        "linear_big_cpu_ms": LINEAR_BIG_BATCH * cpu_s * 1e3,
+        "fp32_ratio_maxturbo": gpu_flops / cpu_flops,
+    }
 
 
 # ---- section 5: versions
@@ -114,9 +128,13 @@ def _versions() -> dict[str, Any]:
     """NVIDIA's driver table for CUDA 12.6, 12.8 and 11.8 (gpulab.drivers)."""
     compat, linux = drivers.required_drivers("12.6", "linux")
     _, windows = drivers.required_drivers("12.6", "windows")
-    return {"cuda126_linux_driver": linux, "cuda126_windows_driver": windows,
-            "cuda12_min_driver": compat, "cuda128_linux_driver": drivers.required_drivers("12.8", "linux")[1],
-            "cuda118_linux_driver": drivers.required_drivers("11.8", "linux")[1]}
+    return {
+        "cuda126_linux_driver": linux,
+        "cuda126_windows_driver": windows,
+        "cuda12_min_driver": compat,
+        "cuda128_linux_driver": drivers.required_drivers("12.8", "linux")[1],
+        "cuda118_linux_driver": drivers.required_drivers("11.8", "linux")[1],
+    }
 
 
 # ---- section 6: unfused attention
@@ -131,12 +149,18 @@ def _attention() -> dict[str, Any]:
     # scores, softmax and dropout mask are 5 a s^2 b
     share = {n: (5 * a * n / h) / (34 + 5 * a * n / h) for n in (512, 2048, 8192)}
     x = ARTICLE_XFORMERS_SAVING * 34 / (1 - ARTICLE_XFORMERS_SAVING)  # 5as/h at that share
-    out = {"attn_heads": a, "attn_hidden": h, "attn_layers": layers, "attn_seq": seq,
-           "attn_fp16_bytes": fp16, "scores_8k_gb": a * seq ** 2 * fp16 / GB,
-           "train_scores_8k_layer_gb": 5 * a * seq ** 2 / GB,
-           "train_scores_8k_model_gb": layers * 5 * a * seq ** 2 / GB,
-           "article_xformers_saving": ARTICLE_XFORMERS_SAVING,
-           "scores_share_matches_article_seq": round(x * h / (5 * a))}
+    out = {
+        "attn_heads": a,
+        "attn_hidden": h,
+        "attn_layers": layers,
+        "attn_seq": seq,
+        "attn_fp16_bytes": fp16,
+        "scores_8k_gb": a * seq**2 * fp16 / GB,
+        "train_scores_8k_layer_gb": 5 * a * seq**2 / GB,
+        "train_scores_8k_model_gb": layers * 5 * a * seq**2 / GB,
+        "article_xformers_saving": ARTICLE_XFORMERS_SAVING,
+        "scores_share_matches_article_seq": round(x * h / (5 * a)),
+    }
     for n, v in share.items():
         out[f"scores_term_{n}"] = 5 * a * n / h
         out[f"scores_total_{n}"] = 34 + 5 * a * n / h
@@ -151,20 +175,28 @@ def _power_and_timing() -> dict[str, Any]:
     """The article's power cap; a matrix product's least time; the boost clock behind the peak."""
     g = _gpu("RTX 4090")
     cap = claims_hardware.ARTICLE_POWER_W
-    flop = 2 * TIMING_N ** 3
+    flop = 2 * TIMING_N**3
     peak = g.peak_flops("fp32")
     clock_peak = g.cuda_cores * g.boost_clock_ghz * 1e9 * 2  # units x clock x 2 FLOPs per FMA
     bad_rate = flop / TIMING_BAD_READING_S
     lo, hi = RTX4090_OBSERVED_CLOCK_GHZ
-    return {"power_cap_w": cap, "rtx4090_board_w": g.board_power_w, "power_cap_share": cap / g.board_power_w,
-            "timing_tflop": flop / 1e12,
-            "timing_least_ms": flop / peak * 1e3, "timing_bad_ms": TIMING_BAD_READING_S * 1e3,
-            "timing_bad_tflops": bad_rate / 1e12, "timing_bad_vs_peak_x": bad_rate / peak,
-            "rtx4090_cuda_cores": g.cuda_cores, "rtx4090_boost_ghz": g.boost_clock_ghz,
-            "rtx4090_fp32_derived_tflops": clock_peak / 1e12,
-            "rtx4090_observed_clock_low_mhz": lo * 1e3, "rtx4090_observed_clock_high_mhz": hi * 1e3,
-            "rtx4090_observed_over_boost": hi / g.boost_clock_ghz - 1,
-            "rtx4090_observed_peak_tflops": g.cuda_cores * hi * 1e9 * 2 / 1e12}
+    return {
+        "power_cap_w": cap,
+        "rtx4090_board_w": g.board_power_w,
+        "power_cap_share": cap / g.board_power_w,
+        "timing_tflop": flop / 1e12,
+        "timing_least_ms": flop / peak * 1e3,
+        "timing_bad_ms": TIMING_BAD_READING_S * 1e3,
+        "timing_bad_tflops": bad_rate / 1e12,
+        "timing_bad_vs_peak_x": bad_rate / peak,
+        "rtx4090_cuda_cores": g.cuda_cores,
+        "rtx4090_boost_ghz": g.boost_clock_ghz,
+        "rtx4090_fp32_derived_tflops": clock_peak / 1e12,
+        "rtx4090_observed_clock_low_mhz": lo * 1e3,
+        "rtx4090_observed_clock_high_mhz": hi * 1e3,
+        "rtx4090_observed_over_boost": hi / g.boost_clock_ghz - 1,
+        "rtx4090_observed_peak_tflops": g.cuda_cores * hi * 1e9 * 2 / 1e12,
+    }
 
 
 # ---- section 9: loading
@@ -176,12 +208,23 @@ def _loading() -> dict[str, Any]:
     sata = links.DISKS["SATA SSD"].read_bytes_per_s / GB
     hdd = links.DISKS["hard disk (7200 rpm)"].read_bytes_per_s / GB
     nvme = links.DISKS["NVMe PCIe 4.0 x4"].read_bytes_per_s / GB
-    return {"tier7_fp16_gb": small, "tier70_fp16_gb": big,
-            # SATA III: the payload rate in Gbit/s and its 8b/10b line rate
-            "sata_line_gbit_s": sata * 8 * 10 / 8, "sata_payload_gbit_s": sata * 8, "sata_gbs": sata,
-            "sata_7b_s": small / sata, "hdd_mbs": hdd * 1e3, "hdd_7b_s": small / hdd,
-            "hdd_70b_s": big / hdd,
-            "nvme4_lanes": 4, "pcie4_gts": links.PCIE_LANE_GBS[4] * 8 * 130 / 128, "nvme4_gbs": nvme, "nvme4_7b_s": small / nvme, "nvme4_70b_s": big / nvme}
+    return {
+        "tier7_fp16_gb": small,
+        "tier70_fp16_gb": big,
+        # SATA III: the payload rate in Gbit/s and its 8b/10b line rate
+        "sata_line_gbit_s": sata * 8 * 10 / 8,
+        "sata_payload_gbit_s": sata * 8,
+        "sata_gbs": sata,
+        "sata_7b_s": small / sata,
+        "hdd_mbs": hdd * 1e3,
+        "hdd_7b_s": small / hdd,
+        "hdd_70b_s": big / hdd,
+        "nvme4_lanes": 4,
+        "pcie4_gts": links.PCIE_LANE_GBS[4] * 8 * 130 / 128,
+        "nvme4_gbs": nvme,
+        "nvme4_7b_s": small / nvme,
+        "nvme4_70b_s": big / nvme,
+    }
 
 
 # ---- the doctor's thresholds
@@ -189,13 +232,23 @@ def _loading() -> dict[str, Any]:
 
 def _doctor() -> dict[str, Any]:
     """The thresholds the doctor's load rules fire at (gpulab.machine.rules)."""
-    return {"doctor_low_vram_gib": rules.LOW_FREE_VRAM_BYTES / 2 ** 30,
-            "doctor_low_ram_gib": rules.LOW_FREE_RAM_BYTES / 2 ** 30,
-            "doctor_other_share": rules.OTHER_PROCESSES_MEMORY_SHARE,
-            "doctor_busy_share": rules.BUSY_UTILIZATION_PERCENT / 100}
+    return {
+        "doctor_low_vram_gib": rules.LOW_FREE_VRAM_BYTES / 2**30,
+        "doctor_low_ram_gib": rules.LOW_FREE_RAM_BYTES / 2**30,
+        "doctor_other_share": rules.OTHER_PROCESSES_MEMORY_SHARE,
+        "doctor_busy_share": rules.BUSY_UTILIZATION_PERCENT / 100,
+    }
 
 
 def figures() -> dict[str, Any]:
     """Every figure the chapter page pastes, by name."""
-    return {**_out_of_memory(), **_loader(), **_launch(), **_versions(), **_attention(),
-            **_power_and_timing(), **_loading(), **_doctor()}
+    return {
+        **_out_of_memory(),
+        **_loader(),
+        **_launch(),
+        **_versions(),
+        **_attention(),
+        **_power_and_timing(),
+        **_loading(),
+        **_doctor(),
+    }

@@ -26,14 +26,22 @@ __all__ = ["figures"]
 # Page-specific inputs gpulab's data does not hold, each with its source.
 ARTICLE_BUILD_CNY = 15_000  # seed 000: "总成本约15000元", the tutorial's whole build (claim 66)
 ARTICLE_BUY_HOURS_PER_DAY = 2  # seed 000: "频繁使用（每天>2小时）：本地", its rule for buying
-ARTICLE_PSU_SMALL_W, ARTICLE_PSU_BIG_W = 650, 1000  # seed 000: black screens on 650 W, stable on 1000 W
+ARTICLE_PSU_SMALL_W, ARTICLE_PSU_BIG_W = (
+    650,
+    1000,
+)  # seed 000: black screens on 650 W, stable on 1000 W
 I5_13600KF_TURBO_W = 181  # Intel ARK, Core i5-13600KF: Maximum Turbo Power 181 W
 EXCURSION_US = 100  # PCIe CEM 5.0 and ATX 3.0 (Table 3-3): the spike and the PSU's 200% last 100 us
 PROMPT_TOKENS = 2000  # the prompt of the "a 3B model needs no GPU" check
 # The cards the page's fine-tuning table judges: the article's picks, then the larger ones.
-FT_CARDS = (("a100_40", "A100 40GB SXM", 1), ("a100_80", "A100 80GB SXM", 1),
-            ("h100", "H100 SXM", 1), ("h200", "H200", 1), ("mi300x", "AMD Instinct MI300X", 1),
-            ("two_h100", "H100 SXM", 2))
+FT_CARDS = (
+    ("a100_40", "A100 40GB SXM", 1),
+    ("a100_80", "A100 80GB SXM", 1),
+    ("h100", "H100 SXM", 1),
+    ("h200", "H200", 1),
+    ("mi300x", "AMD Instinct MI300X", 1),
+    ("two_h100", "H100 SXM", 2),
+)
 WEEK_DAYS, WEEK_HOURS_PER_DAY = 7, 24  # claim 77's week of renting, around the clock
 CPU = "Core i9-13900K"  # the desktop CPU of the comparison: dual-channel DDR5-5600
 
@@ -54,6 +62,7 @@ def _gpu(name: str) -> specs.GPUSpec:
 
 
 # ---- what the articles say: the cost claims (93, 94, 77)
+
 
 def _seed_box(power_w: float, hours: float = article.ARTICLE_HOURS_PER_DAY) -> cost.LocalSetup:
     """The tutorial's build at `power_w`, with its electricity price and hours a day."""
@@ -84,7 +93,8 @@ def _cost_claims() -> dict[str, Any]:
         "article_4090_cny_h": article.ARTICLE_4090_CNY_H,
         "a100_year_cny": _rent_year(article.ARTICLE_A100_CNY_H, article.ARTICLE_HOURS_PER_DAY),
         "rent4090_year_cny": _rent_year(article.ARTICLE_4090_CNY_H, article.ARTICLE_HOURS_PER_DAY),
-        "week_hours_per_day": WEEK_HOURS_PER_DAY, "week_days": WEEK_DAYS,
+        "week_hours_per_day": WEEK_HOURS_PER_DAY,
+        "week_days": WEEK_DAYS,
         "rent4090_week_cny": week,
         "article_week_cny": article.ARTICLE_WEEK_CNY,
         "article_week_hours_h": article.ARTICLE_WEEK_CNY / article.ARTICLE_4090_CNY_H,
@@ -92,6 +102,7 @@ def _cost_claims() -> dict[str, Any]:
 
 
 # ---- a workload, not a card: what one card offers a model
+
 
 def _capacity() -> dict[str, Any]:
     """An RTX 3090's memory as marketed, as its driver reports it, and what tensors may use."""
@@ -105,6 +116,7 @@ def _capacity() -> dict[str, Any]:
 
 
 # ---- the four scenarios
+
 
 def _scenarios() -> dict[str, Any]:
     """Personal study, a small company, fine-tuning: the figures of recommend and evaluate."""
@@ -149,7 +161,9 @@ def _scenarios() -> dict[str, Any]:
 def _fine_tuning() -> dict[str, Any]:
     """Full fine-tuning of Llama-3-8B and -70B, bf16 mixed precision with AdamW."""
     ft8 = Workload("Llama-3-8B", "bf16", 2048, 4, task="fine-tuning", activation_checkpointing=True)
-    ft70 = Workload("Llama-3-70B", "bf16", 2048, 4, task="fine-tuning", activation_checkpointing=True)
+    ft70 = Workload(
+        "Llama-3-70B", "bf16", 2048, 4, task="fine-tuning", activation_checkpointing=True
+    )
     one = choose.evaluate(ft8, "H200")
     b = one.breakdown
     picks = [name for _, name, _ in FT_CARDS[:3]]  # seed 003's fine-tuning cards
@@ -175,6 +189,7 @@ def _fine_tuning() -> dict[str, Any]:
 
 # ---- misconceptions, checked
 
+
 @lru_cache(maxsize=1)
 def _s70() -> ModelSpec:
     """Llama-3-70B's architecture."""
@@ -185,8 +200,9 @@ def _offload_4090(fmt: str, ctx: int) -> tuple[int, float]:
     """Layers of Llama-3-70B that fit one RTX 4090, and the decode bound with the rest in RAM."""
     g, cpu = _gpu("RTX 4090"), specs.get_cpu(CPU)
     ngl = memory.gpu_layers_that_fit(_s70(), g.model_memory_bytes, fmt, ctx, "fp16")
-    return ngl, perf.offloaded_tokens_per_s(_s70(), ngl, fmt, g.bandwidth_gbs,
-                                            cpu.memory_bandwidth_gbs, ctx, "fp16")
+    return ngl, perf.offloaded_tokens_per_s(
+        _s70(), ngl, fmt, g.bandwidth_gbs, cpu.memory_bandwidth_gbs, ctx, "fp16"
+    )
 
 
 def _misconceptions() -> dict[str, Any]:
@@ -199,8 +215,9 @@ def _misconceptions() -> dict[str, Any]:
     def decode(bandwidth_gbs: float) -> float:
         return perf.decode_tokens_per_s(s3, "q4_k_m", "fp16", 1, 4096, bandwidth_gbs)
 
-    cpu_tps, gpu_tps, big_tps = (decode(bw) for bw in (cpu.memory_bandwidth_gbs,
-                                                       g4060.bandwidth_gbs, g4090.bandwidth_gbs))
+    cpu_tps, gpu_tps, big_tps = (
+        decode(bw) for bw in (cpu.memory_bandwidth_gbs, g4060.bandwidth_gbs, g4090.bandwidth_gbs)
+    )
     flops = perf.forward_flops(s3, PROMPT_TOKENS, PROMPT_TOKENS)
     prompt_cpu, prompt_gpu = flops / cpu.peak_fp32_flops("turbo"), flops / g4060.peak_flops("bf16")
     team = choose.evaluate(Workload("Qwen2.5-7B", "int4", 4096, 10, prefill_batch=1), "RTX 4090")
@@ -211,35 +228,47 @@ def _misconceptions() -> dict[str, Any]:
         "two_4090_available_gb": _gb(two.memory_available_bytes),
         "llama70_int4_2k_two_4090_fits": _fits(two),
         "llama70_int4_2k_two_4090_layer_tok_s": serving.layer_split_tokens_per_s(
-            s70, bws, "int4", seq_len=2048),
+            s70, bws, "int4", seq_len=2048
+        ),
         "llama70_int4_2k_two_4090_tensor_tok_s": serving.tensor_parallel_tokens_per_s(
-            s70, g4090.bandwidth_gbs, 2, pcie.bytes_per_s, "int4", seq_len=2048),
+            s70, g4090.bandwidth_gbs, 2, pcie.bytes_per_s, "int4", seq_len=2048
+        ),
         "ddr5_5600_gbs": cpu.memory_bandwidth_gbs,
-        "llama3b_cpu_tok_s": cpu_tps, "llama3b_rtx4060ti_tok_s": gpu_tps,
+        "llama3b_cpu_tok_s": cpu_tps,
+        "llama3b_rtx4060ti_tok_s": gpu_tps,
         "llama3b_rtx4090_tok_s": big_tps,
-        "llama3b_rtx4060ti_vs_cpu_x": gpu_tps / cpu_tps, "llama3b_rtx4090_vs_cpu_x": big_tps / cpu_tps,
+        "llama3b_rtx4060ti_vs_cpu_x": gpu_tps / cpu_tps,
+        "llama3b_rtx4090_vs_cpu_x": big_tps / cpu_tps,
         "cpu_check_prompt_tokens": PROMPT_TOKENS,
-        "llama3b_prompt_cpu_s": prompt_cpu, "llama3b_prompt_rtx4060ti_ms": prompt_gpu * 1000,
+        "llama3b_prompt_cpu_s": prompt_cpu,
+        "llama3b_prompt_rtx4060ti_ms": prompt_gpu * 1000,
         "llama3b_prompt_rtx4060ti_vs_cpu_x": prompt_cpu / prompt_gpu,
-        "team_needed_gb": _gb(team.memory_needed_bytes), "team_fits": _fits(team),
+        "team_needed_gb": _gb(team.memory_needed_bytes),
+        "team_fits": _fits(team),
         "team_tok_s_per_user": team.decode_tokens_per_s_per_user,
-        "llama70_q4km_4090_layers": ngl, "llama70_layers": s70.n_layers,
+        "llama70_q4km_4090_layers": ngl,
+        "llama70_layers": s70.n_layers,
         "llama70_q4km_offload_tok_s": offloaded,
         "llama70_q4km_two_4090_tok_s": serving.layer_split_tokens_per_s(
-            s70, bws, "q4_k_m", "fp16", seq_len=4096),
+            s70, bws, "q4_k_m", "fp16", seq_len=4096
+        ),
     }
 
 
 # ---- the buying advice: two 3090s or one 4090, NVLink or PCIe, consumer or datacenter
 
+
 def _pair_vs_one() -> dict[str, Any]:
     """Llama-3-70B on two RTX 3090s (layer split) against one RTX 4090 with the rest in RAM."""
     g3090, g4090 = _gpu("RTX 3090"), _gpu("RTX 4090")
     out: dict[str, Any] = {
-        "rtx3090_memory_gb": g3090.memory_gb, "rtx3090_pair_memory_gb": 2 * g3090.memory_gb,
+        "rtx3090_memory_gb": g3090.memory_gb,
+        "rtx3090_pair_memory_gb": 2 * g3090.memory_gb,
         "rtx3090_pair_reported_gb": _gb(2 * g3090.memory_bytes),
-        "rtx3090_gbs": g3090.bandwidth_gbs, "rtx3090_pair_power_w": 2 * g3090.board_power_w,
-        "rtx4090_memory_gb": g4090.memory_gb, "rtx4090_gbs": g4090.bandwidth_gbs,
+        "rtx3090_gbs": g3090.bandwidth_gbs,
+        "rtx3090_pair_power_w": 2 * g3090.board_power_w,
+        "rtx4090_memory_gb": g4090.memory_gb,
+        "rtx4090_gbs": g4090.bandwidth_gbs,
     }
     split, alone, needed = [], [], []
     for fmt, key in (("int4", "int4"), ("q4_k_m", "q4km")):
@@ -250,7 +279,8 @@ def _pair_vs_one() -> dict[str, Any]:
             out[f"{case}_need_gb"] = _gb(pair.memory_needed_bytes)
             out[f"{case}_two_3090_fits"] = _fits(pair)
             out[f"{case}_two_3090_tok_s"] = serving.layer_split_tokens_per_s(
-                _s70(), [g3090.bandwidth_gbs] * 2, fmt, seq_len=ctx)
+                _s70(), [g3090.bandwidth_gbs] * 2, fmt, seq_len=ctx
+            )
             out[f"{case}_offload_tok_s"] = _offload_4090(fmt, ctx)[1]
             out["two_3090_usable_gb"] = _gb(pair.memory_available_bytes)
             needed.append(_gb(pair.memory_needed_bytes))
@@ -259,9 +289,11 @@ def _pair_vs_one() -> dict[str, Any]:
                 alone.append(out[f"{case}_offload_tok_s"])
     ratios = [s / a for s, a in zip(split, alone, strict=True)]
     return out | {
-        "llama70_pair_min_gb": min(needed), "llama70_pair_max_gb": max(needed),
+        "llama70_pair_min_gb": min(needed),
+        "llama70_pair_max_gb": max(needed),
         "llama70_pair_margin_gb": out["two_3090_usable_gb"] - max(needed),
-        "llama70_pair_fitting_cases": len(split), "llama70_pair_cases": len(needed),
+        "llama70_pair_fitting_cases": len(split),
+        "llama70_pair_cases": len(needed),
         # 0 when no case fits (then the page's "where it fits" has no case to speak of)
         "llama70_pair_vs_one_min_x": min(ratios, default=0.0),
         "llama70_pair_vs_one_max_x": max(ratios, default=0.0),
@@ -278,19 +310,26 @@ def _links() -> dict[str, Any]:
         # the card's PCIe link is PCIe 4.0 x16, whose figure has that name in every chapter
         out["rtx3090_nvlink_gbs" if kind == "nvlink" else "pcie4_x16_gbs"] = link.bytes_per_s / GB
         out[f"llama70_tp2_{kind}_tok_s"] = serving.tensor_parallel_tokens_per_s(
-            _s70(), _gpu("RTX 3090").bandwidth_gbs, 2, link.bytes_per_s, "int4", seq_len=2048)
-        out[f"llama8_allreduce_{kind}_s"] = collectives.allreduce_seconds(grads, 2, link.bytes_per_s)
+            _s70(), _gpu("RTX 3090").bandwidth_gbs, 2, link.bytes_per_s, "int4", seq_len=2048
+        )
+        out[f"llama8_allreduce_{kind}_s"] = collectives.allreduce_seconds(
+            grads, 2, link.bytes_per_s
+        )
     out["llama70_tp_message_kib"] = _s70().hidden_size * 2 / 2**10  # (1, hidden) in bf16
-    out["tp2_nvlink_gain_pct"] = 100 * (out["llama70_tp2_nvlink_tok_s"] / out["llama70_tp2_pcie_tok_s"] - 1)
+    out["tp2_nvlink_gain_pct"] = 100 * (
+        out["llama70_tp2_nvlink_tok_s"] / out["llama70_tp2_pcie_tok_s"] - 1
+    )
     return out
 
 
 def _datacenter() -> dict[str, Any]:
     """HBM cards' bandwidth against the RTX 4090's and the RTX 5090's."""
     g4090, g5090 = _gpu("RTX 4090"), _gpu("RTX 5090")
-    out = {"rtx5090_gbs": g5090.bandwidth_gbs,
-           "a100_80gb_memory_gb": _gpu("A100 80GB SXM").memory_gb,
-           "h200_memory_gb": _gpu("H200").memory_gb}
+    out = {
+        "rtx5090_gbs": g5090.bandwidth_gbs,
+        "a100_80gb_memory_gb": _gpu("A100 80GB SXM").memory_gb,
+        "h200_memory_gb": _gpu("H200").memory_gb,
+    }
     for name, key in (("A100 80GB SXM", "a100"), ("H100 SXM", "h100"), ("H200", "h200")):
         out[f"{key}_vs_4090_bandwidth_x"] = _gpu(name).bandwidth_gbs / g4090.bandwidth_gbs
     out["h100_vs_5090_bandwidth_x"] = _gpu("H100 SXM").bandwidth_gbs / g5090.bandwidth_gbs
@@ -299,37 +338,58 @@ def _datacenter() -> dict[str, Any]:
 
 # ---- the power supply
 
+
 def _power() -> dict[str, Any]:
     """The tutorial's RTX 4090 build against its 650 W and 1000 W supplies (gpulab.power)."""
     build = power.build_for_gpu("RTX 4090", cpu_power_w=I5_13600KF_TURBO_W)
     small = power.check_psu(build, ARTICLE_PSU_SMALL_W)
-    short = [what for what, ok in (("sustained", small.sustained_ok), ("peak", small.peak_ok)) if not ok]
+    short = [
+        what for what, ok in (("sustained", small.sustained_ok), ("peak", small.peak_ok)) if not ok
+    ]
     sizing = power.size_psu(build)
     # the largest common rating that ATX 3.0 holds to the smaller excursion (150%)
-    small_limit = max(w for w in power.COMMON_PSU_W
-                      if power.psu_excursion_factor(w) == power.ATX3_SMALL_PSU_EXCURSION)
+    small_limit = max(
+        w
+        for w in power.COMMON_PSU_W
+        if power.psu_excursion_factor(w) == power.ATX3_SMALL_PSU_EXCURSION
+    )
     return {
-        "cpu_turbo_power_w": I5_13600KF_TURBO_W, "rest_of_system_w": build.rest_w,
-        "psu_sustained_w": build.sustained_w, "psu_peak_w": build.peak_w,
-        "gpu_excursion_x": power.PCIE_CEM5_GPU_EXCURSION, "psu_excursion_x": power.ATX3_PSU_EXCURSION,
+        "cpu_turbo_power_w": I5_13600KF_TURBO_W,
+        "rest_of_system_w": build.rest_w,
+        "psu_sustained_w": build.sustained_w,
+        "psu_peak_w": build.peak_w,
+        "gpu_excursion_x": power.PCIE_CEM5_GPU_EXCURSION,
+        "psu_excursion_x": power.ATX3_PSU_EXCURSION,
         "excursion_us": EXCURSION_US,
         "atx3_small_psu_limit_w": small_limit,
-        "psu_min_for_peak_w": sizing.min_for_peak_w, "psu_recommended_w": sizing.recommended_w,
-        "article_psu_small_w": ARTICLE_PSU_SMALL_W, "article_psu_big_w": ARTICLE_PSU_BIG_W,
-        "article_psu_small_short": {2: "on both counts", 1: f"on the {''.join(short)} load",
-                                    0: "on neither count"}[len(short)],
-        "article_psu_big_ok": "carries both" if power.check_psu(build, ARTICLE_PSU_BIG_W).ok
+        "psu_min_for_peak_w": sizing.min_for_peak_w,
+        "psu_recommended_w": sizing.recommended_w,
+        "article_psu_small_w": ARTICLE_PSU_SMALL_W,
+        "article_psu_big_w": ARTICLE_PSU_BIG_W,
+        "article_psu_small_short": {
+            2: "on both counts",
+            1: f"on the {''.join(short)} load",
+            0: "on neither count",
+        }[len(short)],
+        "article_psu_big_ok": "carries both"
+        if power.check_psu(build, ARTICLE_PSU_BIG_W).ok
         else "does not carry both",
     }
 
 
 # ---- what it costs
 
+
 def _break_even() -> dict[str, Any]:
     """The tutorial's build against renting an A100 or the same RTX 4090."""
     box = _seed_box(article.ARTICLE_POWER_W)
-    a100, r4090 = cost.CloudRate(article.ARTICLE_A100_CNY_H), cost.CloudRate(article.ARTICLE_4090_CNY_H)
-    at_rule = cost.break_even_months(_seed_box(article.ARTICLE_POWER_W, ARTICLE_BUY_HOURS_PER_DAY), r4090)
+    a100, r4090 = (
+        cost.CloudRate(article.ARTICLE_A100_CNY_H),
+        cost.CloudRate(article.ARTICLE_4090_CNY_H),
+    )
+    at_rule = cost.break_even_months(
+        _seed_box(article.ARTICLE_POWER_W, ARTICLE_BUY_HOURS_PER_DAY), r4090
+    )
     # The course's own reading of the same figures: the saving per month (rent less electricity)
     # grows in proportion to the hours a day, so the months to break even fall as 1 / hours, and
     # the hours that pay the build off within its years of use are the one-hour-a-day months
@@ -348,5 +408,14 @@ def _break_even() -> dict[str, Any]:
 
 def figures() -> dict[str, Any]:
     """Every figure the chapter page pastes, by name."""
-    return (_cost_claims() | _capacity() | _scenarios() | _misconceptions() | _pair_vs_one() | _links()
-            | _datacenter() | _power() | _break_even())
+    return (
+        _cost_claims()
+        | _capacity()
+        | _scenarios()
+        | _misconceptions()
+        | _pair_vs_one()
+        | _links()
+        | _datacenter()
+        | _power()
+        | _break_even()
+    )

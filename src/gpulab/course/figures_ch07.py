@@ -53,19 +53,26 @@ def _gb(nbytes: float) -> float:
 
 # ---------------------------------------------------------------- model states (ZeRO)
 
+
 def _per_param() -> dict[str, float]:
     """Bytes per parameter of the recipe's weights, gradients and optimizer states (chapter 2)."""
     spec = models.get(SMALL)
     b = memory.estimate_training(spec, RECIPE, OPTIMIZER, batch=1, seq_len=1)
-    return {part: getattr(b, part) / spec.n_params for part in ("weights", "gradients", "optimizer")}
+    return {
+        part: getattr(b, part) / spec.n_params for part in ("weights", "gradients", "optimizer")
+    }
 
 
 def _zero_states(spec: ModelSpec, stage: int, n: int = N_GPUS) -> float:
     """Bytes of model states one GPU holds under a ZeRO stage (collectives.sharded_bytes_per_rank)."""
     p = _per_param()
     held = collectives.sharded_bytes_per_rank(
-        int(spec.n_params * p["weights"]), int(spec.n_params * p["gradients"]),
-        int(spec.n_params * p["optimizer"]), n, stage)
+        int(spec.n_params * p["weights"]),
+        int(spec.n_params * p["gradients"]),
+        int(spec.n_params * p["optimizer"]),
+        n,
+        stage,
+    )
     return held["total"]
 
 
@@ -75,13 +82,16 @@ def zero_figures() -> dict[str, Any]:
     states = _zero_states(spec, 0)
     h100 = specs.get_gpu("H100 SXM")
     per_card = h100.model_memory_bytes
-    comm = {s.zero_stage: sum(m.bytes_per_rank for m in parallel.communication_per_step(
-        spec, s, N_GPUS, TRAIN_BATCH, SEQ_LEN, RECIPE)) for s in parallel.standard_strategies(N_GPUS)
-        if s.tensor == 1 and s.pipeline == 1}
+    comm = {
+        s.zero_stage: sum(
+            m.bytes_per_rank
+            for m in parallel.communication_per_step(spec, s, N_GPUS, TRAIN_BATCH, SEQ_LEN, RECIPE)
+        )
+        for s in parallel.standard_strategies(N_GPUS)
+        if s.tensor == 1 and s.pipeline == 1
+    }
     return {
         "llama70_params_b": spec.n_params / 1e9,
-
-
         "train_bytes_per_param": sum(p.values()),
         "zero0_gb": _gb(_zero_states(spec, 0)),
         "zero1_gb": _gb(_zero_states(spec, 1)),
@@ -97,13 +107,16 @@ def zero_figures() -> dict[str, Any]:
 
 # ---------------------------------------------------------------- tensor and pipeline parallelism
 
+
 def model_parallel_figures() -> dict[str, Any]:
     """Message sizes of tensor parallelism's all-reduces and of a pipeline stage boundary."""
     spec = models.get(BIG)
-    tp = parallel.communication_per_step(spec, parallel.Strategy("TP", tensor=N_GPUS), N_GPUS,
-                                         TRAIN_BATCH, SEQ_LEN, RECIPE)
-    pp = parallel.communication_per_step(spec, parallel.Strategy("PP", pipeline=N_GPUS), N_GPUS,
-                                         TRAIN_BATCH, SEQ_LEN, RECIPE)
+    tp = parallel.communication_per_step(
+        spec, parallel.Strategy("TP", tensor=N_GPUS), N_GPUS, TRAIN_BATCH, SEQ_LEN, RECIPE
+    )
+    pp = parallel.communication_per_step(
+        spec, parallel.Strategy("PP", pipeline=N_GPUS), N_GPUS, TRAIN_BATCH, SEQ_LEN, RECIPE
+    )
     (allreduce,) = [m for m in tp if m.collective == "all-reduce"]
     (boundary,) = [m for m in pp if m.collective == "send/recv"]
     return {
@@ -118,6 +131,7 @@ def model_parallel_figures() -> dict[str, Any]:
 
 
 # ---------------------------------------------------------------- the all-reduce, two cards
+
 
 def _allreduce_s(nbytes: float, link: links.Link) -> float:
     """Ring all-reduce over two GPUs at the link's peak, seconds."""
@@ -156,11 +170,14 @@ def allreduce_figures() -> dict[str, Any]:
         "tinygrad_gpus": TINYGRAD_ALLREDUCE["gpus"],
         "tinygrad_message_mib": TINYGRAD_ALLREDUCE["message_bytes"] / MIB,
         "tinygrad_busbw_gbs": TINYGRAD_ALLREDUCE["busbw_gbs"],
-        "tinygrad_share_of_pcie4": TINYGRAD_ALLREDUCE["busbw_gbs"] * 1e9 / links.pcie(4, 16).bytes_per_s,
+        "tinygrad_share_of_pcie4": TINYGRAD_ALLREDUCE["busbw_gbs"]
+        * 1e9
+        / links.pcie(4, 16).bytes_per_s,
     }
 
 
 # ---------------------------------------------------------------- links
+
 
 def link_figures() -> dict[str, Any]:
     """PCIe per generation, NVLink per direction, and the network ports between machines."""
@@ -173,20 +190,31 @@ def link_figures() -> dict[str, Any]:
     for key, name in (("rtx3090", "RTX 3090"), ("a100", "A100 80GB SXM"), ("h100", "H100 SXM")):
         out[f"{key}_nvlink_both_gbs"] = specs.get_gpu(name).interconnect["nvlink_gbs"]
         out[f"{key}_nvlink_gbs"] = links.nvlink(name).bytes_per_s / GB
-    for key, name in (("ib_hdr", "InfiniBand HDR"), ("ib_ndr", "InfiniBand NDR"),
-                      ("eth100", "100 Gb Ethernet"), ("eth400", "400 Gb Ethernet")):
+    for key, name in (
+        ("ib_hdr", "InfiniBand HDR"),
+        ("ib_ndr", "InfiniBand NDR"),
+        ("eth100", "100 Gb Ethernet"),
+        ("eth400", "400 Gb Ethernet"),
+    ):
         rate = links.NETWORKS[name].bytes_per_s
         out[f"{key}_gbit_s"] = rate * 8 / 1e9
         out[f"{key}_gbs"] = rate / GB
-    out["h100_nvlink_vs_ndr"] = links.nvlink("H100 SXM").bytes_per_s / links.NETWORKS["InfiniBand NDR"].bytes_per_s
-    geforce = [g.name for g in specs.load_gpus().values()
-               if g.name.startswith(("RTX ", "GTX ")) and " A" not in g.name and "Ada" not in g.name]
-    out["geforce_with_nvlink"] = ", ".join(n for n in geforce
-                                           if specs.get_gpu(n).interconnect.get("nvlink_gbs"))
+    out["h100_nvlink_vs_ndr"] = (
+        links.nvlink("H100 SXM").bytes_per_s / links.NETWORKS["InfiniBand NDR"].bytes_per_s
+    )
+    geforce = [
+        g.name
+        for g in specs.load_gpus().values()
+        if g.name.startswith(("RTX ", "GTX ")) and " A" not in g.name and "Ada" not in g.name
+    ]
+    out["geforce_with_nvlink"] = ", ".join(
+        n for n in geforce if specs.get_gpu(n).interconnect.get("nvlink_gbs")
+    )
     return out
 
 
 # ---------------------------------------------------------------- two consumer cards, a 70B model
+
 
 def _decode_parts(spec: ModelSpec, fmt: str, context: int) -> dict[str, float]:
     """What one decoding step reads, in parts whose sum is perf.decode_bytes_per_step.
@@ -201,8 +229,15 @@ def _decode_parts(spec: ModelSpec, fmt: str, context: int) -> dict[str, float]:
     matrices = quantized * bits_per_weight(fmt) / 8
     head = kept * DTYPE_BYTES["bf16"]
     kv = memory.kv_cache_bytes(spec, context, 1, "bf16")
-    return {"quantized": quantized, "kept": kept, "matrices": matrices, "head": head, "kv": kv,
-            "embedding": total - matrices - head - kv, "total": total}
+    return {
+        "quantized": quantized,
+        "kept": kept,
+        "matrices": matrices,
+        "head": head,
+        "kv": kv,
+        "embedding": total - matrices - head - kv,
+        "total": total,
+    }
 
 
 def _embedding_words(nbytes: float, row_bytes: int) -> str:
@@ -222,12 +257,16 @@ def two_card_figures() -> dict[str, Any]:
     hop_s = collectives.allreduce_seconds(handover, 2, pcie.bytes_per_s)
     per_card = serving.split_inference(spec, 2, "int4", seq_len=CONTEXT).total
     alone = memory.estimate_inference(spec, weights="int4", kv_cache="bf16", seq_len=CONTEXT).total
-    split = serving.layer_split_tokens_per_s(spec, [s3090.bandwidth_gbs] * 2, "int4", seq_len=CONTEXT)
+    split = serving.layer_split_tokens_per_s(
+        spec, [s3090.bandwidth_gbs] * 2, "int4", seq_len=CONTEXT
+    )
     ram = specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
-    on_gpu = memory.gpu_layers_that_fit(spec, s4090.model_memory_bytes, "int4", seq_len=CONTEXT,
-                                        kv_cache="bf16")
-    offloaded = perf.offloaded_tokens_per_s(spec, min(on_gpu, spec.n_layers), "int4",
-                                            s4090.bandwidth_gbs, ram, CONTEXT, "bf16")
+    on_gpu = memory.gpu_layers_that_fit(
+        spec, s4090.model_memory_bytes, "int4", seq_len=CONTEXT, kv_cache="bf16"
+    )
+    offloaded = perf.offloaded_tokens_per_s(
+        spec, min(on_gpu, spec.n_layers), "int4", s4090.bandwidth_gbs, ram, CONTEXT, "bf16"
+    )
     calls = 2 * spec.n_layers
     read_per_card = d["total"] / 2 / (s3090.bandwidth_gbs * 1e9)
     return {
@@ -250,11 +289,13 @@ def two_card_figures() -> dict[str, Any]:
         "llama70_int4_two_3090_tok_s": split,
         "llama70_int4_per_card_gb": _gb(per_card),
         "rtx3090_usable_gb": _gb(s3090.model_memory_bytes),
-        "llama70_int4_two_3090_fit": "hold it" if per_card <= s3090.model_memory_bytes
+        "llama70_int4_two_3090_fit": "hold it"
+        if per_card <= s3090.model_memory_bytes
         else "do not hold it either",
         "llama70_int4_need_gb": _gb(alone),
         "rtx4090_usable_gb": _gb(s4090.model_memory_bytes),
-        "llama70_int4_one_4090_fit": "does not hold it" if alone > s4090.model_memory_bytes
+        "llama70_int4_one_4090_fit": "does not hold it"
+        if alone > s4090.model_memory_bytes
         else "holds it too",
         "llama70_int4_4090_gpu_layers": min(on_gpu, spec.n_layers),
         "ddr5_5600_gbs": ram,
@@ -288,6 +329,7 @@ def moe_figures() -> dict[str, Any]:
 
 # ---------------------------------------------------------------- the instructor guide
 
+
 def guide_figures() -> dict[str, Any]:
     """The pre-flight check's thresholds that the instructor guide quotes (gpulab.rules)."""
     return {
@@ -300,8 +342,15 @@ def guide_figures() -> dict[str, Any]:
 def figures() -> dict[str, Any]:
     """Every figure the chapter page pastes, by name."""
     out: dict[str, Any] = {}
-    for part in (zero_figures, model_parallel_figures, allreduce_figures, link_figures,
-                 two_card_figures, moe_figures, guide_figures):
+    for part in (
+        zero_figures,
+        model_parallel_figures,
+        allreduce_figures,
+        link_figures,
+        two_card_figures,
+        moe_figures,
+        guide_figures,
+    ):
         values = part()
         clash = out.keys() & values.keys()
         if clash:  # one key, one value: a second section may not redefine a figure

@@ -32,9 +32,10 @@ class CheckFailed(AssertionError):
     """
 
     def _render_traceback_(self) -> list[str]:
-        return [f"\x1b[31mCheck failed:\x1b[0m {self}",
-                "(the full traceback: run %tb in the next cell)"]
-
+        return [
+            f"\x1b[31mCheck failed:\x1b[0m {self}",
+            "(the full traceback: run %tb in the next cell)",
+        ]
 
 
 @dataclass
@@ -49,8 +50,10 @@ class CheckResult:
     shown: bool = field(default=False, repr=False, compare=False)
 
     def __repr__(self) -> str:
-        return (f"✓ {self.name}: all {self.cases} cases agree with the spec "
-                f"(largest absolute error {self.max_abs_error:.2e})")
+        return (
+            f"✓ {self.name}: all {self.cases} cases agree with the spec "
+            f"(largest absolute error {self.max_abs_error:.2e})"
+        )
 
     def _ipython_display_(self) -> None:
         """IPython's hook: the cell's last value shows nothing more once check() has shown it."""
@@ -102,12 +105,14 @@ def _as_array(value):
 
 def _describe_args(args: Sequence, kwargs: dict) -> str:
     """A short description of a case: shapes for tensors, values for scalars."""
+
     def one(a):
         shape = getattr(a, "shape", None)
         if shape is not None:
             return f"{type(a).__name__}{tuple(shape)}"
         text = repr(a)
         return text if len(text) <= 40 else text[:37] + "..."
+
     parts = [one(a) for a in args] + [f"{k}={one(v)}" for k, v in kwargs.items()]
     return "(" + ", ".join(parts) + ")"
 
@@ -119,7 +124,11 @@ def _short(value) -> str:
 
 def _num(x) -> str:
     """A number for an error message: plain, 10 significant digits."""
-    return f"{complex(x):.10g}" if isinstance(x, complex) or getattr(x, "imag", 0) else f"{float(x):.10g}"
+    return (
+        f"{complex(x):.10g}"
+        if isinstance(x, complex) or getattr(x, "imag", 0)
+        else f"{float(x):.10g}"
+    )
 
 
 def _compare(got, expected, rtol: float, atol: float) -> tuple[str, float, float]:
@@ -128,8 +137,11 @@ def _compare(got, expected, rtol: float, atol: float) -> tuple[str, float, float
 
     if isinstance(expected, (tuple, list)) and not hasattr(expected, "shape"):
         if not isinstance(got, (tuple, list)) or len(got) != len(expected):
-            return (f"expected a sequence of {len(expected)} outputs, got {type(got).__name__}",
-                    math.inf, math.inf)
+            return (
+                f"expected a sequence of {len(expected)} outputs, got {type(got).__name__}",
+                math.inf,
+                math.inf,
+            )
         worst = ("", 0.0, 0.0)
         for i, (g, e) in enumerate(zip(got, expected, strict=True)):
             detail, score, err = _compare(g, e, rtol, atol)
@@ -151,8 +163,12 @@ def _compare(got, expected, rtol: float, atol: float) -> tuple[str, float, float
         g, e = _as_array(got), _as_array(expected)
     except (TypeError, ValueError):
         what = "None" if got is None else type(got).__name__
-        return (f"got {what}, which cannot be compared with the spec's "
-                f"{type(expected).__name__} {_short(expected)}", math.inf, math.inf)
+        return (
+            f"got {what}, which cannot be compared with the spec's "
+            f"{type(expected).__name__} {_short(expected)}",
+            math.inf,
+            math.inf,
+        )
     if g.shape != e.shape:
         return f"shape {tuple(g.shape)}, expected {tuple(e.shape)}", math.inf, math.inf
     if g.size == 0:
@@ -171,9 +187,12 @@ def _compare(got, expected, rtol: float, atol: float) -> tuple[str, float, float
         return "", 0.0, max_err
     bad = int(np.count_nonzero(diff > allowed))
     where = f" at index {tuple(int(i) for i in idx)}" if g.ndim else ""
-    return (f"{bad} of {g.size} values differ; worst{where}: got {_num(g[idx])}, "
-            f"expected {_num(e[idx])} (abs error {diff[idx]:.3g}, allowed {allowed[idx]:.3g})",
-            float(excess[idx]), max_err)
+    return (
+        f"{bad} of {g.size} values differ; worst{where}: got {_num(g[idx])}, "
+        f"expected {_num(e[idx])} (abs error {diff[idx]:.3g}, allowed {allowed[idx]:.3g})",
+        float(excess[idx]),
+        max_err,
+    )
 
 
 @checked

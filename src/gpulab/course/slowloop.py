@@ -40,8 +40,18 @@ from gpulab.core.validate import (
     checked,
 )
 
-__all__ = ["SyntheticImages", "Task", "augment", "build_model", "class_weights", "loader_options",
-           "recommended_workers", "sampling_order", "sizes", "usable_cpus"]
+__all__ = [
+    "SyntheticImages",
+    "Task",
+    "augment",
+    "build_model",
+    "class_weights",
+    "loader_options",
+    "recommended_workers",
+    "sampling_order",
+    "sizes",
+    "usable_cpus",
+]
 
 # Samples a run may draw: the order is a Python list of them (about 36 bytes each, so ~36 MB),
 # and the lab's longest run draws 60 x 128 = 7,680; 2**63 steps would fill any machine.
@@ -55,11 +65,17 @@ TEMPLATE_BLUR = 4  # blur rounds that make the class templates smooth
 class Task:
     """The training problem; the same for every loop, so their losses can be compared."""
 
-    batch: PositiveInt = 128  # samples per optimizer step (the effective batch, whatever the micro-batch)
+    batch: PositiveInt = (
+        128  # samples per optimizer step (the effective batch, whatever the micro-batch)
+    )
     image_size: Annotated[int, Between(1, 1024)] = 16  # side of the square one-channel input images
-    classes: Annotated[int, Between(2, 10_000)] = 10  # labels; their frequencies are skewed, hence the class weights
+    classes: Annotated[int, Between(2, 10_000)] = (
+        10  # labels; their frequencies are skewed, hence the class weights
+    )
     hidden: PositiveInt = 512  # width of the MLP's two hidden layers
-    dataset_size: PositiveInt = 50_000  # samples in the dataset; class weights count all their labels
+    dataset_size: PositiveInt = (
+        50_000  # samples in the dataset; class weights count all their labels
+    )
     transform_passes: NonNegativeInt = 12  # blur rounds of the augmentation: its cost per sample
     noise: PositiveFloat = 3.0  # standard deviation of the noise around each class's template image
     lr: PositiveFloat = 0.05  # SGD learning rate (momentum 0.9)
@@ -158,7 +174,9 @@ def sampling_order(task: Task, steps: PositiveInt, seed: NonNegativeInt = 0) -> 
     if needed > MAX_SAMPLES:  # the order is built in memory: refuse before building it
         raise GpulabConfigError(
             f"steps={steps} x batch={task.batch} is {needed:.3g} samples; at most "
-            f"{MAX_SAMPLES:,} (steps <= {MAX_SAMPLES // task.batch:,} at this batch)", "steps")
+            f"{MAX_SAMPLES:,} (steps <= {MAX_SAMPLES // task.batch:,} at this batch)",
+            "steps",
+        )
     rng = np.random.default_rng((seed, 1))
     epochs = -(-needed // task.dataset_size)  # a long run goes over the data more than once
     order = np.concatenate([rng.permutation(task.dataset_size) for _ in range(epochs)])
@@ -187,9 +205,12 @@ def build_model(task: Task, seed: int = 0):
     with torch.random.fork_rng(devices=[]):  # the caller's random state is left as it was
         torch.manual_seed(seed)
         return torch.nn.Sequential(
-            torch.nn.Linear(task.image_size**2, task.hidden), torch.nn.ReLU(),
-            torch.nn.Linear(task.hidden, task.hidden), torch.nn.ReLU(),
-            torch.nn.Linear(task.hidden, task.classes))
+            torch.nn.Linear(task.image_size**2, task.hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(task.hidden, task.hidden),
+            torch.nn.ReLU(),
+            torch.nn.Linear(task.hidden, task.classes),
+        )
 
 
 def _mp_context() -> str | None:
@@ -212,8 +233,12 @@ def loader_options(workers: int) -> dict[str, Any]:
     """
     if not workers:
         return {"num_workers": 0}
-    return {"num_workers": workers, "timeout": LOADER_TIMEOUT_S, "persistent_workers": False,
-            "multiprocessing_context": _mp_context()}
+    return {
+        "num_workers": workers,
+        "timeout": LOADER_TIMEOUT_S,
+        "persistent_workers": False,
+        "multiprocessing_context": _mp_context(),
+    }
 
 
 # ---------------------------------------------------------------- the machine

@@ -19,8 +19,14 @@ from gpulab.bench import timing
 from gpulab.course import labs
 from gpulab.course.slowloop import Task
 
-__all__ = ["GPU_SPEEDUP_GOAL", "HOST_SYNC_METHODS", "LoopGrade", "allowed_syncs", "grade_loop",
-           "tolerance_for"]
+__all__ = [
+    "GPU_SPEEDUP_GOAL",
+    "HOST_SYNC_METHODS",
+    "LoopGrade",
+    "allowed_syncs",
+    "grade_loop",
+    "tolerance_for",
+]
 
 GPU_SPEEDUP_GOAL = 2.0  # on a CUDA GPU the fixed loop must be at least this much faster
 
@@ -45,8 +51,16 @@ def tolerance_for(precision: str) -> dict[str, float]:
 # ---------------------------------------------------------------- grading a loop the learner wrote
 
 # Tensor methods that copy a value to the host, so the host waits for the device to finish.
-HOST_SYNC_METHODS = ("item", "cpu", "tolist", "numpy", "__float__", "__int__", "__bool__",
-                     "__index__")
+HOST_SYNC_METHODS = (
+    "item",
+    "cpu",
+    "tolist",
+    "numpy",
+    "__float__",
+    "__int__",
+    "__bool__",
+    "__index__",
+)
 
 
 def allowed_syncs(steps: int) -> int:
@@ -128,13 +142,22 @@ class LoopGrade:
         """The checks as a Table, with the times below them."""
         from gpulab.ui.tables import Table
 
-        rows = [{"check": c["check"], "result": "passed" if c["passed"] else "FAILED",
-                 "detail": c["detail"]} for c in self.checks]
-        return Table(rows, ["check", "result", "detail"],
-                     title=f"grading `{self.name}` on {self.device}: "
-                           f"{self.seconds:.3g} s against the original's "
-                           f"{self.reference_seconds:.3g} s ({self.speedup:.2f}x, one warm run "
-                           "each, measured here)")
+        rows = [
+            {
+                "check": c["check"],
+                "result": "passed" if c["passed"] else "FAILED",
+                "detail": c["detail"],
+            }
+            for c in self.checks
+        ]
+        return Table(
+            rows,
+            ["check", "result", "detail"],
+            title=f"grading `{self.name}` on {self.device}: "
+            f"{self.seconds:.3g} s against the original's "
+            f"{self.reference_seconds:.3g} s ({self.speedup:.2f}x, one warm run "
+            "each, measured here)",
+        )
 
     def _repr_html_(self) -> str:
         return self.table()._repr_html_()
@@ -155,8 +178,14 @@ def _as_losses(out) -> tuple[float, ...] | None:
         return None
 
 
-def grade_loop(loop, task: Task | None = None, steps: int = 8, device: Any = "cpu",
-               seed: int = 0, reference=None) -> LoopGrade:
+def grade_loop(
+    loop,
+    task: Task | None = None,
+    steps: int = 8,
+    device: Any = "cpu",
+    seed: int = 0,
+    reference=None,
+) -> LoopGrade:
     """Run a learner's training loop and the original on the same LoopRun, and check the fix.
 
     Checks, by running it (never by reading its source): it returns one loss per step; it
@@ -184,8 +213,9 @@ def grade_loop(loop, task: Task | None = None, steps: int = 8, device: Any = "cp
     run = training_loops.prepare(task, steps, device, seed)
     training_loops.warm_up(run)  # on a copy of the model, before the counting hooks exist
     rows, opt_steps = [0], [0]  # samples the model saw, optimizer steps taken
-    run.model.register_forward_pre_hook(lambda _m, inputs: rows.__setitem__(
-        0, rows[0] + int(inputs[0].shape[0])))
+    run.model.register_forward_pre_hook(
+        lambda _m, inputs: rows.__setitem__(0, rows[0] + int(inputs[0].shape[0]))
+    )
     run.optimizer.register_step_post_hook(lambda *_: opt_steps.__setitem__(0, opt_steps[0] + 1))
     counter = _host_sync_counter()
     timing.synchronize(device)
@@ -199,7 +229,9 @@ def grade_loop(loop, task: Task | None = None, steps: int = 8, device: Any = "cp
             with counter:
                 out = loop(run)
         except NotImplementedError as exc:
-            raise labs.CheckFailed(f"`{name}` is not written yet: {exc or labs.DEFAULT_HINT}") from None
+            raise labs.CheckFailed(
+                f"`{name}` is not written yet: {exc or labs.DEFAULT_HINT}"
+            ) from None
         finally:
             if cuda:
                 torch.cuda.set_sync_debug_mode(0)
@@ -213,44 +245,87 @@ def grade_loop(loop, task: Task | None = None, steps: int = 8, device: Any = "cp
         checks.append({"check": label, "passed": bool(passed), "detail": detail})
 
     if losses is None:
-        check("one loss per step", False, f"it returned {type(out).__name__}; return the list "
-              "of every step's loss (floats, or a tensor of them)")
+        check(
+            "one loss per step",
+            False,
+            f"it returned {type(out).__name__}; return the list "
+            "of every step's loss (floats, or a tensor of them)",
+        )
         losses = ()
     else:
-        check("one loss per step", len(losses) == steps,
-              f"{len(losses)} losses for the run's {steps} steps"
-              + ("" if len(losses) == steps else ": loop over run.steps, one loss per step"))
-    check("optimizer steps", opt_steps[0] == steps,
-          f"{opt_steps[0]} optimizer steps, the run has {steps}"
-          + ("" if opt_steps[0] == steps else ": one optimizer.step() per step, no more, no fewer"))
+        check(
+            "one loss per step",
+            len(losses) == steps,
+            f"{len(losses)} losses for the run's {steps} steps"
+            + ("" if len(losses) == steps else ": loop over run.steps, one loss per step"),
+        )
+    check(
+        "optimizer steps",
+        opt_steps[0] == steps,
+        f"{opt_steps[0]} optimizer steps, the run has {steps}"
+        + ("" if opt_steps[0] == steps else ": one optimizer.step() per step, no more, no fewer"),
+    )
     want_rows = steps * task.batch
-    check("work per step", rows[0] == want_rows,
-          f"the model saw {rows[0]:,} samples, steps x Task.batch = {want_rows:,}"
-          + ("" if rows[0] == want_rows else ": every step must train on its whole batch, once"))
+    check(
+        "work per step",
+        rows[0] == want_rows,
+        f"the model saw {rows[0]:,} samples, steps x Task.batch = {want_rows:,}"
+        + ("" if rows[0] == want_rows else ": every step must train on its whole batch, once"),
+    )
     tolerance = tolerance_for(fast_precision(device))
     if len(losses) == len(ref_losses):
         diff = np.abs(np.asarray(losses) - np.asarray(ref_losses))
         allowed = tolerance["atol"] + tolerance["rtol"] * np.abs(np.asarray(ref_losses))
         worst = int(np.argmax(diff / allowed))
         same = bool(np.all(diff <= allowed))
-        check("same training", same,
-              f"largest difference from the original's losses {diff.max():.1e}"
-              + ("" if same else f", at step {worst + 1} ({losses[worst]:.5f} against "
-                 f"{ref_losses[worst]:.5f}, allowed {allowed[worst]:.1e}): the fix changed the "
-                 "training (a learning rate, the data order, the batch or the loss's scaling)"))
+        check(
+            "same training",
+            same,
+            f"largest difference from the original's losses {diff.max():.1e}"
+            + (
+                ""
+                if same
+                else f", at step {worst + 1} ({losses[worst]:.5f} against "
+                f"{ref_losses[worst]:.5f}, allowed {allowed[worst]:.1e}): the fix changed the "
+                "training (a learning rate, the data order, the batch or the loss's scaling)"
+            ),
+        )
     else:
-        check("same training", False, "cannot compare: the number of losses differs from the "
-              "original's")
+        check(
+            "same training",
+            False,
+            "cannot compare: the number of losses differs from the original's",
+        )
     explicit = sum(counter.calls.values())
     syncs = explicit + implicit
     limit = allowed_syncs(steps)
-    calls = ", ".join(f".{k}() x{v}" if not k.startswith("__") else f"{k} x{v}"
-                      for k, v in sorted(counter.calls.items())) or "none"
-    check("no host sync per step", syncs <= limit,
-          f"{syncs} host synchronisation(s) in {steps} steps ({calls}"
-          + (f"; {implicit} implicit, from CUDA's sync debug mode" if cuda else "")
-          + f"), at most {limit} allowed"
-          + ("" if syncs <= limit else ": the host waits for the device each time; keep the "
-             "losses on the device and read them in one copy at the end"))
-    return LoopGrade(name, checks, tuple(losses), tuple(ref_losses), seconds, ref_seconds,
-                     dict(counter.calls), str(device))
+    calls = (
+        ", ".join(
+            f".{k}() x{v}" if not k.startswith("__") else f"{k} x{v}"
+            for k, v in sorted(counter.calls.items())
+        )
+        or "none"
+    )
+    check(
+        "no host sync per step",
+        syncs <= limit,
+        f"{syncs} host synchronisation(s) in {steps} steps ({calls}"
+        + (f"; {implicit} implicit, from CUDA's sync debug mode" if cuda else "")
+        + f"), at most {limit} allowed"
+        + (
+            ""
+            if syncs <= limit
+            else ": the host waits for the device each time; keep the "
+            "losses on the device and read them in one copy at the end"
+        ),
+    )
+    return LoopGrade(
+        name,
+        checks,
+        tuple(losses),
+        tuple(ref_losses),
+        seconds,
+        ref_seconds,
+        dict(counter.calls),
+        str(device),
+    )

@@ -40,28 +40,49 @@ def _report(prof, seconds: float, device: str, on_cuda: bool, top: int) -> Profi
     """The phases and top operators of a finished profile of a run that took `seconds`."""
     events = prof.key_averages()
     wall_us = seconds * 1e6
-    phases = [{"phase": e.key.removeprefix("loop: "), "calls": e.count,
-               "seconds": e.cpu_time_total / 1e6, "share": e.cpu_time_total / wall_us}
-              for e in events if e.key.startswith("loop: ")]
+    phases = [
+        {
+            "phase": e.key.removeprefix("loop: "),
+            "calls": e.count,
+            "seconds": e.cpu_time_total / 1e6,
+            "share": e.cpu_time_total / wall_us,
+        }
+        for e in events
+        if e.key.startswith("loop: ")
+    ]
     phases.sort(key=lambda p: -p["seconds"])
 
     def self_time(e) -> float:
         # on a GPU the kernels' own time; on a CPU the time inside the op minus its children
         return e.self_device_time_total if on_cuda else e.self_cpu_time_total
 
-    ops = [e for e in events if not e.key.startswith(("loop: ", "ProfilerStep"))
-           and self_time(e) > 0]
+    ops = [
+        e for e in events if not e.key.startswith(("loop: ", "ProfilerStep")) and self_time(e) > 0
+    ]
     ops.sort(key=lambda e: -self_time(e))
-    op_rows = [{"op": _short(e.key), "calls": e.count, "seconds": self_time(e) / 1e6,
-                "share": self_time(e) / wall_us} for e in ops[:top]]
+    op_rows = [
+        {
+            "op": _short(e.key),
+            "calls": e.count,
+            "seconds": self_time(e) / 1e6,
+            "share": self_time(e) / wall_us,
+        }
+        for e in ops[:top]
+    ]
     busy = sum(self_time(e) for e in ops) / wall_us if on_cuda else None
     return ProfileReport(phases, op_rows, seconds, device, busy)
 
 
 @checked
-def profile_training_loop(loop, task: Task, steps: PositiveInt, device: Any = "cpu",
-                          seed: NonNegativeInt = 0, top: PositiveInt = 8,
-                          workers: NonNegativeInt | None = None) -> ProfileReport:
+def profile_training_loop(
+    loop,
+    task: Task,
+    steps: PositiveInt,
+    device: Any = "cpu",
+    seed: NonNegativeInt = 0,
+    top: PositiveInt = 8,
+    workers: NonNegativeInt | None = None,
+) -> ProfileReport:
     """Run a training loop of gpulab.training_loops's form under torch.profiler, its
     `run.part(...)` labels on; return its phases' shares and its top operators."""
     import time
@@ -116,9 +137,16 @@ class TimedLoop:
 
 
 @checked
-def measure_loops(loops: dict, task: Task, steps: PositiveInt, device: Any = "cpu",
-                  repeats: PositiveInt = 3, seed: NonNegativeInt = 0,
-                  progress: bool = True, workers: dict | None = None) -> dict[str, TimedLoop]:
+def measure_loops(
+    loops: dict,
+    task: Task,
+    steps: PositiveInt,
+    device: Any = "cpu",
+    repeats: PositiveInt = 3,
+    seed: NonNegativeInt = 0,
+    progress: bool = True,
+    workers: dict | None = None,
+) -> dict[str, TimedLoop]:
     """Time training loops (label -> loop function) `repeats` times each, interleaved.
 
     `workers` (label -> count) sets a loop's loader processes; the machine's rule otherwise.
@@ -130,8 +158,7 @@ def measure_loops(loops: dict, task: Task, steps: PositiveInt, device: Any = "cp
     found: dict[str, TimedLoop] = {}
     order = [label for _ in range(repeats) for label in loops]
     for label in progress_bar(order, "training loops", progress):
-        run = training_loops.prepare(task, steps, device, seed,
-                                     workers=(workers or {}).get(label))
+        run = training_loops.prepare(task, steps, device, seed, workers=(workers or {}).get(label))
         out, seconds = training_loops.run_timed(loops[label], run)
         if label not in found:
             found[label] = TimedLoop(label, tuple(float(v) for v in out), [], steps * task.batch)
@@ -142,4 +169,4 @@ def measure_loops(loops: dict, task: Task, steps: PositiveInt, device: Any = "cp
 
 def _short(name: str, width: int = 64) -> str:
     """An operator or kernel name cut to `width` characters (CUDA kernels' names are long)."""
-    return name if len(name) <= width else name[:width - 3] + "..."
+    return name if len(name) <= width else name[: width - 3] + "..."

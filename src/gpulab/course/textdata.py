@@ -28,8 +28,16 @@ from gpulab.core.validate import (
     require_positive_ints,
 )
 
-__all__ = ["HELD_OUT", "CharTokenizer", "batches", "corpus_source", "eval_loss", "load_corpus",
-           "split_ids", "train_tiny_lm"]
+__all__ = [
+    "HELD_OUT",
+    "CharTokenizer",
+    "batches",
+    "corpus_source",
+    "eval_loss",
+    "load_corpus",
+    "split_ids",
+    "train_tiny_lm",
+]
 
 HELD_OUT = 0.1  # the last 10% of the text is kept for eval_loss, never trained on
 _PACKAGED = "data/corpus.txt"  # book/*.md concatenated, for installs without the repository
@@ -86,8 +94,10 @@ class CharTokenizer:
         try:
             return torch.tensor([self.stoi[c] for c in text], dtype=torch.long)
         except KeyError as exc:
-            raise GpulabConfigError(f"character {exc.args[0]!r} is not in the tokenizer's "
-                                    f"vocabulary of {self.vocab_size} characters") from None
+            raise GpulabConfigError(
+                f"character {exc.args[0]!r} is not in the tokenizer's "
+                f"vocabulary of {self.vocab_size} characters"
+            ) from None
 
     def decode(self, ids: Any) -> str:
         """The text of a sequence (list or 1-D tensor) of token ids."""
@@ -105,13 +115,16 @@ def split_ids(ids: Any, held_out: float = HELD_OUT) -> tuple[Any, Any]:
 
 
 @checked
-def batches(ids: Any, batch: PositiveInt, seq_len: PositiveInt, generator: Any = None) -> tuple[Any, Any]:
+def batches(
+    ids: Any, batch: PositiveInt, seq_len: PositiveInt, generator: Any = None
+) -> tuple[Any, Any]:
     """Random windows: inputs x (batch, seq_len) and targets y, the same windows shifted by one."""
     import torch
 
     if len(ids) < seq_len + 1:
-        raise GpulabConfigError(f"seq_len={seq_len} needs at least {seq_len + 1} tokens; "
-                                f"the text has {len(ids)}")
+        raise GpulabConfigError(
+            f"seq_len={seq_len} needs at least {seq_len + 1} tokens; the text has {len(ids)}"
+        )
     starts = torch.randint(0, len(ids) - seq_len, (batch,), generator=generator)
     offsets = torch.arange(seq_len + 1)
     windows = ids[starts[:, None] + offsets]  # (batch, seq_len + 1)
@@ -126,8 +139,16 @@ def _loss(model, x, y):
 
 
 @checked
-def train_tiny_lm(config: dict, text: str, steps: PositiveInt = 200, batch: PositiveInt = 16, seq_len: PositiveInt = 64,
-                  lr: PositiveFloat = 3e-3, device: Any = "cpu", seed: int = 0) -> tuple[Any, list[float]]:
+def train_tiny_lm(
+    config: dict,
+    text: str,
+    steps: PositiveInt = 200,
+    batch: PositiveInt = 16,
+    seq_len: PositiveInt = 64,
+    lr: PositiveFloat = 3e-3,
+    device: Any = "cpu",
+    seed: int = 0,
+) -> tuple[Any, list[float]]:
     """Train a causal LM built from `config` on the first 90% of `text`; return (model, losses).
 
     One token per character (`CharTokenizer(text)`, whose vocabulary size replaces the config's
@@ -164,8 +185,14 @@ def train_tiny_lm(config: dict, text: str, steps: PositiveInt = 200, batch: Posi
 
 
 @checked
-def eval_loss(model: Any, ids: Sequence[int] | Any, batch: int = 16, seq_len: int = 64,
-              n_batches: PositiveInt = 8, seed: int = 1) -> float:
+def eval_loss(
+    model: Any,
+    ids: Sequence[int] | Any,
+    batch: int = 16,
+    seq_len: int = 64,
+    n_batches: PositiveInt = 8,
+    seed: int = 1,
+) -> float:
     """Mean cross-entropy (nats per token) on `n_batches` random windows of `ids`, fixed by `seed`."""
     import torch
 

@@ -60,8 +60,11 @@ class LoopRun:
     @contextlib.contextmanager
     def part(self, name: str):
         """A labelled part of the loop: its host time is added up, and the profiler shows it."""
-        label = (torch.profiler.record_function(f"loop: {name}") if self.profiling
-                 else contextlib.nullcontext())
+        label = (
+            torch.profiler.record_function(f"loop: {name}")
+            if self.profiling
+            else contextlib.nullcontext()
+        )
         start = time.perf_counter()
         with label:
             yield
@@ -69,8 +72,14 @@ class LoopRun:
 
 
 @checked
-def prepare(task: Task, steps: PositiveInt, device: Any = "cpu", seed: NonNegativeInt = 0,
-            profiling: bool = False, workers: NonNegativeInt | None = None) -> LoopRun:
+def prepare(
+    task: Task,
+    steps: PositiveInt,
+    device: Any = "cpu",
+    seed: NonNegativeInt = 0,
+    profiling: bool = False,
+    workers: NonNegativeInt | None = None,
+) -> LoopRun:
     """A fresh LoopRun: the same data, order and initial weights for every loop given this seed.
 
     `workers` overrides the loader processes the machine is judged to spare (chapter 5
@@ -80,8 +89,17 @@ def prepare(task: Task, steps: PositiveInt, device: Any = "cpu", seed: NonNegati
     model = build_model(task, seed).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=task.lr, momentum=0.9)
     spare = recommended_workers(device) if workers is None else workers
-    return LoopRun(task, steps, device, SyntheticImages(task, seed), sampling_order(task, steps, seed),
-                   model, optimizer, spare, profiling)
+    return LoopRun(
+        task,
+        steps,
+        device,
+        SyntheticImages(task, seed),
+        sampling_order(task, steps, seed),
+        model,
+        optimizer,
+        spare,
+        profiling,
+    )
 
 
 def slow_training_loop(run: LoopRun) -> list[float]:
@@ -92,8 +110,7 @@ def slow_training_loop(run: LoopRun) -> list[float]:
     # accumulation
     micro_batch = 4
     # the dataset augments each sample here, in the training process
-    loader = DataLoader(run.dataset, batch_size=micro_batch,
-                        sampler=run.order)
+    loader = DataLoader(run.dataset, batch_size=micro_batch, sampler=run.order)
     batches = iter(loader)
     losses = []
     for _ in range(run.steps):
@@ -112,8 +129,7 @@ def slow_training_loop(run: LoopRun) -> list[float]:
                 logits = run.model(x)  # (micro_batch, classes)
                 # a sum over samples / the step's batch: the micro-batches
                 # add up to the batch
-                loss = F.cross_entropy(logits, y, weight=weights,
-                                       reduction="sum") / task.batch
+                loss = F.cross_entropy(logits, y, weight=weights, reduction="sum") / task.batch
                 loss.backward()
             with part("read the loss (.item)"):
                 # the host waits here until the device has finished
@@ -134,10 +150,13 @@ def fixed_training_loop(run: LoopRun) -> list[float]:
         weights = torch.tensor(counts, device=device)
     # whole batches, augmented by the worker processes the machine can
     # spare while it trains
-    loader = DataLoader(run.dataset, batch_size=task.batch,
-                        sampler=run.order,
-                        pin_memory=device.type == "cuda",
-                        **loader_options(run.workers))
+    loader = DataLoader(
+        run.dataset,
+        batch_size=task.batch,
+        sampler=run.order,
+        pin_memory=device.type == "cuda",
+        **loader_options(run.workers),
+    )
     # autocast where the device has fast 16-bit units
     precision = fast_precision(device)
     # fp16 only: scales the loss so small gradients survive
@@ -154,8 +173,7 @@ def fixed_training_loop(run: LoopRun) -> list[float]:
         with part("forward + backward"):
             with autocast(device, precision):
                 logits = run.model(x)  # (batch, classes)
-            loss = F.cross_entropy(logits.float(), y, weight=weights,
-                                   reduction="sum") / task.batch
+            loss = F.cross_entropy(logits.float(), y, weight=weights, reduction="sum") / task.batch
             (scaler.scale(loss) if scaler else loss).backward()
         with part("optimizer step"):
             if scaler:

@@ -16,19 +16,26 @@ from gpulab.core.validate import OneOf, PositiveInt, checked
 from gpulab.reference.formats import ACTIVATION_BYTES, ActivationDtype
 from gpulab.reference.modelspec import ModelSpec
 
-__all__ = ["OPTIMIZERS", "inference_activation_bytes", "loss_head_bytes", "optimizer_step_bytes",
-           "training_activation_bytes"]
+__all__ = [
+    "OPTIMIZERS",
+    "inference_activation_bytes",
+    "loss_head_bytes",
+    "optimizer_step_bytes",
+    "training_activation_bytes",
+]
 
 Logits = Annotated[str, OneOf(("last", "all"), "logits choice")]
 
 Attention = Annotated[str, OneOf(("sdpa", "eager"), "attention implementation")]
-OptimizerImpl = Annotated[str, OneOf(("auto", "for-loop", "foreach", "fused"), "optimizer implementation")]
+OptimizerImpl = Annotated[
+    str, OneOf(("auto", "for-loop", "foreach", "fused"), "optimizer implementation")
+]
 
 
 # Optimizer state bytes per parameter from the state precision (a formula: not in gpulab.formats).
 OPTIMIZERS: dict[str, Callable[[int], float]] = {
-    "adamw": lambda state_bytes: 2 * state_bytes,      # exp_avg and exp_avg_sq
-    "sgd-momentum": lambda state_bytes: state_bytes,   # momentum buffer
+    "adamw": lambda state_bytes: 2 * state_bytes,  # exp_avg and exp_avg_sq
+    "sgd-momentum": lambda state_bytes: state_bytes,  # momentum buffer
     "sgd": lambda state_bytes: 0,
     # bitsandbytes 8-bit AdamW: two uint8 states + one fp32 absmax per block of 2048 values
     # (Dettmers et al., 8-bit Optimizers via Block-wise Quantization, 2022)
@@ -46,9 +53,15 @@ def _ffn_width(spec: ModelSpec) -> int:
 
 
 @checked
-def inference_activation_bytes(spec: ModelSpec, batch: PositiveInt, seq_len: PositiveInt,
-                               dtype: ActivationDtype = "bf16", logits: Logits = "last",
-                               attention: Attention = "sdpa", fused_mlp: bool = False) -> int:
+def inference_activation_bytes(
+    spec: ModelSpec,
+    batch: PositiveInt,
+    seq_len: PositiveInt,
+    dtype: ActivationDtype = "bf16",
+    logits: Logits = "last",
+    attention: Attention = "sdpa",
+    fused_mlp: bool = False,
+) -> int:
     """Transient activations of one forward pass over batch x seq_len tokens (the prefill).
 
     The widest of three moments, per token in `dtype` (h hidden, f MLP width, kv = kv_heads x
@@ -68,8 +81,11 @@ def inference_activation_bytes(spec: ModelSpec, batch: PositiveInt, seq_len: Pos
     """
     a, h, tokens = ACTIVATION_BYTES[dtype], spec.hidden_size, batch * seq_len
     kv_width = spec.n_kv_heads * spec.head_dim
-    mlp = 4 * _ffn_width(spec) + spec.experts_per_token * h if spec.is_moe else \
-        ((4 if fused_mlp else 3) if spec.gated_mlp else 2) * spec.intermediate_size
+    mlp = (
+        4 * _ffn_width(spec) + spec.experts_per_token * h
+        if spec.is_moe
+        else ((4 if fused_mlp else 3) if spec.gated_mlp else 2) * spec.intermediate_size
+    )
     residual = 4 * h if spec.n_layers > 1 else 3 * h  # layer 0's input is the embeddings
     mlp_phase = tokens * (residual + mlp) * a
     attn_phase = tokens * (7 * h + 2 * kv_width) * a
@@ -85,9 +101,14 @@ def inference_activation_bytes(spec: ModelSpec, batch: PositiveInt, seq_len: Pos
 
 
 @checked
-def training_activation_bytes(spec: ModelSpec, batch: PositiveInt, seq_len: PositiveInt,
-                              dtype: ActivationDtype = "bf16", activation_checkpointing: bool = False,
-                              attention: Attention = "sdpa") -> int:
+def training_activation_bytes(
+    spec: ModelSpec,
+    batch: PositiveInt,
+    seq_len: PositiveInt,
+    dtype: ActivationDtype = "bf16",
+    activation_checkpointing: bool = False,
+    attention: Attention = "sdpa",
+) -> int:
     """Activations kept for the backward pass of a decoder (Llama-style layer).
 
     Per layer and token, in the compute dtype: two RMSNorms' inputs, normalised values and
@@ -107,7 +128,9 @@ def training_activation_bytes(spec: ModelSpec, batch: PositiveInt, seq_len: Posi
     ffn = (4 if spec.gated_mlp else 2) * _ffn_width(spec)
     moe = 2 * spec.experts_per_token * h + 2 * spec.n_routed_experts if spec.is_moe else 0
     norm = 3 * a if a == 4 else 4 + 2 * a  # bytes per h of one RMSNorm
-    per_layer = tokens * (2 * norm * h + (3 * h + 2 * spec.n_kv_heads * spec.head_dim + ffn + moe) * a)
+    per_layer = tokens * (
+        2 * norm * h + (3 * h + 2 * spec.n_kv_heads * spec.head_dim + ffn + moe) * a
+    )
     once = 2 * seq_len * spec.head_dim * a + loss_head_bytes(spec, tokens, dtype)
     if attention == "eager":
         per_layer += batch * spec.n_heads * seq_len * seq_len * (4 if a == 4 else 4 + a)
@@ -128,9 +151,13 @@ def loss_head_bytes(spec: ModelSpec, tokens: PositiveInt, dtype: ActivationDtype
 
 
 @checked
-def optimizer_step_bytes(spec: ModelSpec, optimizer: Optimizer = "adamw",
-                         optimizer_impl: OptimizerImpl = "auto", device: str = "cuda",
-                         state_bytes: PositiveInt = 4) -> int:
+def optimizer_step_bytes(
+    spec: ModelSpec,
+    optimizer: Optimizer = "adamw",
+    optimizer_impl: OptimizerImpl = "auto",
+    device: str = "cuda",
+    state_bytes: PositiveInt = 4,
+) -> int:
     """Temporaries of one optimizer step, beyond the weights, gradients and states.
 
     PyTorch's AdamW makes sqrt(exp_avg_sq) / bias_correction anew: "foreach" (default on CUDA,

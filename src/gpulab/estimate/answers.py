@@ -75,14 +75,23 @@ class FitAnswer:
 
     def as_dict(self) -> dict[str, Any]:
         """The answer as plain data (bytes and tokens), for JSON."""
-        return {"model": self.model, "weights": self.weights, "kv_cache": self.kv_cache,
-                "context": self.context, "users": self.users, "gpu": self.gpu,
-                "memory_bytes": self.memory_bytes, "capacity_bytes": self.capacity_bytes,
-                "breakdown_bytes": self.breakdown.as_dict(), "fits": self.fits,
-                "headroom_bytes": self.headroom_bytes, "largest_context": self.largest_context,
-                "largest_users": self.largest_users,
-                "max_position_embeddings": self.max_position_embeddings,
-                "context_beyond_model": self.context_beyond_model}
+        return {
+            "model": self.model,
+            "weights": self.weights,
+            "kv_cache": self.kv_cache,
+            "context": self.context,
+            "users": self.users,
+            "gpu": self.gpu,
+            "memory_bytes": self.memory_bytes,
+            "capacity_bytes": self.capacity_bytes,
+            "breakdown_bytes": self.breakdown.as_dict(),
+            "fits": self.fits,
+            "headroom_bytes": self.headroom_bytes,
+            "largest_context": self.largest_context,
+            "largest_users": self.largest_users,
+            "max_position_embeddings": self.max_position_embeddings,
+            "context_beyond_model": self.context_beyond_model,
+        }
 
 
 @dataclass(frozen=True)
@@ -106,28 +115,53 @@ class SpeedAnswer:
         """The answer as plain data (tokens/s, bytes, GB/s), for JSON."""
         typical = self.typical_per_user
         return {
-            "fit": self.fit.as_dict(), "bandwidth_gbs": self.bandwidth_gbs,
-            "bytes_per_step": self.bytes_per_step, "bound_tokens_per_s_total": self.bound_total,
+            "fit": self.fit.as_dict(),
+            "bandwidth_gbs": self.bandwidth_gbs,
+            "bytes_per_step": self.bytes_per_step,
+            "bound_tokens_per_s_total": self.bound_total,
             "bound_tokens_per_s_per_user": self.bound_per_user,
-            "typical_tokens_per_s_per_user": None if typical is None else dict(
-                zip(("low", "median", "high"), typical, strict=True)),
-            "no_speed": "" if self.fit.fits else NO_SPEED, "no_typical": self.no_typical,
-            "published_share_of_bound": {"low": self.share.low, "median": self.share.median,
-                                         "high": self.share.high, "runs": self.share.runs,
-                                         "devices": self.share.devices, "tool": self.share.tool},
+            "typical_tokens_per_s_per_user": None
+            if typical is None
+            else dict(zip(("low", "median", "high"), typical, strict=True)),
+            "no_speed": "" if self.fit.fits else NO_SPEED,
+            "no_typical": self.no_typical,
+            "published_share_of_bound": {
+                "low": self.share.low,
+                "median": self.share.median,
+                "high": self.share.high,
+                "runs": self.share.runs,
+                "devices": self.share.devices,
+                "tool": self.share.tool,
+            },
             "published_on_this_gpu": [
-                {"id": c.measurement.id, "test": c.measurement.test, "kind": c.kind,
-                 "model": c.measurement.model, "quantization": c.measurement.quantization,
-                 "tokens_per_s": c.measurement.figure, "bound": c.bound, "share": c.ratio,
-                 "excluded": c.excluded, "tool": c.measurement.tool,
-                 "source": c.measurement.source_url} for c in self.published]}
+                {
+                    "id": c.measurement.id,
+                    "test": c.measurement.test,
+                    "kind": c.kind,
+                    "model": c.measurement.model,
+                    "quantization": c.measurement.quantization,
+                    "tokens_per_s": c.measurement.figure,
+                    "bound": c.bound,
+                    "share": c.ratio,
+                    "excluded": c.excluded,
+                    "tool": c.measurement.tool,
+                    "source": c.measurement.source_url,
+                }
+                for c in self.published
+            ],
+        }
 
 
 @checked
-def fit(spec: ModelSpec, gpu: GPUSpec | str | None = None,
-        memory_bytes: PositiveFloat | None = None, weights: WeightFormatName = "q4_k_m",
-        kv_cache: KVFormat = "bf16", context: PositiveInt = 8192,
-        users: PositiveInt = 1) -> FitAnswer:
+def fit(
+    spec: ModelSpec,
+    gpu: GPUSpec | str | None = None,
+    memory_bytes: PositiveFloat | None = None,
+    weights: WeightFormatName = "q4_k_m",
+    kv_cache: KVFormat = "bf16",
+    context: PositiveInt = 8192,
+    users: PositiveInt = 1,
+) -> FitAnswer:
     """Will `spec` serve `users` x `context` tokens in `weights` on `gpu` (or `memory_bytes`)?
 
     Give a spec-table GPU or a memory size as its driver reports it (bytes), not both. The
@@ -137,8 +171,11 @@ def fit(spec: ModelSpec, gpu: GPUSpec | str | None = None,
     configured maximum.
     """
     if (gpu is None) == (memory_bytes is None):
-        raise GpulabConfigError("gpu: give a GPU of the spec table or memory_bytes, not "
-                                f"{'both' if gpu is not None else 'neither'}", "gpu")
+        raise GpulabConfigError(
+            "gpu: give a GPU of the spec table or memory_bytes, not "
+            f"{'both' if gpu is not None else 'neither'}",
+            "gpu",
+        )
     if gpu is not None:
         card = specs.resolve_gpu(gpu)
         name, total, capacity = card.name, card.memory_bytes, card.model_memory_bytes
@@ -150,21 +187,42 @@ def fit(spec: ModelSpec, gpu: GPUSpec | str | None = None,
     longest = spec.max_position_embeddings
     largest_context = largest_users = 0
     if capacity > 0:
-        largest_context = memory.largest_context(spec, capacity, batch=users,
-                                                 limit=longest or _CONTEXT_LIMIT,
-                                                 weights=weights, kv_cache=kv_cache)
-        largest_users = memory.largest_batch(spec, capacity, seq_len=context, weights=weights,
-                                             kv_cache=kv_cache)
-    return FitAnswer(model=spec.name, weights=weights, kv_cache=kv_cache, context=context,
-                     users=users, gpu=name, memory_bytes=int(total), capacity_bytes=capacity,
-                     breakdown=b, largest_context=largest_context, largest_users=largest_users,
-                     max_position_embeddings=longest)
+        largest_context = memory.largest_context(
+            spec,
+            capacity,
+            batch=users,
+            limit=longest or _CONTEXT_LIMIT,
+            weights=weights,
+            kv_cache=kv_cache,
+        )
+        largest_users = memory.largest_batch(
+            spec, capacity, seq_len=context, weights=weights, kv_cache=kv_cache
+        )
+    return FitAnswer(
+        model=spec.name,
+        weights=weights,
+        kv_cache=kv_cache,
+        context=context,
+        users=users,
+        gpu=name,
+        memory_bytes=int(total),
+        capacity_bytes=capacity,
+        breakdown=b,
+        largest_context=largest_context,
+        largest_users=largest_users,
+        max_position_embeddings=longest,
+    )
 
 
 @checked
-def speed(spec: ModelSpec, gpu: GPUSpec | str, weights: WeightFormatName = "q4_k_m",
-          kv_cache: KVFormat = "bf16", context: PositiveInt = 8192,
-          users: PositiveInt = 1) -> SpeedAnswer:
+def speed(
+    spec: ModelSpec,
+    gpu: GPUSpec | str,
+    weights: WeightFormatName = "q4_k_m",
+    kv_cache: KVFormat = "bf16",
+    context: PositiveInt = 8192,
+    users: PositiveInt = 1,
+) -> SpeedAnswer:
     """The decode bound of `spec` on `gpu`, the typical range below it, and the card's runs.
 
     The bound is bandwidth / bytes one step reads (gpulab.perf); the typical range is the
@@ -173,23 +231,37 @@ def speed(spec: ModelSpec, gpu: GPUSpec | str, weights: WeightFormatName = "q4_k
     that does not fit the card: there is no speed then.
     """
     card = specs.resolve_gpu(gpu)
-    answer = fit(spec, gpu=card, weights=weights, kv_cache=kv_cache, context=context,
-                 users=users)
+    answer = fit(spec, gpu=card, weights=weights, kv_cache=kv_cache, context=context, users=users)
     step = perf.decode_bytes_per_step(spec, answer.weights, kv_cache, users, context)
     total = per_user = typical = None
     if not answer.fits:
         why = NO_SPEED
     else:
-        total = perf.decode_tokens_per_s(spec, answer.weights, kv_cache, batch=users,
-                                         seq_len=context, bandwidth_gbs=card.bandwidth_gbs)
+        total = perf.decode_tokens_per_s(
+            spec,
+            answer.weights,
+            kv_cache,
+            batch=users,
+            seq_len=context,
+            bandwidth_gbs=card.bandwidth_gbs,
+        )
         per_user = total / users
         why = ""
         if users == 1:
             typical = published_bounds.typical_decode(per_user)
         else:
-            why = (f"the published runs decode one sequence; none says what share of the "
-                   f"bound {users} users reach")
-    return SpeedAnswer(fit=answer, bandwidth_gbs=card.bandwidth_gbs, bytes_per_step=step,
-                       bound_total=total, bound_per_user=per_user, typical_per_user=typical,
-                       share=published_bounds.decode_share(),
-                       published=tuple(published_bounds.on_gpu(card)), no_typical=why)
+            why = (
+                f"the published runs decode one sequence; none says what share of the "
+                f"bound {users} users reach"
+            )
+    return SpeedAnswer(
+        fit=answer,
+        bandwidth_gbs=card.bandwidth_gbs,
+        bytes_per_step=step,
+        bound_total=total,
+        bound_per_user=per_user,
+        typical_per_user=typical,
+        share=published_bounds.decode_share(),
+        published=tuple(published_bounds.on_gpu(card)),
+        no_typical=why,
+    )

@@ -38,9 +38,25 @@ from gpulab.reference import hf_config, models, specs
 from gpulab.reference.formats import KVFormat, TrainingPrecision, WeightFormatName
 from gpulab.reference.modelspec import ModelSpec
 
-__all__ = ["CHART", "COST_FIELDS", "KINDS", "LABELS", "LISTED", "MEMORY_FIELDS", "OPTIONAL",
-           "PASTE", "cost_outputs", "display_number", "estimate_for", "fit_verdicts", "listed",
-           "memory_outputs", "page_outputs", "page_outputs_json", "typical_text"]
+__all__ = [
+    "CHART",
+    "COST_FIELDS",
+    "KINDS",
+    "LABELS",
+    "LISTED",
+    "MEMORY_FIELDS",
+    "OPTIONAL",
+    "PASTE",
+    "cost_outputs",
+    "display_number",
+    "estimate_for",
+    "fit_verdicts",
+    "listed",
+    "memory_outputs",
+    "page_outputs",
+    "page_outputs_json",
+    "typical_text",
+]
 
 PASTE = "paste a config.json"  # the model choice that reads a pasted config.json instead
 LISTED = 5  # the cards a "fits on one" line names, smallest first; the rest are counted
@@ -48,9 +64,17 @@ ModelChoice = Annotated[str, OneOf(lambda: [*models.names(), PASTE], "model")]
 
 
 @checked
-def estimate_for(model: ModelChoice, config_text: str, mode: Mode, weights: WeightFormatName,
-                 kv_cache: KVFormat, precision: TrainingPrecision, optimizer: Optimizer,
-                 context: PositiveInt, batch: PositiveInt) -> tuple[ModelSpec, Breakdown]:
+def estimate_for(
+    model: ModelChoice,
+    config_text: str,
+    mode: Mode,
+    weights: WeightFormatName,
+    kv_cache: KVFormat,
+    precision: TrainingPrecision,
+    optimizer: Optimizer,
+    context: PositiveInt,
+    batch: PositiveInt,
+) -> tuple[ModelSpec, Breakdown]:
     """(spec, breakdown) for a calculator's inputs; GpulabConfigError naming a bad input."""
     if model == PASTE:
         cfg = hf_config.parse_config_text(config_text, "config_text")
@@ -77,7 +101,9 @@ def fit_verdicts(breakdown: Breakdown, own_gpus: Sequence[tuple[str, int]] = ())
         name, total = _own_gpu(i, entry)
         usable = specs.tensor_capacity(total, apple=name.lower().startswith("apple"))
         verdict = "fits" if breakdown.total <= usable else "does not fit"
-        lines.append(f"your {name} ({total / 1e9:.1f} GB, {usable / 1e9:.1f} GB for tensors): {verdict}")
+        lines.append(
+            f"your {name} ({total / 1e9:.1f} GB, {usable / 1e9:.1f} GB for tensors): {verdict}"
+        )
     fitting = [r["gpu"] for r in memory.gpus_that_fit(breakdown.total) if r["fits"]]
     lines.append("fits on one: " + (listed(fitting) if fitting else "no single GPU in the table"))
     return lines
@@ -96,12 +122,12 @@ def _own_gpu(i: int, entry: Any) -> tuple[str, float]:
     # The validation layer checks the sequence, not the two kinds inside each pair.
     field = f"own_gpus[{i}]"
     if isinstance(entry, (str, bytes)) or not isinstance(entry, Sequence) or len(entry) != 2:
-        raise GpulabConfigError(f"{field}={show(entry)} must be a (name, total bytes) pair",
-                                field)
+        raise GpulabConfigError(f"{field}={show(entry)} must be a (name, total bytes) pair", field)
     name, total = entry
     if not isinstance(name, str):
-        raise GpulabConfigError(f"{field}={show(entry)}: the name must be a string, not "
-                                f"{type(name).__name__}", field)
+        raise GpulabConfigError(
+            f"{field}={show(entry)}: the name must be a string, not {type(name).__name__}", field
+        )
     try:
         with boundary():  # the caller's number: the size limits apply
             check_value("total", total, NonNegativeFloat)
@@ -114,26 +140,55 @@ def _own_gpu(i: int, entry: Any) -> tuple[str, float]:
 
 KINDS = ("memory", "cost")  # the static calculators
 # The inputs of each, in the order they are read, and how each one's text is read.
-MEMORY_FIELDS = {"model": str, "weights": str, "kv_cache": str, "context": int, "users": int,
-                 "gpu": str, "memory_gb": float | None}
+MEMORY_FIELDS = {
+    "model": str,
+    "weights": str,
+    "kv_cache": str,
+    "context": int,
+    "users": int,
+    "gpu": str,
+    "memory_gb": float | None,
+}
 # Inputs a page may leave empty or leave out: they are None then.
 OPTIONAL = frozenset({"memory_gb"})
-COST_FIELDS = {"hardware_price": float, "power_load_w": float, "power_idle_w": float,
-               "electricity_per_kwh": float, "hours_per_day": float, "utilisation": float,
-               "years": float, "price_per_hour": float, "monthly_fee": float,
-               "tokens_per_s": float, "currency": str}
+COST_FIELDS = {
+    "hardware_price": float,
+    "power_load_w": float,
+    "power_idle_w": float,
+    "electricity_per_kwh": float,
+    "hours_per_day": float,
+    "utilisation": float,
+    "years": float,
+    "price_per_hour": float,
+    "monthly_fee": float,
+    "tokens_per_s": float,
+    "currency": str,
+}
 _FIELDS = {"memory": MEMORY_FIELDS, "cost": COST_FIELDS}
 # What the page calls each input: an error names the label the reader sees, not the field.
 LABELS = {
-    "memory": {"model": "model", "weights": "weights", "kv_cache": "KV cache",
-               "context": "context (tokens per user)", "users": "concurrent users", "gpu": "GPU",
-               "memory_gb": "or your own memory (GB)"},
-    "cost": {"hardware_price": "hardware price", "power_load_w": "power at load (W)",
-             "power_idle_w": "power when idle (W)", "electricity_per_kwh": "electricity per kWh",
-             "hours_per_day": "hours on per day", "utilisation": "share of those hours computing",
-             "years": "years of use", "price_per_hour": "cloud price per hour",
-             "monthly_fee": "cloud monthly fee", "tokens_per_s": "tokens/s (yours, same on both)",
-             "currency": "currency"},
+    "memory": {
+        "model": "model",
+        "weights": "weights",
+        "kv_cache": "KV cache",
+        "context": "context (tokens per user)",
+        "users": "concurrent users",
+        "gpu": "GPU",
+        "memory_gb": "or your own memory (GB)",
+    },
+    "cost": {
+        "hardware_price": "hardware price",
+        "power_load_w": "power at load (W)",
+        "power_idle_w": "power when idle (W)",
+        "electricity_per_kwh": "electricity per kWh",
+        "hours_per_day": "hours on per day",
+        "utilisation": "share of those hours computing",
+        "years": "years of use",
+        "price_per_hour": "cloud price per hour",
+        "monthly_fee": "cloud monthly fee",
+        "tokens_per_s": "tokens/s (yours, same on both)",
+        "currency": "currency",
+    },
 }
 # The cost chart's SVG box: width, height, left and bottom margins, in pixels.
 CHART = {"width": 420, "height": 180, "left": 60, "bottom": 24}
@@ -162,9 +217,15 @@ def _figure(value: float, scale: float = 1.0) -> dict:
 
 
 @checked
-def memory_outputs(model: ModelName, weights: WeightFormatName, kv_cache: KVFormat,
-                   context: PositiveInt, users: PositiveInt, gpu: GPUName,
-                   memory_gb: PositiveFloat | None = None) -> dict[str, dict]:
+def memory_outputs(
+    model: ModelName,
+    weights: WeightFormatName,
+    kv_cache: KVFormat,
+    context: PositiveInt,
+    users: PositiveInt,
+    gpu: GPUName,
+    memory_gb: PositiveFloat | None = None,
+) -> dict[str, dict]:
     """The memory calculator: memory needed (GB = 1e9 bytes), its parts, the fit on `gpu` and
     in `memory_gb` of the reader's own, the decode bound there with the typical range below it
     (none where it does not fit), and the table GPUs it fits on, from gpulab.choose."""
@@ -176,20 +237,26 @@ def memory_outputs(model: ModelName, weights: WeightFormatName, kv_cache: KVForm
     smallest_first = sorted(fitting, key=lambda c: (c.memory_available_bytes, c.gpu))
     card = specs.get_gpu(gpu)
     longest = workload.spec.max_position_embeddings
-    note = (f"{model} is configured for at most {longest:,} tokens: this context is beyond it."
-            if longest and context > longest else "")
+    note = (
+        f"{model} is configured for at most {longest:,} tokens: this context is beyond it."
+        if longest and context > longest
+        else ""
+    )
     verdict = "yes" if one.fits else "no"
     return {
         "error": {"value": "", "text": ""},
-        "total": _figure(total, 1e9), "weights": _figure(b.weights, 1e9),
-        "kv": _figure(b.kv_cache, 1e9), "other": _figure(total - b.weights - b.kv_cache, 1e9),
+        "total": _figure(total, 1e9),
+        "weights": _figure(b.weights, 1e9),
+        "kv": _figure(b.kv_cache, 1e9),
+        "other": _figure(total - b.weights - b.kv_cache, 1e9),
         # the capacity the decision used: what the card leaves for tensors (GPUSpec.model_memory_bytes)
-        "fits": {"value": verdict,
-                 "text": _for_tensors(verdict, card.model_memory_bytes)},
+        "fits": {"value": verdict, "text": _for_tensors(verdict, card.model_memory_bytes)},
         "fits_own": _own_fit(total, memory_gb),
         **_speeds(one, users),
-        "fits_on": {"value": "; ".join(sorted(c.gpu for c in fitting)),
-                    "text": listed([c.gpu for c in smallest_first]) or "no single GPU in the table"},
+        "fits_on": {
+            "value": "; ".join(sorted(c.gpu for c in fitting)),
+            "text": listed([c.gpu for c in smallest_first]) or "no single GPU in the table",
+        },
         "note": {"text": note},
     }
 
@@ -217,8 +284,11 @@ def _speeds(one: choose.Candidate, users: int) -> dict[str, dict]:
         gone = {"value": None, "text": NO_SPEED}
         return {"tps_total": gone, "tps_user": dict(gone), "tps_typical": gone | _NO_RANGE}
     per_user = one.decode_tokens_per_s_per_user
-    return {"tps_total": _figure(one.decode_tokens_per_s_total), "tps_user": _figure(per_user),
-            "tps_typical": typical_text(per_user, users)}
+    return {
+        "tps_total": _figure(one.decode_tokens_per_s_total),
+        "tps_user": _figure(per_user),
+        "tps_typical": typical_text(per_user, users),
+    }
 
 
 @checked
@@ -231,28 +301,50 @@ def typical_text(bound_tokens_per_s: PositiveFloat, users: PositiveInt = 1) -> d
     if users > 1:
         return {"value": None, "text": "none: the published runs decode one sequence"} | _NO_RANGE
     low, median, high = published_bounds.typical_decode(bound_tokens_per_s)
-    return {"value": median, "attrs": {"data-low": repr(low), "data-high": repr(high)},
-            "text": f"{display_number(low)} to {display_number(high)} "
-                    f"(median {display_number(median)})"}
+    return {
+        "value": median,
+        "attrs": {"data-low": repr(low), "data-high": repr(high)},
+        "text": f"{display_number(low)} to {display_number(high)} "
+        f"(median {display_number(median)})",
+    }
 
 
 def _points(ys: list[float], top: float) -> str:
     """An SVG polyline's points for months 0..n of cumulative cost, scaled to the chart box."""
     w, h, left, bottom = (CHART[k] for k in ("width", "height", "left", "bottom"))
     n = len(ys) - 1
-    return " ".join(f"{left + j * (w - left - 10) / n:.1f},{h - bottom - y / top * (h - bottom - 10):.1f}"
-                    for j, y in enumerate(ys))
+    return " ".join(
+        f"{left + j * (w - left - 10) / n:.1f},{h - bottom - y / top * (h - bottom - 10):.1f}"
+        for j, y in enumerate(ys)
+    )
 
 
 @checked
-def cost_outputs(hardware_price: float, power_load_w: float, power_idle_w: float,
-                 electricity_per_kwh: float, hours_per_day: float, utilisation: float,
-                 years: float, price_per_hour: float, monthly_fee: float, tokens_per_s: float,
-                 currency: Currency = "CNY") -> dict[str, dict]:
+def cost_outputs(
+    hardware_price: float,
+    power_load_w: float,
+    power_idle_w: float,
+    electricity_per_kwh: float,
+    hours_per_day: float,
+    utilisation: float,
+    years: float,
+    price_per_hour: float,
+    monthly_fee: float,
+    tokens_per_s: float,
+    currency: Currency = "CNY",
+) -> dict[str, dict]:
     """The cost calculator: electricity, buying vs renting per month, break-even, cost per
     million tokens and the cumulative-cost chart, from gpulab.cost (which checks the bounds)."""
-    setup = cost.LocalSetup(hardware_price, power_load_w, electricity_per_kwh, hours_per_day,
-                            power_idle_w, utilisation, years, currency)
+    setup = cost.LocalSetup(
+        hardware_price,
+        power_load_w,
+        electricity_per_kwh,
+        hours_per_day,
+        power_idle_w,
+        utilisation,
+        years,
+        currency,
+    )
     rate = cost.CloudRate(price_per_hour, currency, monthly_fee)
     busy = cost.busy_hours_per_day(setup)
     local_hour = cost.local_cost_per_busy_hour(setup)
@@ -272,9 +364,12 @@ def cost_outputs(hardware_price: float, power_load_w: float, power_idle_w: float
         "electricity_per_year": _figure(cost.electricity_per_year(setup)),
         "local_monthly": _figure(cost.local_monthly_cost(setup)),
         "cloud_monthly": _figure(cost.cloud_monthly_cost(rate, busy)),
-        "break_even_months": {"value": months, "text": "never: renting stays cheaper"
-                              if months is None else f"{display_number(months)} months "
-                              f"({display_number(months / 12)} years)"},
+        "break_even_months": {
+            "value": months,
+            "text": "never: renting stays cheaper"
+            if months is None
+            else f"{display_number(months)} months ({display_number(months / 12)} years)",
+        },
         "local_per_million": _figure(local_million),
         "cloud_per_million": _figure(cloud_million),
         "chart": {"attrs": {"data-months": str(n)}},
@@ -326,20 +421,28 @@ def page_outputs(kind: Kind, inputs: Mapping[str, str]) -> dict:
     missing = [f for f in fields if f not in inputs and f not in OPTIONAL]
     unknown = [f for f in inputs if f not in fields]
     if missing or unknown:
-        raise GpulabConfigError(f"inputs: the {kind} calculator takes {', '.join(fields)}"
-                                f" (missing: {missing}, unknown: {unknown})", "inputs")
+        raise GpulabConfigError(
+            f"inputs: the {kind} calculator takes {', '.join(fields)}"
+            f" (missing: {missing}, unknown: {unknown})",
+            "inputs",
+        )
     for field, text in inputs.items():
         if not isinstance(text, str):
-            raise GpulabConfigError(f"inputs[{field!r}] must be the input's text, not "
-                                    f"{type(text).__name__}", "inputs")
+            raise GpulabConfigError(
+                f"inputs[{field!r}] must be the input's text, not {type(text).__name__}", "inputs"
+            )
     try:
         args = {f: _read(f, inputs[f], kind_) for f, kind_ in fields.items() if f in inputs}
         with boundary():  # the reader's typed values: checked as the reader's
             outputs = _OUTPUTS[kind](**args)
     except GpulabConfigError as err:
         message = _in_the_pages_words(str(err), err.field, LABELS[kind])
-        return {"error": message, "field": err.field, "library_error": str(err),
-                "outputs": {"error": {"value": message, "text": message}}}
+        return {
+            "error": message,
+            "field": err.field,
+            "library_error": str(err),
+            "outputs": {"error": {"value": message, "text": message}},
+        }
     return {"error": "", "field": None, "library_error": "", "outputs": outputs}
 
 
@@ -348,9 +451,12 @@ def _in_the_pages_words(message: str, field: str | None, labels: Mapping[str, st
     if field not in labels:
         return message
     label = labels[field]
-    for name in (f"{field}=", f"{field}:"):  # "users='2.5' must be..." -> "concurrent users: '2.5' must be..."
+    for name in (
+        f"{field}=",
+        f"{field}:",
+    ):  # "users='2.5' must be..." -> "concurrent users: '2.5' must be..."
         if message.startswith(name):
-            return f"{label}: {message[len(name):].lstrip()}"
+            return f"{label}: {message[len(name) :].lstrip()}"
     return message.replace(field, label)
 
 
@@ -362,13 +468,17 @@ def page_outputs_json(kind: Kind, inputs_json: str) -> str:
     except json.JSONDecodeError as exc:
         raise GpulabConfigError(f"inputs_json is not valid JSON: {exc}", "inputs_json") from None
     except (RecursionError, ValueError):  # nested too deep, or a number too long to read
-        raise GpulabConfigError("inputs_json is not a JSON object of the inputs' text",
-                                "inputs_json") from None
+        raise GpulabConfigError(
+            "inputs_json is not a JSON object of the inputs' text", "inputs_json"
+        ) from None
     if not isinstance(inputs, dict):
-        raise GpulabConfigError("inputs_json must be a JSON object of the inputs' text",
-                                "inputs_json")
+        raise GpulabConfigError(
+            "inputs_json must be a JSON object of the inputs' text", "inputs_json"
+        )
     try:
         shown = page_outputs(kind, inputs)
     except GpulabConfigError as err:  # the page sent the wrong fields: say so in its own terms
-        raise GpulabConfigError(str(err).replace("inputs", "inputs_json", 1), "inputs_json") from None
+        raise GpulabConfigError(
+            str(err).replace("inputs", "inputs_json", 1), "inputs_json"
+        ) from None
     return json.dumps(shown, allow_nan=False, separators=(",", ":"))

@@ -53,8 +53,12 @@ class Workload:
     """What has to run: a model, its format, the context, how many users, inference or training."""
 
     model: str | ModelSpec  # a gpulab.models catalogue name ("Llama-3-70B") or a ModelSpec
-    weight_format: WeightFormatName = "bf16"  # a key of gpulab.memory.WEIGHT_FORMATS ("bf16", "int4", "q4_k_m")
-    context_tokens: PositiveInt = 4096  # tokens per user: prompt + answer (fine-tuning: sequence length)
+    weight_format: WeightFormatName = (
+        "bf16"  # a key of gpulab.memory.WEIGHT_FORMATS ("bf16", "int4", "q4_k_m")
+    )
+    context_tokens: PositiveInt = (
+        4096  # tokens per user: prompt + answer (fine-tuning: sequence length)
+    )
     # Users served at once, each with a full context of KV cache (fine-tuning: sequences per step).
     concurrent_users: PositiveInt = 1
     task: Task = "inference"  # "inference" or "fine-tuning" (full fine-tuning, AdamW, see above)
@@ -73,7 +77,8 @@ class Workload:
             raise GpulabConfigError(
                 f"weight_format={self.weight_format!r} with task='fine-tuning': gpulab.memory "
                 f"estimates full fine-tuning only (no LoRA/QLoRA on quantized weights); use "
-                f"{' or '.join(repr(k) for k in _TRAINING_RECIPES)}")
+                f"{' or '.join(repr(k) for k in _TRAINING_RECIPES)}"
+            )
 
     @property
     def spec(self) -> ModelSpec:
@@ -85,8 +90,10 @@ class Workload:
         users = f"{self.concurrent_users} user{'s' if self.concurrent_users > 1 else ''}"
         if self.task == "fine-tuning":
             users = f"{self.concurrent_users} sequence{'s' if self.concurrent_users > 1 else ''}"
-        return (f"{users} x {self.context_tokens} tokens of {self.spec.name} in "
-                f"{self.weight_format} ({self.task})")
+        return (
+            f"{users} x {self.context_tokens} tokens of {self.spec.name} in "
+            f"{self.weight_format} ({self.task})"
+        )
 
 
 @dataclass(frozen=True)
@@ -138,12 +145,20 @@ def _breakdown(workload: Workload) -> Breakdown:
     spec = workload.spec
     if workload.task == "fine-tuning":
         return memory.estimate_training(
-            spec, precision=_TRAINING_RECIPES[workload.weight_format], optimizer="adamw",
-            batch=workload.concurrent_users, seq_len=workload.context_tokens,
-            activation_checkpointing=workload.activation_checkpointing)
+            spec,
+            precision=_TRAINING_RECIPES[workload.weight_format],
+            optimizer="adamw",
+            batch=workload.concurrent_users,
+            seq_len=workload.context_tokens,
+            activation_checkpointing=workload.activation_checkpointing,
+        )
     full = memory.estimate_inference(
-        spec, weights=workload.weight_format, kv_cache=workload.kv_cache,
-        batch=workload.concurrent_users, seq_len=workload.context_tokens)
+        spec,
+        weights=workload.weight_format,
+        kv_cache=workload.kv_cache,
+        batch=workload.concurrent_users,
+        seq_len=workload.context_tokens,
+    )
     prefill = workload.prefill_batch
     if prefill is None or prefill >= workload.concurrent_users:
         return full
@@ -178,8 +193,10 @@ def evaluate(workload: Workload, gpu: str, count: CardCount = 1) -> Candidate:
     """Judge `count` cards of `gpu` against `workload`: fit, memory, speed bound, power, price."""
     card = specs.resolve_gpu(gpu)
     if card.vendor == "Apple" and count > 1:
-        raise GpulabConfigError(f"count={count}: an {card.name} is one chip per Mac; several Macs "
-                                f"over a network are not modelled, use count=1")
+        raise GpulabConfigError(
+            f"count={count}: an {card.name} is one chip per Mac; several Macs "
+            f"over a network are not modelled, use count=1"
+        )
     spec = workload.spec
     b = _breakdown(workload)
     needed = b.peak
@@ -188,95 +205,153 @@ def evaluate(workload: Workload, gpu: str, count: CardCount = 1) -> Candidate:
     if b.peak == b.total:
         first = f"{workload.describe()} needs {_gb(needed)}: {_parts(b)}"
     else:  # training: activations are freed while gradients are made, so not all are live
-        first = (f"{workload.describe()} needs {_gb(needed)} at the peak of a training step "
-                 f"({_parts(b)} = {_gb(b.total)} if all were live at once)")
+        first = (
+            f"{workload.describe()} needs {_gb(needed)} at the peak of a training step "
+            f"({_parts(b)} = {_gb(b.total)} if all were live at once)"
+        )
     reasons = [first]
-    share = (f", {APPLE_GPU_SHARE:.0%} of {card.memory_gb:g} GB unified memory that macOS lets "
-             f"the GPU use by default" if card.vendor == "Apple" else "")
+    share = (
+        f", {APPLE_GPU_SHARE:.0%} of {card.memory_gb:g} GB unified memory that macOS lets "
+        f"the GPU use by default"
+        if card.vendor == "Apple"
+        else ""
+    )
     cards = f"{count} x {card.name}" if count > 1 else card.name
-    verdict = (f"fits with {_gb(available - needed)} to spare" if fits
-               else f"does not fit: {_gb(needed - available)} short")
+    verdict = (
+        f"fits with {_gb(available - needed)} to spare"
+        if fits
+        else f"does not fit: {_gb(needed - available)} short"
+    )
     reasons.append(f"{cards} offers {_gb(available)}{share}: {verdict}")
     if count > 1:
-        how = ("fully sharded data parallel (FSDP / ZeRO-3): weights, gradients and optimizer "
-               "states split" if workload.task == "fine-tuning"
-               else "tensor or pipeline parallel: layers or their matrices split")
-        link = (f"NVLink {card.interconnect['nvlink_gbs']:g} GB/s"
-                if card.interconnect.get("nvlink_gbs") else "PCIe only (no NVLink)")
-        reasons.append(f"memory split across {count} cards by {how}, about "
-                       f"{_gb(needed / count)} per card assuming an even split (each card holds "
-                       f"its own runtime context); cards talk over {link}")
+        how = (
+            "fully sharded data parallel (FSDP / ZeRO-3): weights, gradients and optimizer "
+            "states split"
+            if workload.task == "fine-tuning"
+            else "tensor or pipeline parallel: layers or their matrices split"
+        )
+        link = (
+            f"NVLink {card.interconnect['nvlink_gbs']:g} GB/s"
+            if card.interconnect.get("nvlink_gbs")
+            else "PCIe only (no NVLink)"
+        )
+        reasons.append(
+            f"memory split across {count} cards by {how}, about "
+            f"{_gb(needed / count)} per card assuming an even split (each card holds "
+            f"its own runtime context); cards talk over {link}"
+        )
 
     per_user = total = train = None
     if workload.task == "inference":
         bandwidth = card.bandwidth_gbs * count
-        total = perf.decode_tokens_per_s(spec, workload.weight_format, workload.kv_cache,
-                                         batch=workload.concurrent_users,
-                                         seq_len=workload.context_tokens, bandwidth_gbs=bandwidth)
+        total = perf.decode_tokens_per_s(
+            spec,
+            workload.weight_format,
+            workload.kv_cache,
+            batch=workload.concurrent_users,
+            seq_len=workload.context_tokens,
+            bandwidth_gbs=bandwidth,
+        )
         per_user = total / workload.concurrent_users
-        step = perf.decode_bytes_per_step(spec, workload.weight_format, workload.kv_cache,
-                                          workload.concurrent_users, workload.context_tokens)
-        text = (f"decode bound: {count} x {card.bandwidth_gbs:g} GB/s" if count > 1
-                else f"decode bound: {card.bandwidth_gbs:g} GB/s")
-        text += (f" / {_gb(step)} read per step (active weights once + every user's KV cache at "
-                 f"full context) x {workload.concurrent_users} token(s) per step = "
-                 f"{total:.1f} tokens/s in total, {per_user:.1f} per user; an upper bound")
+        step = perf.decode_bytes_per_step(
+            spec,
+            workload.weight_format,
+            workload.kv_cache,
+            workload.concurrent_users,
+            workload.context_tokens,
+        )
+        text = (
+            f"decode bound: {count} x {card.bandwidth_gbs:g} GB/s"
+            if count > 1
+            else f"decode bound: {card.bandwidth_gbs:g} GB/s"
+        )
+        text += (
+            f" / {_gb(step)} read per step (active weights once + every user's KV cache at "
+            f"full context) x {workload.concurrent_users} token(s) per step = "
+            f"{total:.1f} tokens/s in total, {per_user:.1f} per user; an upper bound"
+        )
         if count > 1:
-            one = perf.decode_tokens_per_s(spec, workload.weight_format, workload.kv_cache,
-                                           batch=workload.concurrent_users,
-                                           seq_len=workload.context_tokens,
-                                           bandwidth_gbs=card.bandwidth_gbs)
-            text += (f" that assumes tensor parallel with perfect scaling and no communication; "
-                     f"with a pipeline (layer) split one stream runs at about one card's rate, "
-                     f"{one / workload.concurrent_users:.1f} tokens/s per user")
+            one = perf.decode_tokens_per_s(
+                spec,
+                workload.weight_format,
+                workload.kv_cache,
+                batch=workload.concurrent_users,
+                seq_len=workload.context_tokens,
+                bandwidth_gbs=card.bandwidth_gbs,
+            )
+            text += (
+                f" that assumes tensor parallel with perfect scaling and no communication; "
+                f"with a pipeline (layer) split one stream runs at about one card's rate, "
+                f"{one / workload.concurrent_users:.1f} tokens/s per user"
+            )
         reasons.append(text)
     else:
         dtype = "bf16" if workload.weight_format == "bf16" else "fp32"
         peak = card.peak_flops(dtype)
         per_token = perf.training_flops(spec, 1, seq_len=workload.context_tokens)
         if peak is None:
-            reasons.append(f"training speed bound unknown: the spec table has no {dtype} peak "
-                           f"for {card.name}")
+            reasons.append(
+                f"training speed bound unknown: the spec table has no {dtype} peak for {card.name}"
+            )
         else:
             train = count * peak / per_token
-            reasons.append(f"training bound: {count} x {peak / 1e12:g} TFLOP/s {dtype} / "
-                           f"{per_token / 1e9:.1f} GFLOP per token = {train:,.0f} tokens/s; an "
-                           f"upper bound (100% of peak, perfect scaling)")
+            reasons.append(
+                f"training bound: {count} x {peak / 1e12:g} TFLOP/s {dtype} / "
+                f"{per_token / 1e9:.1f} GFLOP per token = {train:,.0f} tokens/s; an "
+                f"upper bound (100% of peak, perfect scaling)"
+            )
 
     power = None if card.board_power_w is None else card.board_power_w * count
     if power is None:
         reasons.append(f"power: the spec table has no board power for {card.name}")
     else:
-        reasons.append(f"power: {count} x {card.board_power_w:g} W = {power:g} W board power"
-                       " (see gpulab.power for the PSU)")
+        reasons.append(
+            f"power: {count} x {card.board_power_w:g} W = {power:g} W board power"
+            " (see gpulab.power for the PSU)"
+        )
     price = None if card.launch_price_usd is None else card.launch_price_usd * count
     if price is None:
         reasons.append(f"price: no launch price for {card.name} in the spec table")
     else:
-        reasons.append(f"price: {count} x {_money(card.launch_price_usd)} = {_money(price)} at "
-                       f"launch ({card.launch_date}); street and used prices differ")
+        reasons.append(
+            f"price: {count} x {_money(card.launch_price_usd)} = {_money(price)} at "
+            f"launch ({card.launch_date}); street and used prices differ"
+        )
     return Candidate(
-        gpu=card.name, count=count, fits=fits, breakdown=b, memory_needed_bytes=needed,
-        memory_available_bytes=available, decode_tokens_per_s_per_user=per_user,
-        decode_tokens_per_s_total=total, training_tokens_per_s_bound=train, power_w=power,
-        price_usd=price, price_date=card.launch_date if price is not None else None,
-        reasons=tuple(reasons))
+        gpu=card.name,
+        count=count,
+        fits=fits,
+        breakdown=b,
+        memory_needed_bytes=needed,
+        memory_available_bytes=available,
+        decode_tokens_per_s_per_user=per_user,
+        decode_tokens_per_s_total=total,
+        training_tokens_per_s_bound=train,
+        power_w=power,
+        price_usd=price,
+        price_date=card.launch_date if price is not None else None,
+        reasons=tuple(reasons),
+    )
 
 
 # --------------------------------------------------------------------------- recommend
 
 
 @checked
-def recommend(workload: Workload, gpus: list[str] | None = None,
-              max_count: CardCount = 8) -> list[Candidate]:
+def recommend(
+    workload: Workload, gpus: list[str] | None = None, max_count: CardCount = 8
+) -> list[Candidate]:
     """Only fitting candidates, each GPU model at its smallest fitting count, fewest cards first.
 
     Ties go to the cheapest known launch price (unknown prices after known ones), then the name.
     `gpus` limits the search to those rows (table keys or reported names); None tries them all.
     An Apple chip is tried once: a Mac holds one.
     """
-    names = list(specs.load_gpus()) if gpus is None else [specs.resolve_gpu(g, f"gpus[{i}]").name
-                                                              for i, g in enumerate(gpus)]
+    names = (
+        list(specs.load_gpus())
+        if gpus is None
+        else [specs.resolve_gpu(g, f"gpus[{i}]").name for i, g in enumerate(gpus)]
+    )
     found = []
     for name in dict.fromkeys(names):  # keep order, drop repeats
         card = specs.get_gpu(name)
@@ -288,5 +363,6 @@ def recommend(workload: Workload, gpus: list[str] | None = None,
                 found.append(candidate)
                 break
     unknown = float("inf")
-    return sorted(found, key=lambda c: (c.count, c.price_usd if c.price_usd is not None
-                                        else unknown, c.gpu))
+    return sorted(
+        found, key=lambda c: (c.count, c.price_usd if c.price_usd is not None else unknown, c.gpu)
+    )

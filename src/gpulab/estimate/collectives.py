@@ -28,8 +28,16 @@ from gpulab.core.validate import (
     checked,
 )
 
-__all__ = ["RingFit", "ZERO_STAGES", "algorithm_bandwidth", "allreduce_bus_factor",
-           "allreduce_seconds", "bus_bandwidth", "fit_ring_model", "sharded_bytes_per_rank"]
+__all__ = [
+    "RingFit",
+    "ZERO_STAGES",
+    "algorithm_bandwidth",
+    "allreduce_bus_factor",
+    "allreduce_seconds",
+    "bus_bandwidth",
+    "fit_ring_model",
+    "sharded_bytes_per_rank",
+]
 
 
 @checked
@@ -54,14 +62,17 @@ def bus_bandwidth(algorithm_bytes_per_s: PositiveFloat, world_size: PositiveInt)
 
 
 @checked
-def allreduce_seconds(nbytes: NonNegativeFloat, world_size: PositiveInt,
-                      bus_bytes_per_s: PositiveFloat, latency_s: NonNegativeFloat = 0.0) -> float:
+def allreduce_seconds(
+    nbytes: NonNegativeFloat,
+    world_size: PositiveInt,
+    bus_bytes_per_s: PositiveFloat,
+    latency_s: NonNegativeFloat = 0.0,
+) -> float:
     """Ring-model time of an all-reduce: latency + 2 (n - 1) / n x nbytes / bus bandwidth."""
     factor = allreduce_bus_factor(world_size)
     if factor == 0:  # one rank: nothing to exchange, not even a latency
         return 0.0
     return latency_s + factor * nbytes / bus_bytes_per_s
-
 
 
 @dataclass(frozen=True)
@@ -77,8 +88,9 @@ class RingFit:
 
 
 @checked
-def fit_ring_model(nbytes: Sequence[PositiveFloat], seconds: Sequence[PositiveFloat],
-                   world_size: PositiveInt) -> RingFit:
+def fit_ring_model(
+    nbytes: Sequence[PositiveFloat], seconds: Sequence[PositiveFloat], world_size: PositiveInt
+) -> RingFit:
     """Fit t = latency + 2 (n - 1) / n x nbytes / bus bandwidth to measured times.
 
     Least squares on relative errors (each point weighted by 1 / t), because the sizes span
@@ -90,8 +102,11 @@ def fit_ring_model(nbytes: Sequence[PositiveFloat], seconds: Sequence[PositiveFl
     if factor == 0:
         raise GpulabConfigError("world_size=1: a single rank moves no bytes; fit with 2 or more")
     if len(nbytes) != len(seconds) or len(nbytes) < 2:
-        raise GpulabConfigError(f"seconds has {len(seconds)} values and nbytes {len(nbytes)}: "
-                                "give two equally long lists of 2 or more", "seconds")
+        raise GpulabConfigError(
+            f"seconds has {len(seconds)} values and nbytes {len(nbytes)}: "
+            "give two equally long lists of 2 or more",
+            "seconds",
+        )
     x = [float(n) * factor for n in nbytes]
     t = [float(s) for s in seconds]
     weight = [1 / ti**2 for ti in t]  # (1 / t) squared: least squares on t's relative error
@@ -100,19 +115,25 @@ def fit_ring_model(nbytes: Sequence[PositiveFloat], seconds: Sequence[PositiveFl
     t_mean = math.fsum(w * ti for w, ti in zip(weight, t, strict=True)) / total
     # centred sums keep the arithmetic exact enough over sizes that span decades
     sxx = math.fsum(w * (xi - x_mean) ** 2 for w, xi in zip(weight, x, strict=True))
-    sxt = math.fsum(w * (xi - x_mean) * (ti - t_mean) for w, xi, ti in zip(weight, x, t, strict=True))
+    sxt = math.fsum(
+        w * (xi - x_mean) * (ti - t_mean) for w, xi, ti in zip(weight, x, t, strict=True)
+    )
     if sxx == 0:
-        raise GpulabConfigError("nbytes: every message has the same size; fit over several sizes",
-                                "nbytes")
+        raise GpulabConfigError(
+            "nbytes: every message has the same size; fit over several sizes", "nbytes"
+        )
     slope = sxt / sxx
     intercept = t_mean - slope * x_mean
     if intercept < 0:
         intercept = 0.0
-        slope = math.fsum(w * xi * ti for w, xi, ti in zip(weight, x, t, strict=True)) \
-            / math.fsum(w * xi * xi for w, xi in zip(weight, x, strict=True))
+        slope = math.fsum(w * xi * ti for w, xi, ti in zip(weight, x, t, strict=True)) / math.fsum(
+            w * xi * xi for w, xi in zip(weight, x, strict=True)
+        )
     if slope <= 0:
-        raise GpulabConfigError("seconds: the times do not grow with the size, so there is no "
-                                "bandwidth to fit", "seconds")
+        raise GpulabConfigError(
+            "seconds: the times do not grow with the size, so there is no bandwidth to fit",
+            "seconds",
+        )
     return RingFit(float(intercept), float(1 / slope))
 
 
@@ -128,17 +149,23 @@ ZERO_STAGES = {
 
 
 @checked
-def sharded_bytes_per_rank(param_bytes: NonNegativeInt, grad_bytes: NonNegativeInt,
-                           optimizer_bytes: NonNegativeInt, world_size: PositiveInt,
-                           stage: int) -> dict[str, int]:
+def sharded_bytes_per_rank(
+    param_bytes: NonNegativeInt,
+    grad_bytes: NonNegativeInt,
+    optimizer_bytes: NonNegativeInt,
+    world_size: PositiveInt,
+    stage: int,
+) -> dict[str, int]:
     """Bytes of parameters, gradients and optimizer states one rank holds under a ZeRO stage.
 
     A sharded part is split into n equal shards, rounded up (frameworks pad the last shard).
     Returns a dict with keys params, grads, optimizer and total.
     """
     if stage not in ZERO_STAGES:
-        raise GpulabConfigError(f"stage={stage!r} must be one of {sorted(ZERO_STAGES)} "
-                                f"({'; '.join(f'{k}: {v}' for k, v in ZERO_STAGES.items())})")
+        raise GpulabConfigError(
+            f"stage={stage!r} must be one of {sorted(ZERO_STAGES)} "
+            f"({'; '.join(f'{k}: {v}' for k, v in ZERO_STAGES.items())})"
+        )
 
     def shard(nbytes: int, sharded: bool) -> int:
         return -(-nbytes // world_size) if sharded else nbytes

@@ -62,7 +62,9 @@ Utilisation = Annotated[float, Between(0, 1, low_open=True)]  # more than 0, at 
 class LocalSetup:
     """A machine you buy and run yourself; every price is in `currency`."""
 
-    hardware_price: NonNegativeFloat  # what the machine costs once: card plus the rest of the system (0: owned)
+    hardware_price: (
+        NonNegativeFloat  # what the machine costs once: card plus the rest of the system (0: owned)
+    )
     power_load_w: PositiveFloat  # power drawn from the wall while it computes, watts (whole system)
     electricity_per_kwh: NonNegativeFloat  # price of one kWh
     hours_per_day: HoursPerDay  # hours a day the machine is switched on, 0 < h <= 24
@@ -74,8 +76,10 @@ class LocalSetup:
     def __post_init__(self) -> None:
         """Idle power cannot exceed load power (the field types check the rest)."""
         if self.power_idle_w > self.power_load_w:
-            raise GpulabConfigError(f"power_idle_w={self.power_idle_w!r} must not exceed "
-                                    f"power_load_w={self.power_load_w!r}")
+            raise GpulabConfigError(
+                f"power_idle_w={self.power_idle_w!r} must not exceed "
+                f"power_load_w={self.power_load_w!r}"
+            )
 
 
 @checked
@@ -85,12 +89,15 @@ class CloudRate:
 
     price_per_hour: NonNegativeFloat  # what one hour of the instance costs
     currency: Currency = "CNY"  # "CNY" or "USD"
-    monthly_fee: NonNegativeFloat = 0.0  # a subscription paid whether or not it is used (Colab Pro: 9.99 USD)
+    monthly_fee: NonNegativeFloat = (
+        0.0  # a subscription paid whether or not it is used (Colab Pro: 9.99 USD)
+    )
 
 
 @checked
-def convert(amount: float, from_currency: Currency, to_currency: Currency,
-            cny_per_usd: PositiveFloat) -> float:
+def convert(
+    amount: float, from_currency: Currency, to_currency: Currency, cny_per_usd: PositiveFloat
+) -> float:
     """An amount in the other currency at an exchange rate the caller states (CNY per USD)."""
     if from_currency == to_currency:
         return float(amount)
@@ -101,7 +108,8 @@ def _same_currency(setup: LocalSetup, rate: CloudRate) -> None:
     if setup.currency != rate.currency:
         raise GpulabConfigError(
             f"currency: the local setup is in {setup.currency} and the cloud rate in "
-            f"{rate.currency}; convert one with cost.convert(amount, ..., cny_per_usd=<today's rate>)")
+            f"{rate.currency}; convert one with cost.convert(amount, ..., cny_per_usd=<today's rate>)"
+        )
 
 
 @checked
@@ -167,16 +175,18 @@ def _cloud_hours(setup: LocalSetup, cloud_hours_per_day: float | None) -> float:
 
 
 @checked
-def break_even_months(setup: LocalSetup, rate: CloudRate,
-                      cloud_hours_per_day: HoursPerDay | None = None) -> float | None:
+def break_even_months(
+    setup: LocalSetup, rate: CloudRate, cloud_hours_per_day: HoursPerDay | None = None
+) -> float | None:
     """Months after which buying has cost less than renting; None when renting stays cheaper.
 
     Buying costs the price at once plus electricity each month; renting costs its monthly bill.
     They cross at price / (cloud per month - electricity per month), if the bill is larger.
     """
     _same_currency(setup, rate)
-    saving = cloud_monthly_cost(rate, _cloud_hours(setup, cloud_hours_per_day)) \
-        - electricity_per_month(setup)
+    saving = cloud_monthly_cost(
+        rate, _cloud_hours(setup, cloud_hours_per_day)
+    ) - electricity_per_month(setup)
     if saving <= 0:
         return None
     return setup.hardware_price / saving
@@ -194,19 +204,24 @@ class CostCurve:
 
 
 @checked
-def cost_over_time(setup: LocalSetup, rate: CloudRate,
-                   months: Annotated[int, Between(1, 12 * 100)],
-                   cloud_hours_per_day: HoursPerDay | None = None) -> CostCurve:
+def cost_over_time(
+    setup: LocalSetup,
+    rate: CloudRate,
+    months: Annotated[int, Between(1, 12 * 100)],
+    cloud_hours_per_day: HoursPerDay | None = None,
+) -> CostCurve:
     """Cumulative cost of buying and of renting for months 0..`months` (at most a century)."""
     _same_currency(setup, rate)
     monthly_rent = cloud_monthly_cost(rate, _cloud_hours(setup, cloud_hours_per_day))
     power = electricity_per_month(setup)
     steps = list(range(months + 1))
-    return CostCurve(months=steps,
-                     local=[setup.hardware_price + power * m for m in steps],
-                     cloud=[monthly_rent * m for m in steps],
-                     break_even=break_even_months(setup, rate, cloud_hours_per_day),
-                     currency=setup.currency)
+    return CostCurve(
+        months=steps,
+        local=[setup.hardware_price + power * m for m in steps],
+        cloud=[monthly_rent * m for m in steps],
+        break_even=break_even_months(setup, rate, cloud_hours_per_day),
+        currency=setup.currency,
+    )
 
 
 @checked

@@ -65,22 +65,29 @@ def standard_levers(batch: PositiveInt, precision: TrainingPrecision = "bf16-mix
 
 
 @checked
-def estimate(spec: ModelSpec, lever: Lever, seq_len: PositiveInt,
-             device: str = "cuda") -> LeverEstimate:
+def estimate(
+    spec: ModelSpec, lever: Lever, seq_len: PositiveInt, device: str = "cuda"
+) -> LeverEstimate:
     """The estimated peak of one pass under `lever` (chapter 2's estimator, one term changed)."""
     # Gradients already allocated while a forward builds its activations (the old step's, or
     # those accumulating across micro-batches): they add to every moment before the backward
     # makes its own, instead of activations and gradients taking turns.
-    b = memory.estimate_training(spec, precision=lever.precision, batch=lever.micro_batch,
-                                 seq_len=seq_len, activation_checkpointing=lever.checkpointing,
-                                 device=device,
-                                 gradients_kept=lever.grads_kept or lever.accumulation > 1)
+    b = memory.estimate_training(
+        spec,
+        precision=lever.precision,
+        batch=lever.micro_batch,
+        seq_len=seq_len,
+        activation_checkpointing=lever.checkpointing,
+        device=device,
+        gradients_kept=lever.grads_kept or lever.accumulation > 1,
+    )
     return LeverEstimate(lever, b, int(b.peak))
 
 
 @checked
-def compare(spec: ModelSpec, levers: list[Lever], seq_len: PositiveInt,
-            device: str = "cuda") -> list[LeverEstimate]:
+def compare(
+    spec: ModelSpec, levers: list[Lever], seq_len: PositiveInt, device: str = "cuda"
+) -> list[LeverEstimate]:
     """Estimate every lever for the same model and sequence length."""
     if not levers:
         raise GpulabConfigError("levers is empty; pass e.g. standard_levers(batch=8)")

@@ -158,15 +158,22 @@ class Breakdown:
         return {k: v / GIB for k, v in self.as_dict().items()}
 
     def __str__(self) -> str:
-        rows = [f"{p:12s} {getattr(self, p) / GIB:10.2f} GiB" for p in self.PARTS if getattr(self, p)]
+        rows = [
+            f"{p:12s} {getattr(self, p) / GIB:10.2f} GiB" for p in self.PARTS if getattr(self, p)
+        ]
         return "\n".join(rows + [f"{'total':12s} {self.total / GIB:10.2f} GiB"])
 
     def _repr_html_(self) -> str:
-        rows = "".join(f"<tr><td>{p}</td><td style='text-align:right'>{getattr(self, p) / GIB:.2f} GiB</td></tr>"
-                       for p in self.PARTS if getattr(self, p))
+        rows = "".join(
+            f"<tr><td>{p}</td><td style='text-align:right'>{getattr(self, p) / GIB:.2f} GiB</td></tr>"
+            for p in self.PARTS
+            if getattr(self, p)
+        )
         notes = "".join(f"<li>{html.escape(n)}</li>" for n in self.notes)
-        return (f"<table>{rows}<tr><th>total</th><th style='text-align:right'>"
-                f"{self.total / GIB:.2f} GiB</th></tr></table>" + (f"<ul>{notes}</ul>" if notes else ""))
+        return (
+            f"<table>{rows}<tr><th>total</th><th style='text-align:right'>"
+            f"{self.total / GIB:.2f} GiB</th></tr></table>" + (f"<ul>{notes}</ul>" if notes else "")
+        )
 
 
 # ---------------------------------------------------------------- overhead
@@ -180,21 +187,27 @@ ALLOCATOR_SLACK = specs.ALLOCATOR_SLACK
 
 
 @checked
-def runtime_overhead(tensor_bytes: NonNegativeFloat, device: str = "cuda",
-                     context_bytes: NonNegativeInt | None = None,
-                     slack: Fraction | None = None) -> int:
+def runtime_overhead(
+    tensor_bytes: NonNegativeFloat,
+    device: str = "cuda",
+    context_bytes: NonNegativeInt | None = None,
+    slack: Fraction | None = None,
+) -> int:
     """Memory beyond the tensors: the runtime context plus the allocator's slack.
 
     The same terms that GPUSpec.model_memory_bytes takes off a card; on the CPU there is no
     device context, only the slack applies.
     """
-    context = (CUDA_CONTEXT_BYTES if device != "cpu" else 0) if context_bytes is None else context_bytes
+    context = (
+        (CUDA_CONTEXT_BYTES if device != "cpu" else 0) if context_bytes is None else context_bytes
+    )
     slack = ALLOCATOR_SLACK if slack is None else slack
     return int(context + slack * tensor_bytes)
 
 
-def _asked_overhead(tensor_bytes: float, device: str, context_bytes: int | None,
-                    slack: float | None) -> int:
+def _asked_overhead(
+    tensor_bytes: float, device: str, context_bytes: int | None, slack: float | None
+) -> int:
     """The runtime's share, when the caller asked for it (else 0: the card's capacity has it)."""
     if context_bytes is None and slack is None:
         return 0
@@ -205,28 +218,41 @@ def _asked_overhead(tensor_bytes: float, device: str, context_bytes: int | None,
 
 
 @checked
-def kv_cache_bytes(spec: ModelSpec, seq_len: PositiveInt, batch: PositiveInt = 1,
-                   kv_cache: KVFormat = "bf16", mla_expanded: bool = False) -> int:
+def kv_cache_bytes(
+    spec: ModelSpec,
+    seq_len: PositiveInt,
+    batch: PositiveInt = 1,
+    kv_cache: KVFormat = "bf16",
+    mla_expanded: bool = False,
+) -> int:
     """KV cache: 2 x layers x kv_heads x head_dim x seq_len x batch x bytes (MHA/GQA/MQA).
 
     For multi-head latent attention (DeepSeek-V2/V3) the compressed latent cache, layers x
     (kv_lora_rank + qk_rope_head_dim) x seq_len x batch x bytes, as vLLM and SGLang store it;
     `mla_expanded=True`: implementations that expand it to full keys and values per head.
     """
-    per_token = spec.kv_elements_per_token_expanded() if (mla_expanded and spec.attention_type == "mla") \
+    per_token = (
+        spec.kv_elements_per_token_expanded()
+        if (mla_expanded and spec.attention_type == "mla")
         else spec.kv_elements_per_token()
+    )
     return int(per_token * seq_len * batch * KV_FORMATS[kv_cache])
 
 
 @checked
 def estimate_inference(
     spec: ModelSpec,
-    weights: WeightFormatName = "bf16", kv_cache: KVFormat = "bf16",
-    batch: PositiveInt = 1, seq_len: PositiveInt = 4096,
+    weights: WeightFormatName = "bf16",
+    kv_cache: KVFormat = "bf16",
+    batch: PositiveInt = 1,
+    seq_len: PositiveInt = 4096,
     *,
-    activations: ActivationDtype = "bf16", logits: Logits = "last",
-    attention: Attention = "sdpa", fused_mlp: bool = False,
-    device: str = "cuda", mla_expanded: bool = False,
+    activations: ActivationDtype = "bf16",
+    logits: Logits = "last",
+    attention: Attention = "sdpa",
+    fused_mlp: bool = False,
+    device: str = "cuda",
+    mla_expanded: bool = False,
     context_bytes: NonNegativeInt | None = None,
     allocator_slack: Fraction | None = None,
 ) -> Breakdown:
@@ -239,28 +265,41 @@ def estimate_inference(
     """
     w = weight_bytes(spec, weights)
     kv = kv_cache_bytes(spec, seq_len, batch, kv_cache, mla_expanded)
-    act = inference_activation_bytes(spec, batch, seq_len, activations, logits, attention, fused_mlp)
+    act = inference_activation_bytes(
+        spec, batch, seq_len, activations, logits, attention, fused_mlp
+    )
     over = _asked_overhead(w + kv + act, device, context_bytes, allocator_slack)
     notes = [f"weights in {weights}: {bits_per_weight(weights):.3f} bits per weight"]
     if spec.is_moe:
-        notes.append(f"mixture of experts: all {spec.n_params / 1e9:.1f}B parameters are resident; "
-                     f"{spec.n_active_params / 1e9:.1f}B are used per token")
+        notes.append(
+            f"mixture of experts: all {spec.n_params / 1e9:.1f}B parameters are resident; "
+            f"{spec.n_active_params / 1e9:.1f}B are used per token"
+        )
     if spec.attention_type == "mla":
-        notes.append("KV cache: MLA's compressed latent cache" + (" expanded per head" if mla_expanded else ""))
-    return Breakdown(weights=w, kv_cache=kv, activations=act, overhead=over,
-                     notes=(*notes, *spec.notes))
+        notes.append(
+            "KV cache: MLA's compressed latent cache"
+            + (" expanded per head" if mla_expanded else "")
+        )
+    return Breakdown(
+        weights=w, kv_cache=kv, activations=act, overhead=over, notes=(*notes, *spec.notes)
+    )
 
 
 # ---------------------------------------------------------------- training
 
+
 @checked
 def estimate_training(
     spec: ModelSpec,
-    precision: TrainingPrecision = "bf16-mixed", optimizer: Optimizer = "adamw",
-    batch: PositiveInt = 8, seq_len: PositiveInt = 2048,
+    precision: TrainingPrecision = "bf16-mixed",
+    optimizer: Optimizer = "adamw",
+    batch: PositiveInt = 8,
+    seq_len: PositiveInt = 2048,
     activation_checkpointing: bool = False,
     *,
-    attention: Attention = "sdpa", device: str = "cuda", optimizer_impl: OptimizerImpl = "auto",
+    attention: Attention = "sdpa",
+    device: str = "cuda",
+    optimizer_impl: OptimizerImpl = "auto",
     gradients_kept: bool = False,
     context_bytes: NonNegativeInt | None = None,
     allocator_slack: Fraction | None = None,
@@ -278,12 +317,15 @@ def estimate_training(
     w = int(n * recipe["weights"])
     g = int(n * recipe["gradients"])
     opt = int(n * (recipe["master"] + OPTIMIZERS[optimizer](state_bytes)))
-    act = training_activation_bytes(spec, batch, seq_len, recipe["activations"],
-                                    activation_checkpointing, attention)
+    act = training_activation_bytes(
+        spec, batch, seq_len, recipe["activations"], activation_checkpointing, attention
+    )
     over = _asked_overhead(w + g + opt + act, device, context_bytes, allocator_slack)
     per_param = (w + g + opt) / n
-    notes = (f"{precision} with {optimizer}: {per_param:.1f} bytes per parameter before activations",
-             *spec.notes)
+    notes = (
+        f"{precision} with {optimizer}: {per_param:.1f} bytes per parameter before activations",
+        *spec.notes,
+    )
     # The worst of four moments (measured with MemTracker): the loss's backward (log-softmax,
     # its gradient and the logits', 3 fp32 vocab-wide tensors per token; the caller kept only
     # the loss), the head's backward (the logits' gradient and the head's weight gradient), the
@@ -298,16 +340,30 @@ def estimate_training(
     step = optimizer_step_bytes(spec, optimizer, optimizer_impl, device, state_bytes)
     early = g if gradients_kept else 0  # gradients alive before the backward makes them
     peak = w + opt + max(loss_backward + early, head_backward + early, g + tied_copy, g + step)
-    return Breakdown(weights=w, gradients=g, optimizer=opt, activations=act, overhead=over,
-                     notes=notes, peak_tensors=int(peak))
+    return Breakdown(
+        weights=w,
+        gradients=g,
+        optimizer=opt,
+        activations=act,
+        overhead=over,
+        notes=notes,
+        peak_tensors=int(peak),
+    )
 
 
 # ---------------------------------------------------------------- what fits
 
 
 @checked
-def largest_batch(spec: ModelSpec, budget_bytes: PositiveFloat, mode: Mode = "inference", *,
-                  seq_len: PositiveInt = 4096, limit: PositiveInt = 1 << 20, **kwargs) -> int:
+def largest_batch(
+    spec: ModelSpec,
+    budget_bytes: PositiveFloat,
+    mode: Mode = "inference",
+    *,
+    seq_len: PositiveInt = 4096,
+    limit: PositiveInt = 1 << 20,
+    **kwargs,
+) -> int:
     """The largest batch whose estimated total fits `budget_bytes` (0 when not even 1 fits).
 
     `mode` is "inference" or "training"; other keyword arguments go to the estimator.
@@ -315,18 +371,27 @@ def largest_batch(spec: ModelSpec, budget_bytes: PositiveFloat, mode: Mode = "in
     """
     estimate = _estimator(mode)
     with boundary():  # **kwargs are the caller's, checked by the estimator as such
-        return _largest(lambda b: estimate(spec, batch=b, seq_len=seq_len, **kwargs).total,
-                        budget_bytes, limit)
+        return _largest(
+            lambda b: estimate(spec, batch=b, seq_len=seq_len, **kwargs).total, budget_bytes, limit
+        )
 
 
 @checked
-def largest_context(spec: ModelSpec, budget_bytes: PositiveFloat, mode: Mode = "inference", *,
-                    batch: PositiveInt = 1, limit: PositiveInt = 1 << 24, **kwargs) -> int:
+def largest_context(
+    spec: ModelSpec,
+    budget_bytes: PositiveFloat,
+    mode: Mode = "inference",
+    *,
+    batch: PositiveInt = 1,
+    limit: PositiveInt = 1 << 24,
+    **kwargs,
+) -> int:
     """The longest sequence whose estimated total fits `budget_bytes` (0 when none fits)."""
     estimate = _estimator(mode)
     with boundary():  # **kwargs are the caller's, checked by the estimator as such
-        return _largest(lambda s: estimate(spec, batch=batch, seq_len=s, **kwargs).total,
-                        budget_bytes, limit)
+        return _largest(
+            lambda s: estimate(spec, batch=batch, seq_len=s, **kwargs).total, budget_bytes, limit
+        )
 
 
 def _estimator(mode: str):
@@ -352,8 +417,9 @@ def _largest(total_for: Callable[[int], int], budget_bytes: float, limit: int) -
 
 
 @checked
-def gpus_that_fit(total_bytes: NonNegativeFloat, gpus: Mapping | None = None,
-                  count: PositiveInt = 1) -> list[dict]:
+def gpus_that_fit(
+    total_bytes: NonNegativeFloat, gpus: Mapping | None = None, count: PositiveInt = 1
+) -> list[dict]:
     """Each GPU of the spec table with its memory, whether `total_bytes` fits on `count` of them.
 
     A card's capacity is `GPUSpec.model_memory_bytes`: the memory its driver reports less the
@@ -366,17 +432,30 @@ def gpus_that_fit(total_bytes: NonNegativeFloat, gpus: Mapping | None = None,
         if not isinstance(gpu, specs.GPUSpec):  # the validation layer checks the mapping only
             raise GpulabConfigError(
                 f"gpus[{show(name, 30)}] must be a GPUSpec, not {type(gpu).__name__} "
-                f"{show(gpu)}; {specs.GPUSpec.__validation_hint__}", "gpus")
+                f"{show(gpu)}; {specs.GPUSpec.__validation_hint__}",
+                "gpus",
+            )
         capacity = gpu.model_memory_bytes * count
-        rows.append({"gpu": name, "memory_gb": gpu.memory_gb * count,
-                     "usable_gb": capacity / 1e9, "fits": total_bytes <= capacity,
-                     "headroom_gb": (capacity - total_bytes) / 1e9})
+        rows.append(
+            {
+                "gpu": name,
+                "memory_gb": gpu.memory_gb * count,
+                "usable_gb": capacity / 1e9,
+                "fits": total_bytes <= capacity,
+                "headroom_gb": (capacity - total_bytes) / 1e9,
+            }
+        )
     return sorted(rows, key=lambda r: r["memory_gb"])
 
 
 @checked
-def layer_bytes(spec: ModelSpec, fmt: WeightFormatName = "q4_k_m", seq_len: PositiveInt = 4096,
-                kv_cache: KVFormat = "fp16", batch: PositiveInt = 1) -> list[int]:
+def layer_bytes(
+    spec: ModelSpec,
+    fmt: WeightFormatName = "q4_k_m",
+    seq_len: PositiveInt = 4096,
+    kv_cache: KVFormat = "fp16",
+    batch: PositiveInt = 1,
+) -> list[int]:
     """Bytes each decoder layer needs on its device: its weights in `fmt` and its KV cache."""
     bits = bits_per_weight(fmt) / 8
     kv_per_layer = kv_cache_bytes(spec, seq_len, batch, kv_cache) / spec.n_layers
@@ -384,9 +463,14 @@ def layer_bytes(spec: ModelSpec, fmt: WeightFormatName = "q4_k_m", seq_len: Posi
 
 
 @checked
-def gpu_layers_that_fit(spec: ModelSpec, vram_bytes: PositiveFloat, fmt: WeightFormatName = "q4_k_m",
-                        seq_len: PositiveInt = 4096, kv_cache: KVFormat = "fp16",
-                        context_bytes: NonNegativeInt = 0) -> int:
+def gpu_layers_that_fit(
+    spec: ModelSpec,
+    vram_bytes: PositiveFloat,
+    fmt: WeightFormatName = "q4_k_m",
+    seq_len: PositiveInt = 4096,
+    kv_cache: KVFormat = "fp16",
+    context_bytes: NonNegativeInt = 0,
+) -> int:
     """How many decoder layers fit in `vram_bytes` (llama.cpp's -ngl, ollama's num_gpu).
 
     `vram_bytes` is what the tensors may use, a card's GPUSpec.model_memory_bytes (which has

@@ -56,32 +56,44 @@ class Strategy:
     # ZeRO stage over the data-parallel ranks (collectives.ZERO_STAGES): 0 = plain data parallel
     # (PyTorch DDP), 1 = optimizer states sharded, 2 = + gradients, 3 = + parameters (FSDP).
     zero_stage: int = 0
-    tensor: PositiveInt = 1  # tensor-parallel degree t: every layer's matrices split t ways (Megatron-LM)
-    pipeline: PositiveInt = 1  # pipeline-parallel degree p: the layers cut into p consecutive stages
+    tensor: PositiveInt = (
+        1  # tensor-parallel degree t: every layer's matrices split t ways (Megatron-LM)
+    )
+    pipeline: PositiveInt = (
+        1  # pipeline-parallel degree p: the layers cut into p consecutive stages
+    )
     micro_batch: PositiveInt = 1  # sequences per micro-batch when pipeline > 1 (1F1B schedule)
 
     def __post_init__(self) -> None:
         """Validate the degrees and the ZeRO stage."""
         if self.zero_stage not in collectives.ZERO_STAGES:
-            raise GpulabConfigError(f"zero_stage={self.zero_stage!r} must be one of "
-                                    f"{sorted(collectives.ZERO_STAGES)}")
+            raise GpulabConfigError(
+                f"zero_stage={self.zero_stage!r} must be one of {sorted(collectives.ZERO_STAGES)}"
+            )
 
     @checked
     def data_degree(self, n_gpus: PositiveInt) -> int:
         """Data-parallel replicas d = n_gpus / (tensor x pipeline); raises if it does not divide."""
         model_parallel = self.tensor * self.pipeline
         if n_gpus % model_parallel:
-            raise GpulabConfigError(f"n_gpus={n_gpus} must be a multiple of tensor x pipeline = "
-                                    f"{self.tensor} x {self.pipeline} for strategy {self.name!r}")
+            raise GpulabConfigError(
+                f"n_gpus={n_gpus} must be a multiple of tensor x pipeline = "
+                f"{self.tensor} x {self.pipeline} for strategy {self.name!r}"
+            )
         return n_gpus // model_parallel
 
 
 @checked
 def standard_strategies(n_gpus: PositiveInt) -> list[Strategy]:
     """The six ways chapter 7 compares: DP, ZeRO-1, ZeRO-2, ZeRO-3/FSDP, TP=n, PP=n."""
-    return [Strategy("DP"), Strategy("ZeRO-1", zero_stage=1), Strategy("ZeRO-2", zero_stage=2),
-            Strategy("ZeRO-3 / FSDP", zero_stage=3), Strategy(f"TP={n_gpus}", tensor=n_gpus),
-            Strategy(f"PP={n_gpus}", pipeline=n_gpus)]
+    return [
+        Strategy("DP"),
+        Strategy("ZeRO-1", zero_stage=1),
+        Strategy("ZeRO-2", zero_stage=2),
+        Strategy("ZeRO-3 / FSDP", zero_stage=3),
+        Strategy(f"TP={n_gpus}", tensor=n_gpus),
+        Strategy(f"PP={n_gpus}", pipeline=n_gpus),
+    ]
 
 
 @checked
@@ -103,24 +115,31 @@ def check_split(spec: ModelSpec, tensor: PositiveInt = 1, pipeline: PositiveInt 
     inference (gpulab.serving) refuse the same shapes with this check.
     """
     if spec.n_heads % tensor:
-        raise GpulabConfigError(f"tensor={tensor} must divide the model's "
-                                f"{spec.n_heads} attention heads (Megatron-LM splits by head)",
-                                "tensor")
+        raise GpulabConfigError(
+            f"tensor={tensor} must divide the model's "
+            f"{spec.n_heads} attention heads (Megatron-LM splits by head)",
+            "tensor",
+        )
     if pipeline > spec.n_layers:
-        raise GpulabConfigError(f"pipeline={pipeline} must be at most the model's "
-                                f"{spec.n_layers} layers", "pipeline")
+        raise GpulabConfigError(
+            f"pipeline={pipeline} must be at most the model's {spec.n_layers} layers", "pipeline"
+        )
 
 
 def _check_setup(spec: ModelSpec, strategy: Strategy, n_gpus: int, global_batch: int) -> int:
     """Validate a (model, strategy, GPUs, batch) combination; return the data-parallel degree."""
     d = strategy.data_degree(n_gpus)
     if global_batch % d:
-        raise GpulabConfigError(f"global_batch={global_batch} must be a multiple of the "
-                                f"{d} data-parallel replicas of {strategy.name!r}")
+        raise GpulabConfigError(
+            f"global_batch={global_batch} must be a multiple of the "
+            f"{d} data-parallel replicas of {strategy.name!r}"
+        )
     check_split(spec, strategy.tensor, strategy.pipeline)
     if strategy.pipeline > 1 and (global_batch // d) % strategy.micro_batch:
-        raise GpulabConfigError(f"micro_batch={strategy.micro_batch} must divide the "
-                                f"{global_batch // d} sequences of each replica")
+        raise GpulabConfigError(
+            f"micro_batch={strategy.micro_batch} must divide the "
+            f"{global_batch // d} sequences of each replica"
+        )
     return d
 
 
@@ -168,6 +187,7 @@ def _activation_terms(spec: ModelSpec, batch: int, seq_len: int, dtype: str) -> 
     layer less gives the per-layer term, and the rest is the loss's logits (or, with
     checkpointing, the logits and the one layer rebuilt at a time): no formula is copied here.
     """
+
     def act(n_layers: int, ckpt: bool) -> int:
         s = dataclasses.replace(spec, n_layers=n_layers)
         return memory.training_activation_bytes(s, batch, seq_len, dtype, ckpt)
@@ -179,8 +199,9 @@ def _activation_terms(spec: ModelSpec, batch: int, seq_len: int, dtype: str) -> 
     return {"layer": layer, "checkpoint": kept, "head": head}
 
 
-def _stage_activations(terms: dict[str, int], n_layers: int, in_flight: int, last: bool,
-                       ckpt: bool) -> int:
+def _stage_activations(
+    terms: dict[str, int], n_layers: int, in_flight: int, last: bool, ckpt: bool
+) -> int:
     """Activations a pipeline stage keeps: its layers for each micro-batch in flight."""
     if ckpt:  # inputs of its layers per micro-batch in flight, plus one layer being rebuilt
         kept = in_flight * n_layers * terms["checkpoint"] + terms["layer"]
@@ -190,10 +211,16 @@ def _stage_activations(terms: dict[str, int], n_layers: int, in_flight: int, las
 
 
 @checked
-def memory_per_gpu(spec: ModelSpec, strategy: Strategy, n_gpus: PositiveInt,
-                   global_batch: PositiveInt = 8, seq_len: PositiveInt = 4096,
-                   precision: TrainingPrecision = "bf16-mixed", optimizer: Optimizer = "adamw",
-                   activation_checkpointing: bool = False) -> Breakdown:
+def memory_per_gpu(
+    spec: ModelSpec,
+    strategy: Strategy,
+    n_gpus: PositiveInt,
+    global_batch: PositiveInt = 8,
+    seq_len: PositiveInt = 4096,
+    precision: TrainingPrecision = "bf16-mixed",
+    optimizer: Optimizer = "adamw",
+    activation_checkpointing: bool = False,
+) -> Breakdown:
     """Memory of the fullest GPU in a training step under `strategy` (a memory.Breakdown).
 
     `global_batch` sequences of `seq_len` tokens per step, over all GPUs. The parts follow
@@ -213,8 +240,9 @@ def memory_per_gpu(spec: ModelSpec, strategy: Strategy, n_gpus: PositiveInt,
     """
     d = _check_setup(spec, strategy, n_gpus, global_batch)
     full = memory.estimate_training(spec, precision, optimizer, batch=1, seq_len=1)
-    per_param = {part: getattr(full, part) / spec.n_params
-                 for part in ("weights", "gradients", "optimizer")}
+    per_param = {
+        part: getattr(full, part) / spec.n_params for part in ("weights", "gradients", "optimizer")
+    }
     dtype = TRAINING_PRECISIONS[precision]["activations"]
     t, p = strategy.tensor, strategy.pipeline
     replica_batch = global_batch // d
@@ -225,11 +253,17 @@ def memory_per_gpu(spec: ModelSpec, strategy: Strategy, n_gpus: PositiveInt,
     for s, layers in enumerate(_stages(spec, p)):
         held = _held(spec, strategy, s, layers)
         states = collectives.sharded_bytes_per_rank(
-            int(held * per_param["weights"]), int(held * per_param["gradients"]),
-            int(held * per_param["optimizer"]), world_size=d, stage=strategy.zero_stage)
+            int(held * per_param["weights"]),
+            int(held * per_param["gradients"]),
+            int(held * per_param["optimizer"]),
+            world_size=d,
+            stage=strategy.zero_stage,
+        )
         weights, grads = states["params"], states["grads"]
-        notes = [f"{strategy.name} on {n_gpus} GPUs: t={t}, p={p}, d={d}; "
-                 f"{collectives.ZERO_STAGES[strategy.zero_stage]}"]
+        notes = [
+            f"{strategy.name} on {n_gpus} GPUs: t={t}, p={p}, d={d}; "
+            f"{collectives.ZERO_STAGES[strategy.zero_stage]}"
+        ]
         if strategy.zero_stage == 3 and d > 1:
             # FSDP's units: one per decoder layer, and the embedding and head where this stage has them.
             embedding = spec.params_by_component()["embedding"]
@@ -237,20 +271,31 @@ def memory_per_gpu(spec: ModelSpec, strategy: Strategy, n_gpus: PositiveInt,
             unit = max([spec.layer_params(i) for i in layers] + ends) / t
             weights += int(2 * unit * per_param["weights"])  # FSDP: current + prefetched unit
             grads += int(unit * per_param["gradients"])  # one unit's gradient before reduce-scatter
-            notes.append("ZeRO-3 working set: two gathered units (current, prefetched) and one "
-                         "unit's full gradient")
+            notes.append(
+                "ZeRO-3 working set: two gathered units (current, prefetched) and one "
+                "unit's full gradient"
+            )
         if p > 1:
-            act = _stage_activations(terms, len(layers), min(p - s, micro), s == p - 1,
-                                     activation_checkpointing)
-            notes.append(f"pipeline stage {s} of {p}: layers {layers.start}-{layers.stop - 1}, "
-                         f"{min(p - s, micro)} of {micro} micro-batches in flight")
+            act = _stage_activations(
+                terms, len(layers), min(p - s, micro), s == p - 1, activation_checkpointing
+            )
+            notes.append(
+                f"pipeline stage {s} of {p}: layers {layers.start}-{layers.stop - 1}, "
+                f"{min(p - s, micro)} of {micro} micro-batches in flight"
+            )
         else:
-            act = memory.training_activation_bytes(spec, replica_batch, seq_len, dtype,
-                                                   activation_checkpointing)
+            act = memory.training_activation_bytes(
+                spec, replica_batch, seq_len, dtype, activation_checkpointing
+            )
         act = int(act / t)
         optimizer_bytes = states["optimizer"]
-        b = Breakdown(weights=weights, gradients=grads, optimizer=optimizer_bytes, activations=act,
-                      notes=tuple(notes))
+        b = Breakdown(
+            weights=weights,
+            gradients=grads,
+            optimizer=optimizer_bytes,
+            activations=act,
+            notes=tuple(notes),
+        )
         if worst is None or b.total > worst.total:
             worst = b
     return worst
@@ -286,10 +331,15 @@ class Transfer:
 
 
 @checked
-def communication_per_step(spec: ModelSpec, strategy: Strategy, n_gpus: PositiveInt,
-                           global_batch: PositiveInt = 8, seq_len: PositiveInt = 4096,
-                           precision: TrainingPrecision = "bf16-mixed",
-                           activation_checkpointing: bool = False) -> list[Transfer]:
+def communication_per_step(
+    spec: ModelSpec,
+    strategy: Strategy,
+    n_gpus: PositiveInt,
+    global_batch: PositiveInt = 8,
+    seq_len: PositiveInt = 4096,
+    precision: TrainingPrecision = "bf16-mixed",
+    activation_checkpointing: bool = False,
+) -> list[Transfer]:
     """The collectives one training step runs under `strategy`, on the busiest GPU.
 
     - Data parallel (ZeRO-0): one all-reduce of the gradients, 2(d-1)/d x gradient bytes per
@@ -320,45 +370,76 @@ def communication_per_step(spec: ModelSpec, strategy: Strategy, n_gpus: Positive
     zero = "ZeRO, arXiv:1910.02054, section 7.2"
     if d > 1:
         if strategy.zero_stage == 0:
-            moves.append(Transfer("all-reduce", "gradients", grad_bytes, 1, d,
-                                  "data parallel: gradients summed over replicas"))
+            moves.append(
+                Transfer(
+                    "all-reduce",
+                    "gradients",
+                    grad_bytes,
+                    1,
+                    d,
+                    "data parallel: gradients summed over replicas",
+                )
+            )
         elif strategy.zero_stage in (1, 2):
-            moves += [Transfer("reduce-scatter", "gradients", grad_bytes, 1, d, zero),
-                      Transfer("all-gather", "updated parameters", param_bytes, 1, d, zero)]
+            moves += [
+                Transfer("reduce-scatter", "gradients", grad_bytes, 1, d, zero),
+                Transfer("all-gather", "updated parameters", param_bytes, 1, d, zero),
+            ]
         else:
-            moves += [Transfer("all-gather", "parameters (forward)", param_bytes, 1, d, zero),
-                      Transfer("all-gather", "parameters (backward)", param_bytes, 1, d, zero),
-                      Transfer("reduce-scatter", "gradients", grad_bytes, 1, d, zero)]
+            moves += [
+                Transfer("all-gather", "parameters (forward)", param_bytes, 1, d, zero),
+                Transfer("all-gather", "parameters (backward)", param_bytes, 1, d, zero),
+                Transfer("reduce-scatter", "gradients", grad_bytes, 1, d, zero),
+            ]
     micro = strategy.micro_batch if p > 1 else replica_batch
     n_micro = replica_batch // micro
     boundary = micro * seq_len * spec.hidden_size * act_bytes  # (micro, seq, hidden)
     if t > 1:
         per_layer = 6 if activation_checkpointing else 4
-        moves.append(Transfer("all-reduce", "layer activations", boundary, per_layer * layers * n_micro,
-                              t, "Megatron-LM, arXiv:1909.08053, section 3: 2 forward + 2 backward "
-                              "per layer" + (", +2 recomputed" if activation_checkpointing else "")))
+        moves.append(
+            Transfer(
+                "all-reduce",
+                "layer activations",
+                boundary,
+                per_layer * layers * n_micro,
+                t,
+                "Megatron-LM, arXiv:1909.08053, section 3: 2 forward + 2 backward "
+                "per layer" + (", +2 recomputed" if activation_checkpointing else ""),
+            )
+        )
     if p > 1:
         # With tensor parallelism each of the t GPUs sends its 1/t slice (Megatron-LM's
         # scatter/gather across stages, Narayanan et al., arXiv:2104.04473, section 4.1).
-        moves.append(Transfer("send/recv", "stage-boundary activations and their gradients",
-                              boundary // t, 2 * n_micro, 2,
-                              "pipeline: forward to the next stage, gradient back, per micro-batch"))
+        moves.append(
+            Transfer(
+                "send/recv",
+                "stage-boundary activations and their gradients",
+                boundary // t,
+                2 * n_micro,
+                2,
+                "pipeline: forward to the next stage, gradient back, per micro-batch",
+            )
+        )
     return moves
 
 
 @checked
-def transfer_seconds(transfer: Transfer, bus_bytes_per_s: PositiveFloat,
-                     latency_s: NonNegativeFloat = 0.0) -> float:
+def transfer_seconds(
+    transfer: Transfer, bus_bytes_per_s: PositiveFloat, latency_s: NonNegativeFloat = 0.0
+) -> float:
     """Ring-model time of one step's worth of a transfer (collectives.allreduce_seconds for all-reduce)."""
     if transfer.collective == "all-reduce":
-        one = collectives.allreduce_seconds(transfer.nbytes, transfer.group, bus_bytes_per_s, latency_s)
+        one = collectives.allreduce_seconds(
+            transfer.nbytes, transfer.group, bus_bytes_per_s, latency_s
+        )
         return transfer.calls * one
     return transfer.calls * latency_s + transfer.bytes_per_rank / bus_bytes_per_s
 
 
 @checked
-def step_communication_seconds(transfers: list[Transfer], bus_bytes_per_s: PositiveFloat,
-                               latency_s: NonNegativeFloat = 0.0) -> float:
+def step_communication_seconds(
+    transfers: list[Transfer], bus_bytes_per_s: PositiveFloat, latency_s: NonNegativeFloat = 0.0
+) -> float:
     """Seconds a step spends communicating if nothing overlaps with compute (an upper bound)."""
     return sum(transfer_seconds(x, bus_bytes_per_s, latency_s) for x in transfers)
 
@@ -369,8 +450,9 @@ LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")  # every linear layer 
 
 
 @checked
-def lora_params(spec: ModelSpec, rank: PositiveInt = 16,
-                targets: tuple[str, ...] = LORA_TARGETS) -> int:
+def lora_params(
+    spec: ModelSpec, rank: PositiveInt = 16, targets: tuple[str, ...] = LORA_TARGETS
+) -> int:
     """Trainable parameters of LoRA adapters: rank x (inputs + outputs) per adapted matrix, per layer.
 
     LoRA (Hu et al., arXiv:2106.09685) adds B (out x r) and A (r x in) beside a frozen matrix;
@@ -378,15 +460,24 @@ def lora_params(spec: ModelSpec, rank: PositiveInt = 16,
     with ordinary attention only.
     """
     if spec.is_moe or spec.attention_type == "mla":
-        raise GpulabConfigError(f"spec={spec.name!r}: lora_params counts dense models with "
-                                "ordinary attention, and this is a mixture of experts or uses MLA",
-                                "spec")
+        raise GpulabConfigError(
+            f"spec={spec.name!r}: lora_params counts dense models with "
+            "ordinary attention, and this is a mixture of experts or uses MLA",
+            "spec",
+        )
     if not spec.gated_mlp and any(x == "gate" for x in targets):
         raise GpulabConfigError(f"{spec.name} has no gate projection; drop 'gate' from targets")
     h, f = spec.hidden_size, spec.intermediate_size
     q, kv = spec.n_heads * spec.head_dim, spec.n_kv_heads * spec.head_dim
-    shapes = {"q": (h, q), "k": (h, kv), "v": (h, kv), "o": (q, h),
-              "gate": (h, f), "up": (h, f), "down": (f, h)}  # (inputs, outputs)
+    shapes = {
+        "q": (h, q),
+        "k": (h, kv),
+        "v": (h, kv),
+        "o": (q, h),
+        "gate": (h, f),
+        "up": (h, f),
+        "down": (f, h),
+    }  # (inputs, outputs)
     unknown = [x for x in targets if x not in shapes]
     if unknown or not targets:
         raise GpulabConfigError(f"targets={targets!r} must be a non-empty subset of {LORA_TARGETS}")
@@ -397,5 +488,6 @@ def lora_params(spec: ModelSpec, rank: PositiveInt = 16,
         raise GpulabConfigError(
             f"rank={rank} must be at most {min(rows, cols)}, the narrower side of the model's "
             f"{narrowest} projection ({rows} x {cols}): a LoRA update has no higher rank",
-            "rank")
+            "rank",
+        )
     return spec.n_layers * sum(rank * sum(shapes[x]) for x in targets)

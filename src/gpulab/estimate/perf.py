@@ -23,9 +23,18 @@ from gpulab.estimate.memory import kv_cache_bytes, layer_bytes, weight_bytes
 from gpulab.reference.formats import KVFormat, WeightFormatName, bits_per_weight, weight_format
 from gpulab.reference.modelspec import ModelSpec
 
-__all__ = ["BOOST_HEADROOM", "attention_flops_per_token", "decode_bytes_per_step", "decode_tokens_per_s",
-           "offloaded_tokens_per_s",
-           "forward_flops", "matmul_params", "mfu", "prefill_seconds", "training_flops"]
+__all__ = [
+    "BOOST_HEADROOM",
+    "attention_flops_per_token",
+    "decode_bytes_per_step",
+    "decode_tokens_per_s",
+    "offloaded_tokens_per_s",
+    "forward_flops",
+    "matmul_params",
+    "mfu",
+    "prefill_seconds",
+    "training_flops",
+]
 
 
 @checked
@@ -57,7 +66,9 @@ def attention_flops_per_token(spec: ModelSpec, context: PositiveInt) -> float:
 
 
 @checked
-def forward_flops(spec: ModelSpec, tokens: PositiveInt, seq_len: PositiveInt | None = None) -> float:
+def forward_flops(
+    spec: ModelSpec, tokens: PositiveInt, seq_len: PositiveInt | None = None
+) -> float:
     """FLOPs of a forward pass over `tokens` tokens: 2 x matmul params each, plus attention.
 
     `seq_len` is the context each token attends to (for a full sequence, its length); None
@@ -70,7 +81,9 @@ def forward_flops(spec: ModelSpec, tokens: PositiveInt, seq_len: PositiveInt | N
 
 
 @checked
-def training_flops(spec: ModelSpec, tokens: PositiveInt, seq_len: PositiveInt | None = None) -> float:
+def training_flops(
+    spec: ModelSpec, tokens: PositiveInt, seq_len: PositiveInt | None = None
+) -> float:
     """FLOPs of training on `tokens` tokens: forward + backward (twice the forward) = 3 x forward.
 
     Without attention that is 6 x active matmul parameters x tokens (Kaplan et al.'s 6ND).
@@ -86,8 +99,13 @@ BOOST_HEADROOM = 1.15
 
 
 @checked
-def mfu(achieved_tokens_per_s: PositiveFloat, spec: ModelSpec, peak_tflops: PositiveFloat,
-        training: bool = True, seq_len: PositiveInt | None = None) -> float:
+def mfu(
+    achieved_tokens_per_s: PositiveFloat,
+    spec: ModelSpec,
+    peak_tflops: PositiveFloat,
+    training: bool = True,
+    seq_len: PositiveInt | None = None,
+) -> float:
     """Model FLOPs utilisation: the model's FLOPs per second achieved / the device's rated peak.
 
     Training counts 6 x active parameters per token plus the attention term (3 x forward);
@@ -104,14 +122,19 @@ def mfu(achieved_tokens_per_s: PositiveFloat, spec: ModelSpec, peak_tflops: Posi
             f"peak_tflops={peak_tflops:g} ({per_token / 1e9:.3g} GFLOP per token): more than a "
             f"boosting card's {BOOST_HEADROOM - 1:.0%} above its rated peak; check the units "
             "(tokens per second, dense TFLOP/s of the precision) and that the timer synchronised",
-            "achieved_tokens_per_s")
+            "achieved_tokens_per_s",
+        )
     return utilisation
 
 
 @checked
-def decode_bytes_per_step(spec: ModelSpec, weights: WeightFormatName = "bf16",
-                          kv_cache: KVFormat = "bf16", batch: PositiveInt = 1,
-                          seq_len: PositiveInt = 4096) -> float:
+def decode_bytes_per_step(
+    spec: ModelSpec,
+    weights: WeightFormatName = "bf16",
+    kv_cache: KVFormat = "bf16",
+    batch: PositiveInt = 1,
+    seq_len: PositiveInt = 4096,
+) -> float:
     """Bytes one decoding step must read: the weights a token uses, once, plus every KV cache.
 
     The input embedding is a lookup: each sequence reads one row of it, not the table; the
@@ -133,21 +156,33 @@ def decode_bytes_per_step(spec: ModelSpec, weights: WeightFormatName = "bf16",
 
 
 @checked
-def decode_tokens_per_s(spec: ModelSpec, weights: WeightFormatName = "int4",
-                        kv_cache: KVFormat = "bf16", batch: PositiveInt = 1,
-                        seq_len: PositiveInt = 4096, bandwidth_gbs: PositiveFloat = 1008) -> float:
+def decode_tokens_per_s(
+    spec: ModelSpec,
+    weights: WeightFormatName = "int4",
+    kv_cache: KVFormat = "bf16",
+    batch: PositiveInt = 1,
+    seq_len: PositiveInt = 4096,
+    bandwidth_gbs: PositiveFloat = 1008,
+) -> float:
     """Upper bound on generated tokens/s (all sequences of the batch together).
 
     Each step reads the active weights once and every sequence's KV cache, and produces one
     token per sequence: batch x bandwidth / bytes per step. Compute is assumed not to bind,
     true for decoding at small batch (chapter 1's roofline).
     """
-    return batch * bandwidth_gbs * 1e9 / decode_bytes_per_step(spec, weights, kv_cache, batch, seq_len)
+    return (
+        batch * bandwidth_gbs * 1e9 / decode_bytes_per_step(spec, weights, kv_cache, batch, seq_len)
+    )
 
 
 @checked
-def prefill_seconds(spec: ModelSpec, tokens: PositiveInt = 4096, peak_tflops: PositiveFloat = 165,
-                    weights: WeightFormatName = "bf16", batch: PositiveInt = 1) -> float:
+def prefill_seconds(
+    spec: ModelSpec,
+    tokens: PositiveInt = 4096,
+    peak_tflops: PositiveFloat = 165,
+    weights: WeightFormatName = "bf16",
+    batch: PositiveInt = 1,
+) -> float:
     """Compute-bound estimate of processing a prompt: forward FLOPs / peak FLOP/s.
 
     `weights` does not change the FLOPs; pass the peak of the precision the kernels run in
@@ -158,11 +193,15 @@ def prefill_seconds(spec: ModelSpec, tokens: PositiveInt = 4096, peak_tflops: Po
 
 
 @checked
-def offloaded_tokens_per_s(spec: ModelSpec, gpu_layers: NonNegativeInt,
-                           weights: WeightFormatName = "q4_k_m",
-                           gpu_bandwidth_gbs: PositiveFloat = 1008,
-                           cpu_bandwidth_gbs: PositiveFloat = 89.6,
-                           seq_len: PositiveInt = 4096, kv_cache: KVFormat = "fp16") -> float:
+def offloaded_tokens_per_s(
+    spec: ModelSpec,
+    gpu_layers: NonNegativeInt,
+    weights: WeightFormatName = "q4_k_m",
+    gpu_bandwidth_gbs: PositiveFloat = 1008,
+    cpu_bandwidth_gbs: PositiveFloat = 89.6,
+    seq_len: PositiveInt = 4096,
+    kv_cache: KVFormat = "fp16",
+) -> float:
     """Decode bound with the first `gpu_layers` layers on the GPU and the rest read from RAM.
 
     Each token reads the GPU's layers at its bandwidth and the others at the CPU's (RAM)
@@ -171,12 +210,22 @@ def offloaded_tokens_per_s(spec: ModelSpec, gpu_layers: NonNegativeInt,
     token reads only the experts it is routed to, as in `decode_bytes_per_step`.
     """
     if gpu_layers > spec.n_layers + 1:
-        raise GpulabConfigError(f"gpu_layers={gpu_layers!r} must be an integer from 0 to "
-                                f"{spec.n_layers + 1} (the layers, then the output head)")
-    unread = (spec.n_routed_experts - spec.experts_per_token) * spec.expert_params \
-        * bits_per_weight(weights) / 8 if spec.is_moe else 0
-    layers = [size - (unread if spec.is_moe and spec.is_moe_layer(i) else 0)
-              for i, size in enumerate(layer_bytes(spec, weights, seq_len, kv_cache))]
+        raise GpulabConfigError(
+            f"gpu_layers={gpu_layers!r} must be an integer from 0 to "
+            f"{spec.n_layers + 1} (the layers, then the output head)"
+        )
+    unread = (
+        (spec.n_routed_experts - spec.experts_per_token)
+        * spec.expert_params
+        * bits_per_weight(weights)
+        / 8
+        if spec.is_moe
+        else 0
+    )
+    layers = [
+        size - (unread if spec.is_moe and spec.is_moe_layer(i) else 0)
+        for i, size in enumerate(layer_bytes(spec, weights, seq_len, kv_cache))
+    ]
     on_gpu = sum(layers[:gpu_layers])
     on_cpu = sum(layers[gpu_layers:])
     parts = spec.params_by_component()

@@ -85,7 +85,9 @@ class Build:
     rest_w: PositiveFloat = 150.0
     # How far above its board power a GPU may spike for 100 us (PCIe CEM 5.0: 3x).
     gpu_transient_factor: Annotated[float, AtLeast(1)] = PCIE_CEM5_GPU_EXCURSION
-    psu_standard: PSUStandard = "atx3.0"  # "atx3.0" (excursion-rated, with 12VHPWR) or "atx2" (no rating)
+    psu_standard: PSUStandard = (
+        "atx3.0"  # "atx3.0" (excursion-rated, with 12VHPWR) or "atx2" (no rating)
+    )
     # Fraction of the sustained load to keep free on top of it (0.2 = a PSU 20% larger). 0 is
     # Intel's method: its budget examples size the PSU at exactly the sustained sum.
     headroom: Annotated[float, Between(0, 1, high_open=True)] = 0.0
@@ -133,8 +135,11 @@ def check_psu(build: Build, psu_w: PositiveFloat) -> PSUCheck:
     capacity = psu_w * factor
     sustained_ok = need <= psu_w
     peak_ok = build.peak_w <= capacity
-    gpus = f"{build.gpu_count} x {build.gpu_power_w:g} W" if build.gpu_count > 1 \
+    gpus = (
+        f"{build.gpu_count} x {build.gpu_power_w:g} W"
+        if build.gpu_count > 1
         else f"{build.gpu_power_w:g} W"
+    )
     margin = f" x (1 + {build.headroom:g} headroom)" if build.headroom else ""
     reasons = (
         f"sustained: GPU {gpus} + CPU {build.cpu_power_w:g} W + rest {build.rest_w:g} W"
@@ -146,9 +151,16 @@ def check_psu(build: Build, psu_w: PositiveFloat) -> PSUCheck:
         f"{_LABEL[build.psu_standard]} PSU of this size must deliver"
         f" ({'ok' if peak_ok else 'too small: expect shutdowns under load'})",
     )
-    return PSUCheck(psu_w=psu_w, ok=sustained_ok and peak_ok, sustained_ok=sustained_ok,
-                    peak_ok=peak_ok, sustained_w=need, peak_w=build.peak_w,
-                    peak_capacity_w=capacity, reasons=reasons)
+    return PSUCheck(
+        psu_w=psu_w,
+        ok=sustained_ok and peak_ok,
+        sustained_ok=sustained_ok,
+        peak_ok=peak_ok,
+        sustained_w=need,
+        peak_w=build.peak_w,
+        peak_capacity_w=capacity,
+        reasons=reasons,
+    )
 
 
 @dataclass(frozen=True)
@@ -174,8 +186,11 @@ def size_psu(build: Build, sizes: tuple[PositiveFloat, ...] = COMMON_PSU_W) -> P
     fitting = [s for s in sorted(sizes) if check_psu(build, s).ok]
     recommended = fitting[0] if fitting else None
     min_peak = _min_rating_for_peak(build.peak_w, build.psu_standard)
-    allowance = ("200% of its rating above 450 W, 150% up to 450 W" if build.psu_standard == "atx3.0"
-                 else "only its rating (ATX 2.x sets no excursion requirement)")
+    allowance = (
+        "200% of its rating above 450 W, 150% up to 450 W"
+        if build.psu_standard == "atx3.0"
+        else "only its rating (ATX 2.x sets no excursion requirement)"
+    )
     reasons = [
         f"continuous draw {need:.0f} W needs a rating of at least {need:.0f} W",
         f"a {build.gpu_transient_factor:g}x GPU spike makes {build.peak_w:.0f} W for 100 us; an "
@@ -183,22 +198,33 @@ def size_psu(build: Build, sizes: tuple[PositiveFloat, ...] = COMMON_PSU_W) -> P
         f"{min_peak:.0f} W",
     ]
     if recommended is None:
-        reasons.append(f"no common rating up to {max(sizes)} W carries this build: use a server "
-                       f"power supply or several PSUs, or cap the GPUs' power (nvidia-smi -pl)")
+        reasons.append(
+            f"no common rating up to {max(sizes)} W carries this build: use a server "
+            f"power supply or several PSUs, or cap the GPUs' power (nvidia-smi -pl)"
+        )
     else:
         reasons.append(f"smallest common rating that carries both: {recommended} W")
-    return PSUSizing(sustained_w=need, peak_w=build.peak_w, min_for_sustained_w=need,
-                     min_for_peak_w=min_peak, recommended_w=recommended, reasons=tuple(reasons))
+    return PSUSizing(
+        sustained_w=need,
+        peak_w=build.peak_w,
+        min_for_sustained_w=need,
+        min_for_peak_w=min_peak,
+        recommended_w=recommended,
+        reasons=tuple(reasons),
+    )
 
 
 @checked
-def build_for_gpu(gpu: str, count: Annotated[int, Between(1, 64)] = 1,
-                  **build: float | str) -> Build:
+def build_for_gpu(
+    gpu: str, count: Annotated[int, Between(1, 64)] = 1, **build: float | str
+) -> Build:
     """A Build whose GPU power is the spec table's board power for `gpu` (other fields as given)."""
     spec = specs.resolve_gpu(gpu)
     if spec.board_power_w is None:
-        raise GpulabConfigError(f"gpu={gpu!r}: the spec table has no board power for "
-                                f"{spec.name} (Apple publishes none); pass gpu_power_w to Build")
+        raise GpulabConfigError(
+            f"gpu={gpu!r}: the spec table has no board power for "
+            f"{spec.name} (Apple publishes none); pass gpu_power_w to Build"
+        )
     with boundary():  # **build is the caller's: Build checks it as such
         return Build(gpu_power_w=spec.board_power_w, gpu_count=count, **build)
 

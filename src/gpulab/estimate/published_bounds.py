@@ -33,8 +33,20 @@ from gpulab.reference import models, published
 from gpulab.reference.published import KERNELS, Measurement, load
 from gpulab.reference.specs import GPUSpec, get_gpu, resolve_gpu
 
-__all__ = ["CUBLAS_FP16_SOURCE", "KV_FORMAT", "Comparison", "DecodeShare", "Kernel", "beaten",
-           "compare", "compare_all", "decode_share", "on_gpu", "prefill_peak", "typical_decode"]
+__all__ = [
+    "CUBLAS_FP16_SOURCE",
+    "KV_FORMAT",
+    "Comparison",
+    "DecodeShare",
+    "Kernel",
+    "beaten",
+    "compare",
+    "compare_all",
+    "decode_share",
+    "on_gpu",
+    "prefill_peak",
+    "typical_decode",
+]
 
 # llama.cpp stores its KV cache in f16 unless told otherwise (-ctk/-ctv default f16).
 KV_FORMAT = "fp16"
@@ -44,7 +56,8 @@ CUBLAS_FP16_SOURCE = (
     "quantized weight is dequantized to FP16 and multiplied by cublasGemmEx(..., "
     "CUBLAS_COMPUTE_16F, CUBLAS_GEMM_DEFAULT_TENSOR_OP), i.e. FP16 tensor cores accumulating in "
     "FP16 (https://github.com/ggerganov/llama.cpp/blob/005de593ad4aa2c8db115cbb41a37bda2fb20b77/"
-    "ggml-cuda.cu)")
+    "ggml-cuda.cu)"
+)
 # A prompt-processing row's matrix-product path (gpulab.published.KERNELS).
 Kernel = Annotated[str, OneOf(KERNELS, "prefill kernel path")]
 # GeForce boards run FP16 tensor math with FP32 accumulation at half rate, so their table `fp16`
@@ -91,8 +104,10 @@ def prefill_peak(kernel: Kernel, gpu: GPUSpec | str) -> tuple[float | None, str]
         if "fp16_fp16acc" in table:
             return table["fp16_fp16acc"] * 1e12, "dense FP16 tensor, FP16 accumulate"
         if _GEFORCE.match(gpu.name):
-            return None, ("the run used FP16 tensor cores accumulating in FP16; the spec table "
-                          "has no FP16-accumulate peak for this GeForce card")
+            return None, (
+                "the run used FP16 tensor cores accumulating in FP16; the spec table "
+                "has no FP16-accumulate peak for this GeForce card"
+            )
         if "fp16" in table:
             return table["fp16"] * 1e12, "dense FP16 tensor, full rate with either accumulator"
         return None, "the spec table has no FP16 tensor peak for this GPU"
@@ -109,9 +124,11 @@ def _decode(m: Measurement, gpu: GPUSpec) -> Comparison:
     spec = models.get(m.model_spec)
     step = decode_bytes_per_step(spec, m.quantization, KV_FORMAT, 1, m.min_context_tokens)
     bound = gpu.bandwidth_bytes_per_s / step
-    basis = (f"{gpu.bandwidth_gbs:g} GB/s / {step / 1e9:.3f} GB per token ({m.quantization} "
-             f"weights + {KV_FORMAT} KV cache of {m.min_context_tokens} "
-             f"token{'s' if m.min_context_tokens != 1 else ''})")
+    basis = (
+        f"{gpu.bandwidth_gbs:g} GB/s / {step / 1e9:.3f} GB per token ({m.quantization} "
+        f"weights + {KV_FORMAT} KV cache of {m.min_context_tokens} "
+        f"token{'s' if m.min_context_tokens != 1 else ''})"
+    )
     return _bounded(m, bound, basis)
 
 
@@ -123,7 +140,9 @@ def _prefill(m: Measurement, gpu: GPUSpec) -> Comparison:
     per_token = forward_flops(spec, 1, context)
     peak, label = prefill_peak(m.kernel, gpu)
     flops = f"{per_token / 1e9:.2f} GFLOP per token"
-    flops += " (attention not counted)" if context is None else f" (attention over {context} tokens)"
+    flops += (
+        " (attention not counted)" if context is None else f" (attention over {context} tokens)"
+    )
     if peak is None:
         return _excluded(m, flops, label)
     return _bounded(m, peak / per_token, f"{peak / 1e12:g} TFLOP/s ({label}) / {flops}")
@@ -133,7 +152,9 @@ def _matmul(m: Measurement, gpu: GPUSpec) -> Comparison:
     peak = gpu.peak_flops(m.dtype)
     if peak is None:
         return _excluded(m, f"dense {m.dtype} peak", f"the spec table has no {m.dtype} peak")
-    return _bounded(m, peak / 1e12, f"dense {m.dtype} peak of the spec table, {peak / 1e12:g} TFLOP/s")
+    return _bounded(
+        m, peak / 1e12, f"dense {m.dtype} peak of the spec table, {peak / 1e12:g} TFLOP/s"
+    )
 
 
 @checked
@@ -208,18 +229,25 @@ def _packaged_share() -> DecodeShare:
 
 
 def _share(rows: list[Comparison]) -> DecodeShare:
-    decode = sorted((c for c in rows if c.kind == "decode" and c.ratio is not None),
-                    key=lambda c: c.ratio)
+    decode = sorted(
+        (c for c in rows if c.kind == "decode" and c.ratio is not None), key=lambda c: c.ratio
+    )
     if not decode:
-        raise GpulabConfigError("comparisons holds no decode run with a bound: no share to take",
-                                "comparisons")
+        raise GpulabConfigError(
+            "comparisons holds no decode run with a bound: no share to take", "comparisons"
+        )
     ratios = [c.ratio for c in decode]
     return DecodeShare(
-        low=ratios[0], median=statistics.median(ratios), high=ratios[-1], runs=len(decode),
+        low=ratios[0],
+        median=statistics.median(ratios),
+        high=ratios[-1],
+        runs=len(decode),
         devices=len({c.measurement.gpu for c in decode}),
-        lowest=decode[0].measurement.device, highest=decode[-1].measurement.device,
+        lowest=decode[0].measurement.device,
+        highest=decode[-1].measurement.device,
         # "llama.cpp (main)" and "llama.cpp (llama-bench)" are one runtime
-        tool=", ".join(sorted({c.measurement.tool.split(" (")[0] for c in decode})))
+        tool=", ".join(sorted({c.measurement.tool.split(" (")[0] for c in decode})),
+    )
 
 
 @checked

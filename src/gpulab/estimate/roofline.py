@@ -42,7 +42,9 @@ def ridge_point(peak_flops: PositiveFloat, bandwidth: PositiveFloat) -> float:
 
 
 @checked
-def attainable(intensity: PositiveFloat, peak_flops: PositiveFloat, bandwidth: PositiveFloat) -> float:
+def attainable(
+    intensity: PositiveFloat, peak_flops: PositiveFloat, bandwidth: PositiveFloat
+) -> float:
     """Roofline bound on FLOP/s for an op of this intensity: min(P, I * W)."""
     return min(peak_flops, intensity * bandwidth)
 
@@ -112,8 +114,10 @@ def itemsize(dtype: Any) -> int | float:
         return DTYPE_BYTES[dtype]
     size = getattr(dtype, "itemsize", None)
     if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-        raise GpulabConfigError(f"dtype={dtype!r} is not a dtype (an int, a name such as 'bf16', "
-                                "or a torch dtype)", "dtype")
+        raise GpulabConfigError(
+            f"dtype={dtype!r} is not a dtype (an int, a name such as 'bf16', or a torch dtype)",
+            "dtype",
+        )
     return size
 
 
@@ -124,8 +128,9 @@ def matmul_flops(m: PositiveInt, n: PositiveInt, k: PositiveInt, batch: Positive
 
 
 @checked
-def matmul_bytes(m: PositiveInt, n: PositiveInt, k: PositiveInt, dtype: Any,
-                 batch: PositiveInt = 1) -> int:
+def matmul_bytes(
+    m: PositiveInt, n: PositiveInt, k: PositiveInt, dtype: Any, batch: PositiveInt = 1
+) -> int:
     """Least bytes a matrix product moves: read A and B once, write C once."""
     return batch * (m * k + k * n + m * n) * itemsize(dtype)
 
@@ -137,8 +142,9 @@ def copy_bytes(numel: PositiveInt, dtype: Any) -> int:
 
 
 @checked
-def elementwise_bytes(numel: PositiveInt, dtype: Any, inputs: PositiveInt = 2,
-                      outputs: PositiveInt = 1) -> int:
+def elementwise_bytes(
+    numel: PositiveInt, dtype: Any, inputs: PositiveInt = 2, outputs: PositiveInt = 1
+) -> int:
     """Bytes an element-wise op moves: each input read once, each output written once."""
     return (inputs + outputs) * numel * itemsize(dtype)
 
@@ -193,5 +199,3 @@ def gpu_ridge_point(gpu: GPUSpec | str, dtype: PeakDtype = "bf16") -> float | No
     spec = resolve_gpu(gpu)
     peak = spec.peak_flops(dtype)
     return None if peak is None else ridge_point(peak, spec.bandwidth_bytes_per_s)
-
-

@@ -26,7 +26,9 @@ from gpulab.reference.modelspec import ModelSpec
 __all__ = ["layer_split_tokens_per_s", "split_inference", "tensor_parallel_tokens_per_s"]
 
 
-def _check_split(spec: ModelSpec, label: str, field: str, tensor: int = 1, pipeline: int = 1) -> None:
+def _check_split(
+    spec: ModelSpec, label: str, field: str, tensor: int = 1, pipeline: int = 1
+) -> None:
     """parallel.check_split, its refusal worded with the caller's parameter (`label`)."""
     try:
         parallel.check_split(spec, tensor, pipeline)
@@ -36,10 +38,15 @@ def _check_split(spec: ModelSpec, label: str, field: str, tensor: int = 1, pipel
 
 
 @checked
-def split_inference(spec: ModelSpec, n_gpus: PositiveInt, weights: WeightFormatName = "int4",
-                    kv_cache: KVFormat = "bf16", batch: PositiveInt = 1,
-                    seq_len: PositiveInt = 4096,
-                    prefill_chunk: PositiveInt | None = None) -> Breakdown:
+def split_inference(
+    spec: ModelSpec,
+    n_gpus: PositiveInt,
+    weights: WeightFormatName = "int4",
+    kv_cache: KVFormat = "bf16",
+    batch: PositiveInt = 1,
+    seq_len: PositiveInt = 4096,
+    prefill_chunk: PositiveInt | None = None,
+) -> Breakdown:
     """Memory of each of `n_gpus` cards holding 1/n of the layers (weights and KV cache).
 
     Chapter 2's estimate with the weights and the cache divided evenly; each card runs its own
@@ -51,20 +58,30 @@ def split_inference(spec: ModelSpec, n_gpus: PositiveInt, weights: WeightFormatN
     output head holds a little more.
     """
     _check_split(spec, f"n_gpus={n_gpus}", "n_gpus", pipeline=n_gpus)
-    whole = memory.estimate_inference(spec, weights=weights, kv_cache=kv_cache, batch=batch,
-                                      seq_len=seq_len)
+    whole = memory.estimate_inference(
+        spec, weights=weights, kv_cache=kv_cache, batch=batch, seq_len=seq_len
+    )
     act = whole.activations
     if prefill_chunk is not None:
         act = memory.inference_activation_bytes(spec, batch, min(prefill_chunk, seq_len))
     w, kv = math.ceil(whole.weights / n_gpus), math.ceil(whole.kv_cache / n_gpus)
-    return Breakdown(weights=w, kv_cache=kv, activations=act,
-                     notes=(f"1/{n_gpus} of the layers of {spec.name} in {weights}",))
+    return Breakdown(
+        weights=w,
+        kv_cache=kv,
+        activations=act,
+        notes=(f"1/{n_gpus} of the layers of {spec.name} in {weights}",),
+    )
 
 
 @checked
-def layer_split_tokens_per_s(spec: ModelSpec, bandwidths_gbs: list[PositiveFloat],
-                             weights: WeightFormatName = "int4", kv_cache: KVFormat = "bf16",
-                             batch: PositiveInt = 1, seq_len: PositiveInt = 4096) -> float:
+def layer_split_tokens_per_s(
+    spec: ModelSpec,
+    bandwidths_gbs: list[PositiveFloat],
+    weights: WeightFormatName = "int4",
+    kv_cache: KVFormat = "bf16",
+    batch: PositiveInt = 1,
+    seq_len: PositiveInt = 4096,
+) -> float:
     """Decode bound with the layers split evenly over cards that run one after the other.
 
     llama.cpp's layer split and pipeline inference: a token passes card 1's layers, then card
@@ -83,11 +100,17 @@ def layer_split_tokens_per_s(spec: ModelSpec, bandwidths_gbs: list[PositiveFloat
 
 
 @checked
-def tensor_parallel_tokens_per_s(spec: ModelSpec, bandwidth_gbs: PositiveFloat, degree: PositiveInt,
-                                 link_bytes_per_s: PositiveFloat, weights: WeightFormatName = "int4",
-                                 kv_cache: KVFormat = "bf16", batch: PositiveInt = 1,
-                                 seq_len: PositiveInt = 4096,
-                                 latency_s: NonNegativeFloat = 0.0) -> float:
+def tensor_parallel_tokens_per_s(
+    spec: ModelSpec,
+    bandwidth_gbs: PositiveFloat,
+    degree: PositiveInt,
+    link_bytes_per_s: PositiveFloat,
+    weights: WeightFormatName = "int4",
+    kv_cache: KVFormat = "bf16",
+    batch: PositiveInt = 1,
+    seq_len: PositiveInt = 4096,
+    latency_s: NonNegativeFloat = 0.0,
+) -> float:
     """Decode bound with every layer split over `degree` cards that read at the same time.
 
     Each card reads 1/degree of the bytes, so the reads take bytes / (degree x bandwidth); each
@@ -96,7 +119,13 @@ def tensor_parallel_tokens_per_s(spec: ModelSpec, bandwidth_gbs: PositiveFloat, 
     tensor parallelism over PCIe at batch 1 (the lab measures a latency).
     """
     _check_split(spec, f"degree={degree}", "degree", tensor=degree)
-    read = perf.decode_bytes_per_step(spec, weights, kv_cache, batch, seq_len) / (degree * bandwidth_gbs * 1e9)
+    read = perf.decode_bytes_per_step(spec, weights, kv_cache, batch, seq_len) / (
+        degree * bandwidth_gbs * 1e9
+    )
     message = batch * spec.hidden_size * 2  # (batch, hidden) in bf16
-    talk = 2 * spec.n_layers * collectives.allreduce_seconds(message, degree, link_bytes_per_s, latency_s)
+    talk = (
+        2
+        * spec.n_layers
+        * collectives.allreduce_seconds(message, degree, link_bytes_per_s, latency_s)
+    )
     return batch / (read + talk)

@@ -44,8 +44,11 @@ def devices_here(torch: Any) -> list[str]:
     """The device names this machine has: "cpu", then "cuda" and "cuda:N", "mps", "xpu" ..."""
     names = ["cpu"]
     for kind, module in (("cuda", torch.cuda), ("xpu", getattr(torch, "xpu", None))):
-        count = call(module.device_count, 0) if module is not None and call(
-            module.is_available, False) else 0
+        count = (
+            call(module.device_count, 0)
+            if module is not None and call(module.is_available, False)
+            else 0
+        )
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             names += [kind, *(f"{kind}:{i}" for i in range(min(count, MAX_GPUS)))]
     mps = getattr(torch.backends, "mps", None)
@@ -69,15 +72,15 @@ def existing_device(device: Any) -> Any:
             parsed = None
     # torch.device("cuda") has no index and means the current GPU: it exists if any does;
     # "cpu:0" and "mps:0" are the one CPU and the one Apple GPU
-    name = None if parsed is None else parsed.type if parsed.type in ("cpu", "mps") \
-        else str(parsed)
+    name = None if parsed is None else parsed.type if parsed.type in ("cpu", "mps") else str(parsed)
     if name is None or name not in here:
         guess = did_you_mean(str(device).strip(), here) if isinstance(device, str) else None
         hint = f" (did you mean {guess!r}?)" if guess else ""
         raise GpulabConfigError(
             f"device={show(device)} is not allowed: no such device on this machine{hint}; it "
             f"has {', '.join(repr(n) for n in here)} (use one of these names, or a torch.device).",
-            "device")
+            "device",
+        )
     return parsed
 
 
@@ -91,8 +94,12 @@ def allowance(device: Any, fraction: Share = DEFAULT_FRACTION) -> int:
 
 
 @checked
-def max_elements(device: Any, bytes_per_element: PositiveInt, buffers: PositiveInt = 1,
-                 fraction: Share = DEFAULT_FRACTION) -> int:
+def max_elements(
+    device: Any,
+    bytes_per_element: PositiveInt,
+    buffers: PositiveInt = 1,
+    fraction: Share = DEFAULT_FRACTION,
+) -> int:
     """Largest element count per buffer such that `buffers` buffers fit the allowance."""
     return allowance(device, fraction) // (bytes_per_element * buffers)
 

@@ -135,5 +135,8 @@ def check_quick(quick: Any) -> None:
     read as true in one place and compared with True in another.
     """
     if not isinstance(quick, bool):
-        raise GpulabConfigError(f"quick={quick!r} is not allowed; use True (every size shrinks, "
-                                "the notebook runs in seconds) or False (full size)", "quick")
+        raise GpulabConfigError(
+            f"quick={quick!r} is not allowed; use True (every size shrinks, "
+            "the notebook runs in seconds) or False (full size)",
+            "quick",
+        )

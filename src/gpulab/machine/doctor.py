@@ -18,8 +18,18 @@ from gpulab.machine.hardware import detect
 from gpulab.machine.report import HardwareReport, json_safe
 from gpulab.machine.rules import RULES, SEVERITIES, Finding, findings_html
 
-__all__ = ["Finding", "add_arguments", "diagnose", "encodable", "exit_code", "findings_html",
-           "main", "render_json", "render_text", "run"]
+__all__ = [
+    "Finding",
+    "add_arguments",
+    "diagnose",
+    "encodable",
+    "exit_code",
+    "findings_html",
+    "main",
+    "render_json",
+    "render_text",
+    "run",
+]
 
 # --------------------------------------------------------------------------- diagnose and render
 
@@ -50,11 +60,13 @@ def render_json(report: HardwareReport, findings: list[Finding]) -> str:
     """The report and the findings as one JSON document."""
     # strict JSON: a NaN from an odd driver value is null, never a bare NaN
     return json.dumps(
-        json_safe({
-            "report": report.to_dict(),
-            "findings": [dataclasses.asdict(f) for f in findings],
-            "exit_code": exit_code(findings),
-        }),
+        json_safe(
+            {
+                "report": report.to_dict(),
+                "findings": [dataclasses.asdict(f) for f in findings],
+                "exit_code": exit_code(findings),
+            }
+        ),
         indent=2,
         allow_nan=False,
     )

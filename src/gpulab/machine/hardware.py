@@ -93,7 +93,8 @@ def detect_timeout(environ: Mapping[str, str]) -> tuple[float, list[str]]:
         return value, []
     return DETECT_TIMEOUT_S, [
         f"{DETECT_TIMEOUT_VAR}={raw!r} is not a number of seconds above 0 (at most "
-        f"{_MAX_DETECT_TIMEOUT_S:g}); using the default, {DETECT_TIMEOUT_S:g} s"]
+        f"{_MAX_DETECT_TIMEOUT_S:g}); using the default, {DETECT_TIMEOUT_S:g} s"
+    ]
 
 
 def detect(
@@ -127,9 +128,11 @@ def detect(
     nvml_progress: dict[str, Any] = {}
     torch_progress: dict[str, Any] = {}
     nvml_thread, nvml_result = in_daemon_thread(
-        lambda: nvml_read(cuda_visible, nvml, nvml_progress), "gpulab-nvml-probe")
+        lambda: nvml_read(cuda_visible, nvml, nvml_progress), "gpulab-nvml-probe"
+    )
     torch_thread, torch_result = in_daemon_thread(
-        lambda: torch_read(torch_module, torch_progress), "gpulab-torch-probe")
+        lambda: torch_read(torch_module, torch_progress), "gpulab-torch-probe"
+    )
     join_until(nvml_thread, deadline)
     join_until(torch_thread, deadline)
 
@@ -170,14 +173,16 @@ def detect(
     )
 
 
-def _torch_gpus_until(torch: Any, info: TorchInfo, notes: list[str], deadline: float,
-                      timeout_s: float) -> list[GPUInfo]:
+def _torch_gpus_until(
+    torch: Any, info: TorchInfo, notes: list[str], deadline: float, timeout_s: float
+) -> list[GPUInfo]:
     """torch's GPU list, read in a daemon thread within what is left of detection's time."""
     if torch is None:
         return []
     listing_notes: list[str] = []  # the thread's own list: it may still write after we leave
-    worker, result = in_daemon_thread(lambda: torch_gpus(torch, info, listing_notes),
-                                      "gpulab-torch-gpus")
+    worker, result = in_daemon_thread(
+        lambda: torch_gpus(torch, info, listing_notes), "gpulab-torch-gpus"
+    )
     join_until(worker, deadline)
     if not result:
         notes.append(f"torch did not list its GPUs within {timeout_s:g} s (a hung driver?)")

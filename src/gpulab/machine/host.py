@@ -16,9 +16,18 @@ from pathlib import Path
 
 from gpulab.machine.report import CLOCK_FIELDS, VECTOR_EXTENSIONS, CPUInfo, plausible_clock_mhz
 
-__all__ = ["SYSFS_CPU", "cpu_cache_sizes", "cpu_info", "extensions_from_flags",
-           "extensions_from_sysctl", "ram", "read_cpu_flags", "read_cpuinfo", "read_meminfo",
-           "sysfs_max_clock_mhz"]
+__all__ = [
+    "SYSFS_CPU",
+    "cpu_cache_sizes",
+    "cpu_info",
+    "extensions_from_flags",
+    "extensions_from_sysctl",
+    "ram",
+    "read_cpu_flags",
+    "read_cpuinfo",
+    "read_meminfo",
+    "sysfs_max_clock_mhz",
+]
 
 # Where Linux exposes each core's cpufreq limits (a module constant, so tests point it elsewhere).
 SYSFS_CPU = "/sys/devices/system/cpu"
@@ -172,8 +181,9 @@ def core_counts() -> tuple[int | None, int | None, float | None]:
     return physical, logical or os.cpu_count(), freq
 
 
-def cpu_info(cpuinfo_path: str, notes: list[str] | None = None,
-             sysfs_root: str | None = None) -> CPUInfo:
+def cpu_info(
+    cpuinfo_path: str, notes: list[str] | None = None, sysfs_root: str | None = None
+) -> CPUInfo:
     """Describe the CPU from /proc/cpuinfo and sysfs (Linux), sysctl (macOS) and psutil.
 
     Every clock the machine reports is kept, each from its source (``gpulab.peaks`` uses the
@@ -197,11 +207,16 @@ def cpu_info(cpuinfo_path: str, notes: list[str] | None = None,
         reported_frequency_mhz=reported_mhz,
         sysfs_max_frequency_mhz=sysfs_max_clock_mhz(sysfs_root),
     )
-    odd = [f"{value:g} MHz" for value in (freq, reported_mhz) if value is not None
-           and plausible_clock_mhz(value) is None]
+    odd = [
+        f"{value:g} MHz"
+        for value in (freq, reported_mhz)
+        if value is not None and plausible_clock_mhz(value) is None
+    ]
     if odd and notes is not None and all(getattr(info, name) is None for name in CLOCK_FIELDS):
-        notes.append(f"CPU clock unreadable: this machine reports {' and '.join(odd)} (a VM that "
-                     "hides its clock?); CPU peak unknown, since it is cores x clock x FLOP/cycle")
+        notes.append(
+            f"CPU clock unreadable: this machine reports {' and '.join(odd)} (a VM that "
+            "hides its clock?); CPU peak unknown, since it is cores x clock x FLOP/cycle"
+        )
     return info
 
 

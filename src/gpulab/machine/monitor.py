@@ -45,6 +45,7 @@ class Watch:
 
     def summary(self) -> dict:
         """Median and extreme readings, and every clock-event reason seen under load."""
+
         def values(name):
             return [getattr(s, name) for s in self.samples if getattr(s, name) is not None]
 
@@ -80,8 +81,14 @@ def _gpu_sampler(index: int) -> tuple[Callable[[float], Sample] | None, float | 
         util = nvml.nvmlDeviceGetUtilizationRates(handle).gpu
         reasons = throttle_reasons(nvml, handle, "GPU", notes) or []
         watts = plausible("power_draw_w", power / 1000 if isinstance(power, (int, float)) else None)
-        return Sample(t, plausible("sm_clock_mhz", clock), plausible("temperature_c", temp),
-                      watts, plausible("utilization_gpu_percent", util), tuple(reasons))
+        return Sample(
+            t,
+            plausible("sm_clock_mhz", clock),
+            plausible("temperature_c", temp),
+            watts,
+            plausible("utilization_gpu_percent", util),
+            tuple(reasons),
+        )
 
     try:
         max_clock = nvml.nvmlDeviceGetMaxClockInfo(handle, nvml.NVML_CLOCK_SM)
@@ -114,8 +121,9 @@ def _cpu_sampler() -> tuple[Callable[[float], Sample] | None, str]:
     return read, note
 
 
-def watch(load: Callable[[], Any], device: Any = "cpu", interval_s: float = 0.1,
-          min_seconds: float = 1.0) -> Watch:
+def watch(
+    load: Callable[[], Any], device: Any = "cpu", interval_s: float = 0.1, min_seconds: float = 1.0
+) -> Watch:
     """Run `load()` repeatedly for at least `min_seconds` while a thread samples the device.
 
     Samples are taken every `interval_s` after the start, so `min_seconds` should be several

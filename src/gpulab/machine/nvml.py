@@ -20,8 +20,15 @@ from gpulab.core.units import GIB
 from gpulab.machine.report import THROTTLE_REASONS, GPUInfo, plausible
 from gpulab.machine.visible import VisibleDevices, select_visible
 
-__all__ = ["MAX_GPUS", "import_nvml", "in_daemon_thread", "join_until", "nvml_read",
-           "nvml_timeout_note", "throttle_reasons"]
+__all__ = [
+    "MAX_GPUS",
+    "import_nvml",
+    "in_daemon_thread",
+    "join_until",
+    "nvml_read",
+    "nvml_timeout_note",
+    "throttle_reasons",
+]
 
 MAX_GPUS = 64  # more than any one machine holds; a count above it is a driver's placeholder
 
@@ -146,8 +153,12 @@ def _other_processes_memory(processes: Any) -> int:
     for p in processes:
         used = getattr(p, "usedGpuMemory", None)
         # usedGpuMemory is None where the driver does not tell (WSL, no permission)
-        if getattr(p, "pid", None) != me and isinstance(used, int) and not isinstance(used, bool) \
-                and used > 0:
+        if (
+            getattr(p, "pid", None) != me
+            and isinstance(used, int)
+            and not isinstance(used, bool)
+            and used > 0
+        ):
             total += used
     return total
 
@@ -158,12 +169,18 @@ def _milli(value: Any) -> float | None:
 
 
 _FIELDS = (  # (GPUInfo field, what the note calls it) of the numeric fields read from NVML
-    ("memory_total_bytes", "memory"), ("memory_free_bytes", "free memory"),
-    ("power_limit_w", "power limit"), ("power_draw_w", "power draw"),
-    ("temperature_c", "temperature"), ("sm_clock_mhz", "SM clock"),
-    ("max_sm_clock_mhz", "max SM clock"), ("memory_clock_mhz", "memory clock"),
-    ("pcie_gen_current", "PCIe generation"), ("pcie_gen_max", "max PCIe generation"),
-    ("pcie_width_current", "PCIe width"), ("pcie_width_max", "max PCIe width"),
+    ("memory_total_bytes", "memory"),
+    ("memory_free_bytes", "free memory"),
+    ("power_limit_w", "power limit"),
+    ("power_draw_w", "power draw"),
+    ("temperature_c", "temperature"),
+    ("sm_clock_mhz", "SM clock"),
+    ("max_sm_clock_mhz", "max SM clock"),
+    ("memory_clock_mhz", "memory clock"),
+    ("pcie_gen_current", "PCIe generation"),
+    ("pcie_gen_max", "max PCIe generation"),
+    ("pcie_width_current", "PCIe width"),
+    ("pcie_width_max", "max PCIe width"),
     ("utilization_gpu_percent", "utilization"),
 )
 
@@ -187,17 +204,20 @@ def _nvml_device(nvml: Any, index: int, handle: Any, notes: list[str]) -> GPUInf
     cc = read("compute capability", "nvmlDeviceGetCudaComputeCapability")
     sm_clock = getattr(nvml, "NVML_CLOCK_SM", 1)
     mem_clock = getattr(nvml, "NVML_CLOCK_MEM", 2)
-    temperature = read("temperature", "nvmlDeviceGetTemperature",
-                       getattr(nvml, "NVML_TEMPERATURE_GPU", 0))
+    temperature = read(
+        "temperature", "nvmlDeviceGetTemperature", getattr(nvml, "NVML_TEMPERATURE_GPU", 0)
+    )
     utilization = read("utilization", "nvmlDeviceGetUtilizationRates")
     processes = read("compute processes", "nvmlDeviceGetComputeRunningProcesses")
     raw = {
         "memory_total_bytes": convert("memory", lambda: None if mem is None else mem.total),
         "memory_free_bytes": convert("free memory", lambda: None if mem is None else mem.free),
-        "power_limit_w": convert("power limit", lambda: _milli(
-            read("power limit", "nvmlDeviceGetPowerManagementLimit"))),
-        "power_draw_w": convert("power draw", lambda: _milli(
-            read("power draw", "nvmlDeviceGetPowerUsage"))),
+        "power_limit_w": convert(
+            "power limit", lambda: _milli(read("power limit", "nvmlDeviceGetPowerManagementLimit"))
+        ),
+        "power_draw_w": convert(
+            "power draw", lambda: _milli(read("power draw", "nvmlDeviceGetPowerUsage"))
+        ),
         "temperature_c": temperature,
         "sm_clock_mhz": read("SM clock", "nvmlDeviceGetClockInfo", sm_clock),
         "max_sm_clock_mhz": read("max SM clock", "nvmlDeviceGetMaxClockInfo", sm_clock),
@@ -207,10 +227,12 @@ def _nvml_device(nvml: Any, index: int, handle: Any, notes: list[str]) -> GPUInf
         "pcie_width_current": read("PCIe width", "nvmlDeviceGetCurrPcieLinkWidth"),
         "pcie_width_max": read("max PCIe width", "nvmlDeviceGetMaxPcieLinkWidth"),
         "utilization_gpu_percent": convert(
-            "utilization", lambda: None if utilization is None else utilization.gpu),
+            "utilization", lambda: None if utilization is None else utilization.gpu
+        ),
     }
-    capability = convert("compute capability", lambda: None if cc is None else
-                         f"{int(cc[0])}.{int(cc[1])}")
+    capability = convert(
+        "compute capability", lambda: None if cc is None else f"{int(cc[0])}.{int(cc[1])}"
+    )
     text_name = _text(name)
     if name is not None and text_name is None:
         notes.append(f"{label} name: unreadable value {name!r}")
@@ -221,8 +243,9 @@ def _nvml_device(nvml: Any, index: int, handle: Any, notes: list[str]) -> GPUInf
         source="nvml",
         throttle_reasons=throttle_reasons(nvml, handle, label, notes),
         other_processes_memory_bytes=convert(
-            "compute processes", lambda: None if processes is None
-            else _other_processes_memory(processes)),
+            "compute processes",
+            lambda: None if processes is None else _other_processes_memory(processes),
+        ),
         **raw,
     )
     # GPUInfo keeps only plausible values: say which raw ones it dropped, and why
@@ -234,13 +257,14 @@ def _nvml_device(nvml: Any, index: int, handle: Any, notes: list[str]) -> GPUInf
     return gpu
 
 
-def _dropped_note(label: str, what: str, field_name: str, raw: dict[str, Any],
-                  gpu: GPUInfo) -> str:
+def _dropped_note(label: str, what: str, field_name: str, raw: dict[str, Any], gpu: GPUInfo) -> str:
     """Why GPUInfo dropped the raw value of ``field_name``."""
     free, total = plausible("memory_free_bytes", raw[field_name]), gpu.memory_total_bytes
     if field_name == "memory_free_bytes" and free is not None and total is not None:
-        return (f"{label} {what}: NVML reports {free / GIB:.1f} GiB free of a "
-                f"{total / GIB:.1f} GiB card, more than it has; the free figure is unknown")
+        return (
+            f"{label} {what}: NVML reports {free / GIB:.1f} GiB free of a "
+            f"{total / GIB:.1f} GiB card, more than it has; the free figure is unknown"
+        )
     return f"{label} {what}: unreadable value {raw[field_name]!r}"
 
 
@@ -263,14 +287,16 @@ def _device_count(nvml: Any, notes: list[str]) -> int | None:
         notes.append(f"GPU count: unreadable value {count!r}")
         return None
     if count > MAX_GPUS:
-        notes.append(f"NVML reports {count} GPUs, more than any machine holds; "
-                     f"reading the first {MAX_GPUS}")
+        notes.append(
+            f"NVML reports {count} GPUs, more than any machine holds; reading the first {MAX_GPUS}"
+        )
         return MAX_GPUS
     return count
 
 
-def _nvml_list(nvml: Any, visible: VisibleDevices,
-               notes: list[str]) -> tuple[list[GPUInfo], int, list[str]]:
+def _nvml_list(
+    nvml: Any, visible: VisibleDevices, notes: list[str]
+) -> tuple[list[GPUInfo], int, list[str]]:
     """Count, filter and read the NVML devices (NVML already initialised)."""
     count = _device_count(nvml, notes)
     if count is None:
@@ -319,8 +345,9 @@ def _probe(visible: VisibleDevices, nvml: Any) -> tuple[list[GPUInfo] | None, in
             pass
 
 
-def nvml_read(visible: VisibleDevices, nvml: Any = None,
-              progress: dict[str, Any] | None = None) -> tuple[list[GPUInfo] | None, int, list[str]]:
+def nvml_read(
+    visible: VisibleDevices, nvml: Any = None, progress: dict[str, Any] | None = None
+) -> tuple[list[GPUInfo] | None, int, list[str]]:
     """Import pynvml (unless given) and list the GPUs, in this thread, without a time limit.
 
     ``progress["stage"]`` says how far it got ("import", then "probe"), so that whoever
@@ -339,7 +366,11 @@ def nvml_read(visible: VisibleDevices, nvml: Any = None,
 def nvml_timeout_note(progress: dict[str, Any], timeout_s: float) -> str:
     """Say what did not answer within ``timeout_s``: the import of pynvml, or the driver."""
     if progress.get("stage") == "import":
-        return (f"nvidia-ml-py (pynvml) did not answer within {timeout_s:g} s: `import pynvml` "
-                "hangs; `python -c \"import pynvml\"` shows whether it ever returns")
-    return (f"NVML did not answer within {timeout_s:g} s (a hung driver?); "
-            "`nvidia-smi` shows whether the driver responds")
+        return (
+            f"nvidia-ml-py (pynvml) did not answer within {timeout_s:g} s: `import pynvml` "
+            'hangs; `python -c "import pynvml"` shows whether it ever returns'
+        )
+    return (
+        f"NVML did not answer within {timeout_s:g} s (a hung driver?); "
+        "`nvidia-smi` shows whether the driver responds"
+    )

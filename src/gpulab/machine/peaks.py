@@ -49,11 +49,17 @@ CPUINFO_CLOCK = "/proc/cpuinfo's cpu MHz"
 # Where a CPU clock comes from, by CPUInfo field, in the order that wins a tie: its name as a
 # page shows it, and what that clock is.
 _CLOCK_SOURCES = (
-    ("sysfs_max_frequency_mhz", "sysfs cpuinfo_max_freq",
-     "the hardware's maximum as the kernel's cpufreq driver reports it (the single-core turbo)"),
+    (
+        "sysfs_max_frequency_mhz",
+        "sysfs cpuinfo_max_freq",
+        "the hardware's maximum as the kernel's cpufreq driver reports it (the single-core turbo)",
+    ),
     ("max_frequency_mhz", "psutil.cpu_freq().max", "the operating system's upper clock limit"),
-    ("reported_frequency_mhz", CPUINFO_CLOCK,
-     "the highest clock a core showed when it was read; in a VM, the host's nominal clock"),
+    (
+        "reported_frequency_mhz",
+        CPUINFO_CLOCK,
+        "the highest clock a core showed when it was read; in a VM, the host's nominal clock",
+    ),
 )
 _NO_MAXIMUM = " (no maximum is exposed here)"
 
@@ -87,7 +93,9 @@ class CPUPeakEstimate:
     cores: int | None
     clock_ghz: float | None
     fp32_flops_per_cycle_per_core: int | None
-    assumptions: str  # the arithmetic, what it assumes and the clock's source, or "peak unknown: <why>"
+    assumptions: (
+        str  # the arithmetic, what it assumes and the clock's source, or "peak unknown: <why>"
+    )
     is_estimate: bool = True
     clock_source: str | None = None  # where the clock was read: "/proc/cpuinfo's cpu MHz", ...
     above_peak: str = ""  # what a measured rate above this estimate means, given that source
@@ -109,18 +117,24 @@ def _highest_clock(cpu: Any) -> tuple[float | None, str | None, str]:
     return best
 
 
-def _above_cpu_peak(source: str, meaning: str, ghz: float, per_cycle: float,
-                    dtype: str = "fp32") -> str:
+def _above_cpu_peak(
+    source: str, meaning: str, ghz: float, per_cycle: float, dtype: str = "fp32"
+) -> str:
     """What a rate above the CPU estimate means, given where its clock came from."""
     if source == CPUINFO_CLOCK:
-        nominal = "in a VM the nominal clock" + ("; no maximum is exposed here"
-                                                 if meaning.endswith(_NO_MAXIMUM) else "")
-        return (f"the estimate uses {ghz:.2f} GHz, the clock /proc/cpuinfo shows ({nominal}), "
-                f"and this CPU ran faster than that (it boosts higher), so its real peak is "
-                f"above the estimate")
-    return (f"the estimate already uses the highest clock this machine reports ({ghz:.2f} GHz, "
-            f"{source}), so the cores did more than the {per_cycle:.0f} {dtype} FLOP/cycle it "
-            f"assumes")
+        nominal = "in a VM the nominal clock" + (
+            "; no maximum is exposed here" if meaning.endswith(_NO_MAXIMUM) else ""
+        )
+        return (
+            f"the estimate uses {ghz:.2f} GHz, the clock /proc/cpuinfo shows ({nominal}), "
+            f"and this CPU ran faster than that (it boosts higher), so its real peak is "
+            f"above the estimate"
+        )
+    return (
+        f"the estimate already uses the highest clock this machine reports ({ghz:.2f} GHz, "
+        f"{source}), so the cores did more than the {per_cycle:.0f} {dtype} FLOP/cycle it "
+        f"assumes"
+    )
 
 
 @checked
@@ -174,8 +188,10 @@ def cpu_peak(report: HardwareReport) -> CPUPeakEstimate:
     elif "AVX-512 BF16" in extensions:
         bf16 = 2 * fp32
         text += f"; bf16 with AVX-512 BF16 (2 bf16 products per fp32 lane): {format_rate(bf16)}"
-    text += (f". Clock: {source}, {meaning}. An estimate: it assumes the FMA unit count above "
-             f"and that every core holds that clock.")
+    text += (
+        f". Clock: {source}, {meaning}. An estimate: it assumes the FMA unit count above "
+        f"and that every core holds that clock."
+    )
     return CPUPeakEstimate(
         fp32_flops=fp32,
         bf16_flops=bf16,
@@ -222,8 +238,10 @@ def _above_sheet(spec: Any, dtype: str) -> str:
     """What a rate above a spec sheet's peak means."""
     clock = f" at its {spec.boost_clock_ghz:g} GHz boost clock" if spec.boost_clock_ghz else ""
     faster = " (TF32 on Tensor Cores, for an fp32 product)" if dtype == "fp32" else ""
-    return (f"the {spec.name} spec sheet gives its {dtype} peak{clock}, so the device ran above "
-            f"that clock or in a faster mode than plain {dtype}{faster}")
+    return (
+        f"the {spec.name} spec sheet gives its {dtype} peak{clock}, so the device ran above "
+        f"that clock or in a faster mode than plain {dtype}{faster}"
+    )
 
 
 def _mps_peak(report: HardwareReport, dtype: str) -> tuple[float | None, float | None, str]:
@@ -272,7 +290,12 @@ def device_peak(
             f"CPU estimate: {estimate.cores} cores x {estimate.clock_ghz:.2f} GHz x "
             f"{per_cycle:.0f} {dtype} FLOP/cycle; clock from {estimate.clock_source}"
         )
-        above = _above_cpu_peak(estimate.clock_source, _highest_clock(report.cpu)[2],
-                                estimate.clock_ghz, per_cycle, dtype)
+        above = _above_cpu_peak(
+            estimate.clock_source,
+            _highest_clock(report.cpu)[2],
+            estimate.clock_ghz,
+            per_cycle,
+            dtype,
+        )
         return Peak(peak, label, above), None, label
     return None, None, f"peak unknown: gpulab has no spec table for device {str(device)!r}"

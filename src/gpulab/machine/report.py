@@ -17,9 +17,21 @@ from typing import Any
 
 from gpulab.core.units import GIB
 
-__all__ = ["CLOCK_FIELDS", "SEVERITIES", "THROTTLE_REASONS", "VECTOR_EXTENSIONS", "CPUInfo", "Finding", "GPUInfo",
-           "HardwareReport", "TorchInfo", "findings_html", "json_safe", "plausible",
-           "plausible_clock_mhz"]
+__all__ = [
+    "CLOCK_FIELDS",
+    "SEVERITIES",
+    "THROTTLE_REASONS",
+    "VECTOR_EXTENSIONS",
+    "CPUInfo",
+    "Finding",
+    "GPUInfo",
+    "HardwareReport",
+    "TorchInfo",
+    "findings_html",
+    "json_safe",
+    "plausible",
+    "plausible_clock_mhz",
+]
 
 # Order in which CPUInfo.vector_extensions lists what it found.
 VECTOR_EXTENSIONS = ("AVX2", "AVX-512", "AVX-512 BF16", "AMX", "NEON", "FMA")

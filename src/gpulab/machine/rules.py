@@ -20,6 +20,16 @@ from gpulab.machine.rules_resources import (
 )
 
 # Finding and its HTML live with the report (gpulab.report), so that these modules hold the rules.
-__all__ = ["BUSY_UTILIZATION_PERCENT", "LOW_FREE_RAM_BYTES", "LOW_FREE_VRAM_BYTES",
-           "OTHER_PROCESSES_MEMORY_SHARE", "RULES", "SEVERITIES", "Finding", "Rule", "findings_html",
-           "rules_resources", "rules_setup"]
+__all__ = [
+    "BUSY_UTILIZATION_PERCENT",
+    "LOW_FREE_RAM_BYTES",
+    "LOW_FREE_VRAM_BYTES",
+    "OTHER_PROCESSES_MEMORY_SHARE",
+    "RULES",
+    "SEVERITIES",
+    "Finding",
+    "Rule",
+    "findings_html",
+    "rules_resources",
+    "rules_setup",
+]

@@ -12,8 +12,12 @@ from gpulab.machine.rule_registry import rule
 from gpulab.machine.rules_setup import nvidia_present
 from gpulab.reference.drivers import version_tuple
 
-__all__ = ["BUSY_UTILIZATION_PERCENT", "LOW_FREE_RAM_BYTES", "LOW_FREE_VRAM_BYTES",
-           "OTHER_PROCESSES_MEMORY_SHARE"]
+__all__ = [
+    "BUSY_UTILIZATION_PERCENT",
+    "LOW_FREE_RAM_BYTES",
+    "LOW_FREE_VRAM_BYTES",
+    "OTHER_PROCESSES_MEMORY_SHARE",
+]
 
 LOW_FREE_VRAM_BYTES = 1 * GIB
 LOW_FREE_RAM_BYTES = 2 * GIB
@@ -21,8 +25,13 @@ OTHER_PROCESSES_MEMORY_SHARE = 0.5  # other processes holding more than this sha
 BUSY_UTILIZATION_PERCENT = 50  # at or above this, a GPU counts as under load
 # Throttle reasons that mean power or heat holds the clocks back (GpuIdle, SyncBoost and
 # ApplicationsClocksSetting do not).
-POWER_THERMAL_REASONS = ("SwPowerCap", "HwSlowdown", "HwThermalSlowdown", "HwPowerBrakeSlowdown",
-                         "SwThermalSlowdown")
+POWER_THERMAL_REASONS = (
+    "SwPowerCap",
+    "HwSlowdown",
+    "HwThermalSlowdown",
+    "HwPowerBrakeSlowdown",
+    "SwThermalSlowdown",
+)
 
 
 def _busy(g: GPUInfo) -> bool:
@@ -188,4 +197,3 @@ def rule_no_gpu(report: HardwareReport) -> list[Finding]:
             "Colab with a GPU runtime.",
         )
     ]
-

@@ -52,13 +52,17 @@ def rule_pynvml_broken(report: HardwareReport) -> list[Finding]:
     if t.broken_by != "pynvml":
         return []
     what = t.did_not_answer or f"torch fails to import ({t.import_error})"
-    return [Finding(
-        "error", "pynvml-broken",
-        f"{what}, because the pynvml module torch imports (the nvidia-ml-py package) is broken; "
-        "torch itself may be fine, but no notebook of the course can run.",
-        "Reinstall it in this environment: `pip install --force-reinstall nvidia-ml-py`. If "
-        "`pip show pynvml` lists the deprecated pynvml package, `pip uninstall pynvml` first (it "
-        "ships a module of the same name). `python -c \"import pynvml\"` shows the error.")]
+    return [
+        Finding(
+            "error",
+            "pynvml-broken",
+            f"{what}, because the pynvml module torch imports (the nvidia-ml-py package) is broken; "
+            "torch itself may be fine, but no notebook of the course can run.",
+            "Reinstall it in this environment: `pip install --force-reinstall nvidia-ml-py`. If "
+            "`pip show pynvml` lists the deprecated pynvml package, `pip uninstall pynvml` first (it "
+            'ships a module of the same name). `python -c "import pynvml"` shows the error.',
+        )
+    ]
 
 
 @rule
@@ -67,14 +71,18 @@ def rule_torch_hung(report: HardwareReport) -> list[Finding]:
     t = report.torch
     if not t.did_not_answer or t.broken_by:
         return []
-    return [Finding(
-        "error", "torch-hung",
-        f"torch did not answer ({t.did_not_answer}), so its build and devices are unknown and "
-        "the notebooks would hang the same way.",
-        "A hung NVIDIA driver is the usual cause: check that `nvidia-smi` answers (if it hangs "
-        "too, reboot or reload the driver). `python -c \"import torch; "
-        "print(torch.cuda.is_available())\"` shows where torch stops; on a slow machine, raise "
-        "the limit with GPULAB_DETECT_TIMEOUT_S=120.")]
+    return [
+        Finding(
+            "error",
+            "torch-hung",
+            f"torch did not answer ({t.did_not_answer}), so its build and devices are unknown and "
+            "the notebooks would hang the same way.",
+            "A hung NVIDIA driver is the usual cause: check that `nvidia-smi` answers (if it hangs "
+            'too, reboot or reload the driver). `python -c "import torch; '
+            'print(torch.cuda.is_available())"` shows where torch stops; on a slow machine, raise '
+            "the limit with GPULAB_DETECT_TIMEOUT_S=120.",
+        )
+    ]
 
 
 @rule
@@ -84,18 +92,26 @@ def rule_torch_missing(report: HardwareReport) -> list[Finding]:
     if t.installed or t.broken_by or t.did_not_answer:  # the two rules above explain those
         return []
     if t.import_error:
-        return [Finding(
-            "error", "torch-broken",
-            f"torch is installed but fails to import ({t.import_error}), so no notebook of the "
-            "course can run.",
-            "Reinstall it in this environment: `make clean && make setup` in the course "
-            f"folder, or `pip install --force-reinstall torch` (see {PYTORCH_INSTALL_URL}); "
-            "a missing libcudnn or libcudart means the CUDA wheel's libraries are incomplete.")]
-    return [Finding(
-        "error", "torch-missing",
-        "torch is not installed in this Python, so no notebook of the course can run.",
-        "Run `make setup` in the course folder, or `pip install -e .` there "
-        f"(or the command from {PYTORCH_INSTALL_URL}).")]
+        return [
+            Finding(
+                "error",
+                "torch-broken",
+                f"torch is installed but fails to import ({t.import_error}), so no notebook of the "
+                "course can run.",
+                "Reinstall it in this environment: `make clean && make setup` in the course "
+                f"folder, or `pip install --force-reinstall torch` (see {PYTORCH_INSTALL_URL}); "
+                "a missing libcudnn or libcudart means the CUDA wheel's libraries are incomplete.",
+            )
+        ]
+    return [
+        Finding(
+            "error",
+            "torch-missing",
+            "torch is not installed in this Python, so no notebook of the course can run.",
+            "Run `make setup` in the course folder, or `pip install -e .` there "
+            f"(or the command from {PYTORCH_INSTALL_URL}).",
+        )
+    ]
 
 
 @rule
@@ -172,13 +188,17 @@ def rule_driver_version_unreadable(report: HardwareReport) -> list[Finding]:
     cuda, driver = _driver_version(report)
     if driver is None or _VERSION.fullmatch(driver.strip()):
         return []
-    return [Finding(
-        "warning", "driver-version-unreadable",
-        f"The NVIDIA driver version reads {driver!r}, which is not a version number, so "
-        f"whether it is new enough for the CUDA {cuda} in torch cannot be checked.",
-        "Run `nvidia-smi` and read Driver Version at its top right (or `nvidia-smi "
-        "--query-gpu=driver_version --format=csv`); if it shows N/A too or fails, reinstall "
-        "the NVIDIA driver.")]
+    return [
+        Finding(
+            "warning",
+            "driver-version-unreadable",
+            f"The NVIDIA driver version reads {driver!r}, which is not a version number, so "
+            f"whether it is new enough for the CUDA {cuda} in torch cannot be checked.",
+            "Run `nvidia-smi` and read Driver Version at its top right (or `nvidia-smi "
+            "--query-gpu=driver_version --format=csv`); if it shows N/A too or fails, reinstall "
+            "the NVIDIA driver.",
+        )
+    ]
 
 
 @rule
@@ -306,4 +326,3 @@ def rule_nvml_missing(report: HardwareReport) -> list[Finding]:
             "shows whether the loader finds it; otherwise add its folder to LD_LIBRARY_PATH.",
         )
     ]
-

@@ -13,8 +13,15 @@ from typing import Any
 from gpulab.machine.nvml import MAX_GPUS
 from gpulab.machine.report import GPUInfo, TorchInfo
 
-__all__ = ["backend_of", "call", "import_torch_traced", "torch_gpus",
-           "torch_info", "torch_read", "torch_timeout_info"]
+__all__ = [
+    "backend_of",
+    "call",
+    "import_torch_traced",
+    "torch_gpus",
+    "torch_info",
+    "torch_read",
+    "torch_timeout_info",
+]
 
 
 def import_torch_traced() -> tuple[Any | None, str | None, str | None]:
@@ -59,8 +66,10 @@ def _raised_in(exc: BaseException) -> str | None:
     return None
 
 
-def torch_read(torch: Any = None, progress: dict[str, Any] | None = None,
-               ) -> tuple[Any | None, TorchInfo, list[str]]:
+def torch_read(
+    torch: Any = None,
+    progress: dict[str, Any] | None = None,
+) -> tuple[Any | None, TorchInfo, list[str]]:
     """Import torch (unless given) and describe it, in this thread, without a time limit.
 
     ``progress`` records how far it got ("stage": "import", then "probe", and "torch" once
@@ -76,8 +85,9 @@ def torch_read(torch: Any = None, progress: dict[str, Any] | None = None,
     return torch, info, notes
 
 
-def torch_timeout_info(progress: dict[str, Any], timeout_s: float,
-                       pynvml_hung: bool = False) -> tuple[TorchInfo, str]:
+def torch_timeout_info(
+    progress: dict[str, Any], timeout_s: float, pynvml_hung: bool = False
+) -> tuple[TorchInfo, str]:
     """The TorchInfo and the note for a torch that did not answer within ``timeout_s``."""
     torch = progress.get("torch")
     if progress.get("stage") == "probe" and torch is not None:
@@ -89,13 +99,19 @@ def torch_timeout_info(progress: dict[str, Any], timeout_s: float,
         info = TorchInfo(installed=True, version=version, build="unknown")
     else:
         hung = "`import torch`"
-        info = TorchInfo(installed=False, build="unknown",
-                         broken_by="pynvml" if pynvml_hung else None)
+        info = TorchInfo(
+            installed=False, build="unknown", broken_by="pynvml" if pynvml_hung else None
+        )
     info.did_not_answer = f"{hung} did not answer within {timeout_s:g} s"
-    why = ("it imports pynvml, whose import hangs too" if info.broken_by
-           else "a hung NVIDIA driver or a slow disk is the usual cause")
-    note = (f"torch did not answer within {timeout_s:g} s ({hung} hangs; {why}), so its build "
-            "and devices are unknown")
+    why = (
+        "it imports pynvml, whose import hangs too"
+        if info.broken_by
+        else "a hung NVIDIA driver or a slow disk is the usual cause"
+    )
+    note = (
+        f"torch did not answer within {timeout_s:g} s ({hung} hangs; {why}), so its build "
+        "and devices are unknown"
+    )
     return info, note
 
 
@@ -130,22 +146,28 @@ def _torch_build(torch: Any, mps_built: bool, xpu_available: bool) -> str:
     return "cpu-only"
 
 
-def torch_info(torch: Any = None, import_error: str | None = None,
-               broken_by: str | None = None) -> tuple[TorchInfo, list[str]]:
+def torch_info(
+    torch: Any = None, import_error: str | None = None, broken_by: str | None = None
+) -> tuple[TorchInfo, list[str]]:
     """Describe the torch build; never raises. ``broken_by``: the module that broke its import."""
     if torch is None and import_error is None:
         torch, import_error, broken_by = import_torch_traced()
     if torch is None:
         if import_error and broken_by:
-            note = (f"torch fails to import because {broken_by}, which it imports, is broken "
-                    f"({import_error}), so only the CPU can be used until {broken_by} is fixed")
+            note = (
+                f"torch fails to import because {broken_by}, which it imports, is broken "
+                f"({import_error}), so only the CPU can be used until {broken_by} is fixed"
+            )
         elif import_error:
-            note = (f"torch is installed but fails to import ({import_error}), so only the CPU "
-                    "can be used until it is reinstalled")
+            note = (
+                f"torch is installed but fails to import ({import_error}), so only the CPU "
+                "can be used until it is reinstalled"
+            )
         else:
             note = "torch is not installed, so only the CPU can be used (pip install torch)"
-        return TorchInfo(installed=False, build="not installed", import_error=import_error,
-                         broken_by=broken_by), [note]
+        return TorchInfo(
+            installed=False, build="not installed", import_error=import_error, broken_by=broken_by
+        ), [note]
     notes: list[str] = []
     try:
         return _describe(torch, notes), notes

@@ -47,22 +47,46 @@ def version_rows(report: HardwareReport, toolkit: str | None = None) -> list[Ver
     gpu = report.gpus[0] if report.gpus else None
     t = report.torch
     none = "none found"
-    build = {"cpu-only": "CPU-only build: it cannot use any GPU, whatever the driver",
-             "cuda": "CUDA build", "rocm": "ROCm build (torch.version.hip)"}.get(t.build, t.build)
+    build = {
+        "cpu-only": "CPU-only build: it cannot use any GPU, whatever the driver",
+        "cuda": "CUDA build",
+        "rocm": "ROCm build (torch.version.hip)",
+    }.get(t.build, t.build)
     return [
-        VersionRow("NVIDIA driver", "nvidia-smi, top right: Driver Version",
-                   (gpu.driver_version if gpu else None) or none,
-                   "yes: it must be new enough for the wheel's CUDA runtime"),
-        VersionRow("newest CUDA the driver supports", "nvidia-smi, top right: CUDA Version",
-                   (gpu.cuda_driver_version if gpu else None) or none,
-                   "an upper limit, not an installation"),
-        VersionRow("PyTorch build", "torch.__version__ (+cpu, +cu124, +rocm6.2 ...)",
-                   f"{t.version or 'not installed'}: {build}", "yes: it decides which devices exist"),
-        VersionRow("CUDA runtime inside the wheel", "torch.version.cuda", t.cuda_version or "none",
-                   "yes: bundled with cuBLAS and cuDNN; PATH and LD_LIBRARY_PATH are not used"),
-        VersionRow("GPU architectures compiled in", "torch.cuda.get_arch_list()",
-                   ", ".join(t.arch_list) or "none",
-                   "yes: your GPU's compute capability must be covered"),
-        VersionRow("local CUDA toolkit (nvcc)", "nvcc --version", toolkit or none,
-                   "no: only for compiling your own CUDA code or extensions"),
+        VersionRow(
+            "NVIDIA driver",
+            "nvidia-smi, top right: Driver Version",
+            (gpu.driver_version if gpu else None) or none,
+            "yes: it must be new enough for the wheel's CUDA runtime",
+        ),
+        VersionRow(
+            "newest CUDA the driver supports",
+            "nvidia-smi, top right: CUDA Version",
+            (gpu.cuda_driver_version if gpu else None) or none,
+            "an upper limit, not an installation",
+        ),
+        VersionRow(
+            "PyTorch build",
+            "torch.__version__ (+cpu, +cu124, +rocm6.2 ...)",
+            f"{t.version or 'not installed'}: {build}",
+            "yes: it decides which devices exist",
+        ),
+        VersionRow(
+            "CUDA runtime inside the wheel",
+            "torch.version.cuda",
+            t.cuda_version or "none",
+            "yes: bundled with cuBLAS and cuDNN; PATH and LD_LIBRARY_PATH are not used",
+        ),
+        VersionRow(
+            "GPU architectures compiled in",
+            "torch.cuda.get_arch_list()",
+            ", ".join(t.arch_list) or "none",
+            "yes: your GPU's compute capability must be covered",
+        ),
+        VersionRow(
+            "local CUDA toolkit (nvcc)",
+            "nvcc --version",
+            toolkit or none,
+            "no: only for compiling your own CUDA code or extensions",
+        ),
     ]

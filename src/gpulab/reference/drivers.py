@@ -34,9 +34,9 @@ def load_driver_table() -> dict[str, Any]:
 
 
 @checked
-def required_drivers(cuda_version: str,
-                     os_family: Annotated[str, OneOf(OS_FAMILIES, "OS family")]
-                     ) -> tuple[str | None, str | None]:
+def required_drivers(
+    cuda_version: str, os_family: Annotated[str, OneOf(OS_FAMILIES, "OS family")]
+) -> tuple[str | None, str | None]:
     """Return (minor-version-compatibility minimum of the major, the toolkit's own driver).
 
     ``os_family`` is "linux" or "windows"; either value is None where NVIDIA publishes none.
@@ -47,8 +47,11 @@ def required_drivers(cuda_version: str,
         return None, None
     major = parts[0]
     compat = next(
-        (row.get(os_family) for row in table["minor_version_compatibility"]
-         if row["major"] == major),
+        (
+            row.get(os_family)
+            for row in table["minor_version_compatibility"]
+            if row["major"] == major
+        ),
         None,
     )
     wanted = parts[:2]

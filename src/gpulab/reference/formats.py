@@ -17,10 +17,23 @@ from typing import Annotated
 
 from gpulab.core.validate import OneOf, checked
 
-__all__ = ["ACTIVATION_BYTES", "AUTOCAST_PRECISIONS", "DTYPE_BYTES", "KV_FORMATS",
-           "TRAINING_PRECISIONS", "WEIGHT_FORMATS", "ActivationDtype", "AutocastPrecision",
-           "KVFormat", "TrainingPrecision", "WeightFormat", "WeightFormatName", "bits_per_weight",
-           "weight_format"]
+__all__ = [
+    "ACTIVATION_BYTES",
+    "AUTOCAST_PRECISIONS",
+    "DTYPE_BYTES",
+    "KV_FORMATS",
+    "TRAINING_PRECISIONS",
+    "WEIGHT_FORMATS",
+    "ActivationDtype",
+    "AutocastPrecision",
+    "KVFormat",
+    "TrainingPrecision",
+    "WeightFormat",
+    "WeightFormatName",
+    "bits_per_weight",
+    "weight_format",
+]
+
 
 @dataclass(frozen=True)
 class WeightFormat:
@@ -45,29 +58,85 @@ class WeightFormat:
         return self.bits + (self.scale_bits / self.group_size if self.group_size else 0.0)
 
 
-WEIGHT_FORMATS: dict[str, WeightFormat] = {f.name: f for f in [
-    WeightFormat("fp32", 32, None, 0, "IEEE 754 single precision"),
-    WeightFormat("fp16", 16, None, 0, "IEEE 754 half precision"),
-    WeightFormat("bf16", 16, None, 0, "bfloat16: 8 exponent bits, 7 mantissa bits"),
-    WeightFormat("fp8", 8, 128 * 128, 32, "FP8 E4M3 with one fp32 scale per 128x128 block "
-                 "(DeepSeek-V3 technical report, section 3.3)", keeps_embeddings_16bit=True),
-    WeightFormat("int8", 8, 4096, 16, "int8 with one fp16 scale per output channel "
-                 "(LLM.int8-style per-row scaling; a 4096-wide row assumed)", keeps_embeddings_16bit=True),
-    WeightFormat("int4", 4, 128, 16, "int4 with one fp16 scale per group of 128 weights "
-                 "(symmetric; the GPTQ/AWQ default group size)", keeps_embeddings_16bit=True),
-    WeightFormat("int4-asym", 4, 128, 20, "int4, group 128, fp16 scale + 4-bit zero point "
-                 "(GPTQ/AWQ asymmetric packing)", keeps_embeddings_16bit=True),
-    WeightFormat("nf4", 4, 64, 8 + 32 / 256, "bitsandbytes NF4 with double quantization: an "
-                 "8-bit scale per 64 weights + an fp32 scale per 256 scales = 4.127 bits/weight "
-                 "(Dettmers et al., QLoRA, 2023, section 3)", keeps_embeddings_16bit=True),
-    WeightFormat("q8_0", 8, 32, 16, "GGUF Q8_0: blocks of 32 int8 values + one fp16 scale = "
-                 "8.5 bits/weight (llama.cpp ggml-common.h, block_q8_0)"),
-    WeightFormat("q4_0", 4, 32, 16, "GGUF Q4_0: blocks of 32 4-bit values + one fp16 scale = "
-                 "4.5 bits/weight (llama.cpp ggml-common.h, block_q4_0)"),
-    WeightFormat("q4_k_m", 4, 256, 0, "GGUF Q4_K_M: mostly Q4_K super-blocks with some tensors "
-                 "in Q6_K; 4.84 bits/weight over Llama-2-7B (llama.cpp tools/quantize README, "
-                 "'Bits per Weight' table)", published_bpw=4.84),
-]}
+WEIGHT_FORMATS: dict[str, WeightFormat] = {
+    f.name: f
+    for f in [
+        WeightFormat("fp32", 32, None, 0, "IEEE 754 single precision"),
+        WeightFormat("fp16", 16, None, 0, "IEEE 754 half precision"),
+        WeightFormat("bf16", 16, None, 0, "bfloat16: 8 exponent bits, 7 mantissa bits"),
+        WeightFormat(
+            "fp8",
+            8,
+            128 * 128,
+            32,
+            "FP8 E4M3 with one fp32 scale per 128x128 block "
+            "(DeepSeek-V3 technical report, section 3.3)",
+            keeps_embeddings_16bit=True,
+        ),
+        WeightFormat(
+            "int8",
+            8,
+            4096,
+            16,
+            "int8 with one fp16 scale per output channel "
+            "(LLM.int8-style per-row scaling; a 4096-wide row assumed)",
+            keeps_embeddings_16bit=True,
+        ),
+        WeightFormat(
+            "int4",
+            4,
+            128,
+            16,
+            "int4 with one fp16 scale per group of 128 weights "
+            "(symmetric; the GPTQ/AWQ default group size)",
+            keeps_embeddings_16bit=True,
+        ),
+        WeightFormat(
+            "int4-asym",
+            4,
+            128,
+            20,
+            "int4, group 128, fp16 scale + 4-bit zero point (GPTQ/AWQ asymmetric packing)",
+            keeps_embeddings_16bit=True,
+        ),
+        WeightFormat(
+            "nf4",
+            4,
+            64,
+            8 + 32 / 256,
+            "bitsandbytes NF4 with double quantization: an "
+            "8-bit scale per 64 weights + an fp32 scale per 256 scales = 4.127 bits/weight "
+            "(Dettmers et al., QLoRA, 2023, section 3)",
+            keeps_embeddings_16bit=True,
+        ),
+        WeightFormat(
+            "q8_0",
+            8,
+            32,
+            16,
+            "GGUF Q8_0: blocks of 32 int8 values + one fp16 scale = "
+            "8.5 bits/weight (llama.cpp ggml-common.h, block_q8_0)",
+        ),
+        WeightFormat(
+            "q4_0",
+            4,
+            32,
+            16,
+            "GGUF Q4_0: blocks of 32 4-bit values + one fp16 scale = "
+            "4.5 bits/weight (llama.cpp ggml-common.h, block_q4_0)",
+        ),
+        WeightFormat(
+            "q4_k_m",
+            4,
+            256,
+            0,
+            "GGUF Q4_K_M: mostly Q4_K super-blocks with some tensors "
+            "in Q6_K; 4.84 bits/weight over Llama-2-7B (llama.cpp tools/quantize README, "
+            "'Bits per Weight' table)",
+            published_bpw=4.84,
+        ),
+    ]
+}
 
 KV_FORMATS = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 # Activations are held in the compute precision.

@@ -16,8 +16,14 @@ from gpulab.core.constraints import show
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import checked
 
-__all__ = ["MAX_CONFIG_DEPTH", "SUPPORTED_ARCHITECTURES", "SUPPORTED_MODEL_TYPES", "config_key",
-           "parse_config_text", "read_fields"]
+__all__ = [
+    "MAX_CONFIG_DEPTH",
+    "SUPPORTED_ARCHITECTURES",
+    "SUPPORTED_MODEL_TYPES",
+    "config_key",
+    "parse_config_text",
+    "read_fields",
+]
 
 # model_type -> the causal-LM class of transformers whose parameters we count.
 SUPPORTED_ARCHITECTURES = {
@@ -32,30 +38,66 @@ SUPPORTED_MODEL_TYPES = tuple(SUPPORTED_ARCHITECTURES)
 
 # Families people will try, and why a count from our shapes would be wrong for them.
 _WHY_NOT = {
-    **dict.fromkeys(("mamba", "mamba2", "falcon_mamba"),
-                    "a state-space model: no attention layers and no KV cache"),
+    **dict.fromkeys(
+        ("mamba", "mamba2", "falcon_mamba"),
+        "a state-space model: no attention layers and no KV cache",
+    ),
     **dict.fromkeys(("rwkv", "rwkv5", "rwkv6", "rwkv7"), "a recurrent (RWKV) model: no KV cache"),
-    **dict.fromkeys(("jamba", "zamba", "zamba2", "nemotron_h", "falcon_h1", "granitemoehybrid",
-                     "bamba", "lfm2"),
-                    "a hybrid of state-space (Mamba) and attention layers"),
-    **dict.fromkeys(("minimax", "minimax_m1", "qwen3_next", "kimi_linear"),
-                    "it mixes linear-attention layers with softmax attention"),
-    **dict.fromkeys(("gemma2", "gemma3", "gemma3_text", "cohere2", "gpt_oss"),
-                    "it interleaves sliding-window and full-attention layers"),
-    **dict.fromkeys(("t5", "mt5", "umt5", "longt5", "bart", "mbart", "pegasus", "marian",
-                     "whisper", "switch_transformers"),
-                    "an encoder-decoder model; only decoder-only models are modelled"),
-    **dict.fromkeys(("bert", "roberta", "xlm-roberta", "distilbert", "deberta", "deberta-v2",
-                     "modernbert", "electra"),
-                    "an encoder-only model; only decoder-only models are modelled"),
+    **dict.fromkeys(
+        (
+            "jamba",
+            "zamba",
+            "zamba2",
+            "nemotron_h",
+            "falcon_h1",
+            "granitemoehybrid",
+            "bamba",
+            "lfm2",
+        ),
+        "a hybrid of state-space (Mamba) and attention layers",
+    ),
+    **dict.fromkeys(
+        ("minimax", "minimax_m1", "qwen3_next", "kimi_linear"),
+        "it mixes linear-attention layers with softmax attention",
+    ),
+    **dict.fromkeys(
+        ("gemma2", "gemma3", "gemma3_text", "cohere2", "gpt_oss"),
+        "it interleaves sliding-window and full-attention layers",
+    ),
+    **dict.fromkeys(
+        (
+            "t5",
+            "mt5",
+            "umt5",
+            "longt5",
+            "bart",
+            "mbart",
+            "pegasus",
+            "marian",
+            "whisper",
+            "switch_transformers",
+        ),
+        "an encoder-decoder model; only decoder-only models are modelled",
+    ),
+    **dict.fromkeys(
+        (
+            "bert",
+            "roberta",
+            "xlm-roberta",
+            "distilbert",
+            "deberta",
+            "deberta-v2",
+            "modernbert",
+            "electra",
+        ),
+        "an encoder-only model; only decoder-only models are modelled",
+    ),
     "deepseek_v2": "DeepSeek-V2 differs from V3 in its router and expert layout; only "
-                   "DeepSeek-V3/R1 (model_type 'deepseek_v3') is modelled",
+    "DeepSeek-V3/R1 (model_type 'deepseek_v3') is modelled",
     "deepseek_v32": "DeepSeek-V3.2 adds a sparse-attention indexer that is not modelled",
     "phi3small": "Phi-3-small has block-sparse attention and a GeGLU MLP that are not modelled",
     "phimoe": "Phi-3.5-MoE is not modelled (use model_type 'mixtral' shapes only if they match)",
 }
-
-
 
 
 # --- config.json readers ------------------------------------------------------------------
@@ -72,7 +114,8 @@ class _Config:
         """The value of a key the count cannot do without."""
         if self.cfg.get(key) is None:
             raise GpulabConfigError(
-                f"the {self.model_type} config has no {key!r}, which the parameter count needs")
+                f"the {self.model_type} config has no {key!r}, which the parameter count needs"
+            )
         return self.cfg[key]
 
     def get(self, key: str, default: Any = None) -> Any:
@@ -88,7 +131,9 @@ class _Config:
         if value is not True and value is not False:
             raise GpulabConfigError(
                 f"{key}={value!r} in the {self.model_type} config must be true or false "
-                "(a JSON boolean, not a string or a number)", key)
+                "(a JSON boolean, not a string or a number)",
+                key,
+            )
         return value
 
 
@@ -100,7 +145,9 @@ def _architectures(cfg: Mapping[str, Any]) -> list[str]:
     if not isinstance(architectures, list) or not all(isinstance(a, str) for a in architectures):
         raise GpulabConfigError(
             f"architectures={show(architectures)} must be a list of class names such as "
-            '["LlamaForCausalLM"]', "architectures")
+            '["LlamaForCausalLM"]',
+            "architectures",
+        )
     return architectures
 
 
@@ -111,7 +158,9 @@ def _model_type(cfg: Mapping[str, Any]) -> str:
     if model_type is not None and not isinstance(model_type, str):
         raise GpulabConfigError(
             f"model_type={show(model_type)} must be a string, one of: "
-            f"{', '.join(SUPPORTED_MODEL_TYPES)}", "model_type")
+            f"{', '.join(SUPPORTED_MODEL_TYPES)}",
+            "model_type",
+        )
     if model_type is None:
         by_class = {arch: mt for mt, arch in SUPPORTED_ARCHITECTURES.items()}
         known = [by_class[a] for a in architectures if a in by_class]
@@ -119,7 +168,9 @@ def _model_type(cfg: Mapping[str, Any]) -> str:
             raise GpulabConfigError(
                 "config has no 'model_type' and no supported 'architectures' entry "
                 f"(got {show(architectures)}); supported: "
-                f"{', '.join(SUPPORTED_ARCHITECTURES.values())}", "model_type")
+                f"{', '.join(SUPPORTED_ARCHITECTURES.values())}",
+                "model_type",
+            )
         model_type = known[0]
     if model_type not in SUPPORTED_ARCHITECTURES:
         why = _WHY_NOT.get(model_type)
@@ -128,14 +179,17 @@ def _model_type(cfg: Mapping[str, Any]) -> str:
         why = why or "not one of the modelled families"
         raise GpulabConfigError(
             f"model_type={show(model_type)} is not supported: {why}. "
-            f"Supported model_type values: {', '.join(SUPPORTED_MODEL_TYPES)}", "model_type")
+            f"Supported model_type values: {', '.join(SUPPORTED_MODEL_TYPES)}",
+            "model_type",
+        )
     expected = SUPPORTED_ARCHITECTURES[model_type]
     others = [a for a in architectures if a != expected]
     if others:
         raise GpulabConfigError(
             f"architectures={show(architectures)}: only {expected} (the causal-LM head) is "
             f"counted for model_type={model_type!r}; another head has other parameters",
-            "architectures")
+            "architectures",
+        )
     return model_type
 
 
@@ -158,8 +212,12 @@ def _dense_fields(c: _Config) -> dict[str, Any]:
 def _read_llama(c: _Config) -> dict[str, Any]:
     """LlamaForCausalLM: attention_bias puts biases on q, k, v and o; mlp_bias on the MLP."""
     bias = c.flag("attention_bias", False)
-    return {**_dense_fields(c), "attention_bias": bias, "o_bias": bias,
-            "mlp_bias": c.flag("mlp_bias", False)}
+    return {
+        **_dense_fields(c),
+        "attention_bias": bias,
+        "o_bias": bias,
+        "mlp_bias": c.flag("mlp_bias", False),
+    }
 
 
 def _read_mistral(c: _Config) -> dict[str, Any]:
@@ -177,17 +235,21 @@ def _read_qwen2(c: _Config) -> dict[str, Any]:
     if c.flag("use_sliding_window", False):
         raise GpulabConfigError(
             "use_sliding_window=true: Qwen2 then mixes sliding-window and full-attention layers "
-            "(from max_window_layers on), which is not modelled")
+            "(from max_window_layers on), which is not modelled"
+        )
     return {**_dense_fields(c), "attention_bias": True}
 
 
 def _read_mixtral(c: _Config) -> dict[str, Any]:
     """MixtralForCausalLM: every layer's MLP is num_local_experts experts of intermediate_size."""
     fields_ = _dense_fields(c)
-    return {**fields_, "n_routed_experts": c.need("num_local_experts"),
-            "experts_per_token": c.need("num_experts_per_tok"),
-            "moe_intermediate_size": fields_["intermediate_size"],
-            "sliding_window": c.get("sliding_window")}
+    return {
+        **fields_,
+        "n_routed_experts": c.need("num_local_experts"),
+        "experts_per_token": c.need("num_experts_per_tok"),
+        "moe_intermediate_size": fields_["intermediate_size"],
+        "sliding_window": c.get("sliding_window"),
+    }
 
 
 def _read_deepseek_v3(c: _Config) -> dict[str, Any]:
@@ -195,11 +257,13 @@ def _read_deepseek_v3(c: _Config) -> dict[str, Any]:
     if c.get("moe_layer_freq", 1) != 1:
         raise GpulabConfigError(
             f"moe_layer_freq={c.get('moe_layer_freq')!r}: only an MoE MLP in every layer after "
-            "first_k_dense_replace (moe_layer_freq=1) is modelled")
+            "first_k_dense_replace (moe_layer_freq=1) is modelled"
+        )
     if "q_lora_rank" not in c.cfg:
         raise GpulabConfigError(
             "the deepseek_v3 config has no 'q_lora_rank' (null means no query compression), "
-            "which the parameter count needs")
+            "which the parameter count needs"
+        )
     heads = c.need("num_attention_heads")
     nope, rope = c.need("qk_nope_head_dim"), c.need("qk_rope_head_dim")
     bias = c.flag("attention_bias", False)
@@ -232,21 +296,36 @@ def _read_deepseek_v3(c: _Config) -> dict[str, Any]:
 
 # ModelSpec field -> the config.json key it is read from, for error messages.
 _CONFIG_KEY = {
-    "*": {"n_layers": "num_hidden_layers", "hidden_size": "hidden_size",
-          "n_heads": "num_attention_heads", "n_kv_heads": "num_key_value_heads",
-          "head_dim": "head_dim", "intermediate_size": "intermediate_size",
-          "vocab_size": "vocab_size", "max_position_embeddings": "max_position_embeddings",
-          "sliding_window": "sliding_window"},
-    "mixtral": {"n_routed_experts": "num_local_experts", "experts_per_token": "num_experts_per_tok",
-                "moe_intermediate_size": "intermediate_size"},
-    "deepseek_v3": {"n_routed_experts": "n_routed_experts", "n_shared_experts": "n_shared_experts",
-                    "experts_per_token": "num_experts_per_tok",
-                    "moe_intermediate_size": "moe_intermediate_size",
-                    "first_dense_layers": "first_k_dense_replace", "q_lora_rank": "q_lora_rank",
-                    "kv_lora_rank": "kv_lora_rank", "qk_nope_head_dim": "qk_nope_head_dim",
-                    "qk_rope_head_dim": "qk_rope_head_dim", "v_head_dim": "v_head_dim",
-                    "head_dim": "qk_nope_head_dim + qk_rope_head_dim",
-                    "n_mtp_layers": "num_nextn_predict_layers"},
+    "*": {
+        "n_layers": "num_hidden_layers",
+        "hidden_size": "hidden_size",
+        "n_heads": "num_attention_heads",
+        "n_kv_heads": "num_key_value_heads",
+        "head_dim": "head_dim",
+        "intermediate_size": "intermediate_size",
+        "vocab_size": "vocab_size",
+        "max_position_embeddings": "max_position_embeddings",
+        "sliding_window": "sliding_window",
+    },
+    "mixtral": {
+        "n_routed_experts": "num_local_experts",
+        "experts_per_token": "num_experts_per_tok",
+        "moe_intermediate_size": "intermediate_size",
+    },
+    "deepseek_v3": {
+        "n_routed_experts": "n_routed_experts",
+        "n_shared_experts": "n_shared_experts",
+        "experts_per_token": "num_experts_per_tok",
+        "moe_intermediate_size": "moe_intermediate_size",
+        "first_dense_layers": "first_k_dense_replace",
+        "q_lora_rank": "q_lora_rank",
+        "kv_lora_rank": "kv_lora_rank",
+        "qk_nope_head_dim": "qk_nope_head_dim",
+        "qk_rope_head_dim": "qk_rope_head_dim",
+        "v_head_dim": "v_head_dim",
+        "head_dim": "qk_nope_head_dim + qk_rope_head_dim",
+        "n_mtp_layers": "num_nextn_predict_layers",
+    },
 }
 
 _READERS = {
@@ -267,13 +346,15 @@ def read_fields(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """(model_type, ModelSpec fields) of a supported config.json dict; GpulabConfigError if not."""
     if not isinstance(cfg, Mapping):
         raise GpulabConfigError(
-            f"cfg must be a dict (a parsed config.json), not {type(cfg).__name__}", "cfg")
+            f"cfg must be a dict (a parsed config.json), not {type(cfg).__name__}", "cfg"
+        )
     model_type = _model_type(cfg)
     fields_ = _READERS[model_type](_Config(cfg, model_type))
     return model_type, {**fields_, "notes": _quantization_notes(cfg)}
 
 
 # --- what the count does not read -----------------------------------------------------------
+
 
 def _own_format(q: Mapping[str, Any]) -> str | None:
     """The weight format (gpulab.formats) that stores a quantization_config's weights, if any."""
@@ -285,8 +366,11 @@ def _own_format(q: Mapping[str, Any]) -> str | None:
     if method == "bitsandbytes":
         if q.get("load_in_8bit") is True:
             return "int8"
-        return "nf4" if q.get("load_in_4bit") is True and q.get("bnb_4bit_quant_type") == "nf4" \
+        return (
+            "nf4"
+            if q.get("load_in_4bit") is True and q.get("bnb_4bit_quant_type") == "nf4"
             else None
+        )
     if method in ("awq", "gptq") and bits in (4, 8):
         if bits == 8:
             return "int8"
@@ -307,15 +391,24 @@ def _quantization_notes(cfg: Mapping[str, Any]) -> tuple[str, ...]:
     if q is None:
         return ()
     if isinstance(q, Mapping):
-        declared = ", ".join(f"{k} {show(q[k], 20)}" for k in ("quant_method", "bits", "group_size")
-                             if k in q) or "no quant_method"
+        declared = (
+            ", ".join(
+                f"{k} {show(q[k], 20)}" for k in ("quant_method", "bits", "group_size") if k in q
+            )
+            or "no quant_method"
+        )
         fmt = _own_format(q)
     else:
         declared, fmt = show(q, 40), None
-    ask = (f"ask for weights={fmt!r} to count this checkpoint as it is stored" if fmt else
-           "ask for the weights format closest to it (gpulab.formats.WEIGHT_FORMATS)")
-    return (f"config.json's quantization_config ({declared}) is not applied: the weights are "
-            f"counted in the format the estimate is asked for; {ask}",)
+    ask = (
+        f"ask for weights={fmt!r} to count this checkpoint as it is stored"
+        if fmt
+        else "ask for the weights format closest to it (gpulab.formats.WEIGHT_FORMATS)"
+    )
+    return (
+        f"config.json's quantization_config ({declared}) is not applied: the weights are "
+        f"counted in the format the estimate is asked for; {ask}",
+    )
 
 
 # --- pasted text ----------------------------------------------------------------------------
@@ -333,8 +426,9 @@ def _deeper_than(value: Any, limit: int) -> bool:
         if isinstance(item, (dict, list)):
             if depth > limit:
                 return True
-            stack.extend((child, depth + 1)
-                         for child in (item.values() if isinstance(item, dict) else item))
+            stack.extend(
+                (child, depth + 1) for child in (item.values() if isinstance(item, dict) else item)
+            )
     return False
 
 
@@ -346,17 +440,27 @@ def parse_config_text(text: str, field: str = "text") -> dict[str, Any]:
     except json.JSONDecodeError as exc:
         raise GpulabConfigError(f"{field} is not valid JSON: {exc}", field) from None
     except RecursionError:
-        raise GpulabConfigError(f"{field} is not a config: it is nested hundreds of levels "
-                                f"deep (a config.json has a few)", field) from None
+        raise GpulabConfigError(
+            f"{field} is not a config: it is nested hundreds of levels "
+            f"deep (a config.json has a few)",
+            field,
+        ) from None
     except ValueError:  # an integer of more than 4300 digits (sys.get_int_max_str_digits)
-        raise GpulabConfigError(f"{field} is not a config: it holds a number too long to read",
-                                field) from None
+        raise GpulabConfigError(
+            f"{field} is not a config: it holds a number too long to read", field
+        ) from None
     if not isinstance(cfg, dict):
-        raise GpulabConfigError(f"{field} is not a config: a config.json is a JSON object "
-                                f"({{...}}), not {type(cfg).__name__}", field)
+        raise GpulabConfigError(
+            f"{field} is not a config: a config.json is a JSON object "
+            f"({{...}}), not {type(cfg).__name__}",
+            field,
+        )
     if _deeper_than(cfg, MAX_CONFIG_DEPTH):
-        raise GpulabConfigError(f"{field} is not a config: it is nested more than "
-                                f"{MAX_CONFIG_DEPTH} levels deep (a config.json has a few)", field)
+        raise GpulabConfigError(
+            f"{field} is not a config: it is nested more than "
+            f"{MAX_CONFIG_DEPTH} levels deep (a config.json has a few)",
+            field,
+        )
     return cfg
 
 

@@ -89,8 +89,9 @@ def get(lang: str) -> Language:
 def _words(lang: str) -> dict[str, Any]:
     if lang not in translated():
         get(lang)  # an unknown code names the known ones
-        raise GpulabConfigError(f"lang={lang!r} is the source language: its words are the code's",
-                                "lang")
+        raise GpulabConfigError(
+            f"lang={lang!r} is the source language: its words are the code's", "lang"
+        )
     return _read("words", f"{lang}.json")
 
 
@@ -99,6 +100,9 @@ def words(lang: str, part: str) -> Any:
     """One part of a translated language's words ("factcheck", "measured", ...), from its file."""
     data = _words(lang)
     if part not in data:
-        raise GpulabConfigError(f"data/words/{lang}.json has no {part!r} part; it has: "
-                                f"{', '.join(k for k in data if k != 'description')}", "part")
+        raise GpulabConfigError(
+            f"data/words/{lang}.json has no {part!r} part; it has: "
+            f"{', '.join(k for k in data if k != 'description')}",
+            "part",
+        )
     return data[part]

@@ -21,8 +21,19 @@ from typing import Annotated, Any
 from gpulab.core.validate import OneOf, checked
 from gpulab.reference import languages
 
-__all__ = ["BACKENDS", "ENV_VAR", "NOT_VERIFIED", "PACKAGED_DIR", "REQUIRED_PROVENANCE", "backend_status",
-           "directory", "load_all", "save", "section", "slug"]
+__all__ = [
+    "BACKENDS",
+    "ENV_VAR",
+    "NOT_VERIFIED",
+    "PACKAGED_DIR",
+    "REQUIRED_PROVENANCE",
+    "backend_status",
+    "directory",
+    "load_all",
+    "save",
+    "section",
+    "slug",
+]
 
 ENV_VAR = "GPULAB_MEASURED_DIR"
 PACKAGED_DIR = Path(str(resources.files("gpulab") / "data" / "measured"))
@@ -33,7 +44,12 @@ NOT_VERIFIED = "not yet verified on this hardware"
 BACKENDS = ("cuda", "rocm", "mps")  # the GPU backends a page can say the course has run on
 # backend_status's words in the source language; a translated edition's are in its words file
 # (gpulab.reference.languages), under "measured"
-STATUS_WORDS = {"none": NOT_VERIFIED, "run_on": "run on ", "sep": "; ", "run": "{gpu} ({date}, torch {torch})"}
+STATUS_WORDS = {
+    "none": NOT_VERIFIED,
+    "run_on": "run on ",
+    "sep": "; ",
+    "run": "{gpu} ({date}, torch {torch})",
+}
 
 
 def directory() -> Path:
@@ -47,8 +63,13 @@ def slug(gpu_name: str) -> str:
     return re.sub(r"[^a-z0-9]+", "-", str(gpu_name).lower()).strip("-") or "unknown"
 
 
-def save(gpu_name: str, section_name: str, figures: dict[str, Any], prov: dict[str, Any],
-         folder: Path | None = None) -> Path:
+def save(
+    gpu_name: str,
+    section_name: str,
+    figures: dict[str, Any],
+    prov: dict[str, Any],
+    folder: Path | None = None,
+) -> Path:
     """Write (or replace) one section of a GPU's measured figures, with its provenance."""
     folder = directory() if folder is None else Path(folder)
     folder.mkdir(parents=True, exist_ok=True)
@@ -71,13 +92,19 @@ def load_all(folder: Path | None = None) -> dict[str, dict]:
 
 def section(name: str, folder: Path | None = None) -> dict[str, dict]:
     """One section across GPUs: {gpu name: {"provenance": ..., "figures": ...}}."""
-    return {gpu: data["sections"][name] for gpu, data in load_all(folder).items()
-            if name in data["sections"]}
+    return {
+        gpu: data["sections"][name]
+        for gpu, data in load_all(folder).items()
+        if name in data["sections"]
+    }
 
 
 @checked
-def backend_status(kind: Annotated[str, OneOf(BACKENDS, "kind")], folder: Path | None = None,
-                   lang: Annotated[str, OneOf(languages.codes(), "lang")] = "en") -> str:
+def backend_status(
+    kind: Annotated[str, OneOf(BACKENDS, "kind")],
+    folder: Path | None = None,
+    lang: Annotated[str, OneOf(languages.codes(), "lang")] = "en",
+) -> str:
     """Whether the course has run on a backend ("cuda", "rocm", "mps"), in words for a page.
 
     "run on NVIDIA H200 (2026-12-01, torch 2.11.0+cu130)" names the GPUs whose stored figures
@@ -89,9 +116,13 @@ def backend_status(kind: Annotated[str, OneOf(BACKENDS, "kind")], folder: Path |
         for sec in data["sections"].values():
             prov = sec.get("provenance", {})
             if prov.get("device") == kind:
-                runs[gpu] = max(runs.get(gpu, ("", "")), (prov.get("date", ""), prov.get("torch", "")))
+                runs[gpu] = max(
+                    runs.get(gpu, ("", "")), (prov.get("date", ""), prov.get("torch", ""))
+                )
     words = STATUS_WORDS if lang == languages.source() else languages.words(lang, "measured")
     if not runs:
         return words["none"]
-    return words["run_on"] + words["sep"].join(words["run"].format(gpu=gpu, date=date, torch=torch)
-                                              for gpu, (date, torch) in sorted(runs.items()))
+    return words["run_on"] + words["sep"].join(
+        words["run"].format(gpu=gpu, date=date, torch=torch)
+        for gpu, (date, torch) in sorted(runs.items())
+    )

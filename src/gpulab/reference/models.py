@@ -62,7 +62,8 @@ def _entry(name: str, data: dict[str, Any]) -> CatalogueEntry:
     unknown = set(data) - known
     if unknown:
         raise ValueError(
-            f"{name}.json has unknown fields {sorted(unknown)}; allowed: {sorted(known)}")
+            f"{name}.json has unknown fields {sorted(unknown)}; allowed: {sorted(known)}"
+        )
     return CatalogueEntry(name=name, **data)
 
 
@@ -96,5 +97,7 @@ def get(model: str) -> ModelSpec:
         hint = did_you_mean_text(model, CATALOGUE)
         raise GpulabConfigError(
             f"model={show(model)} is not in the catalogue; {hint + ' ' if hint else ''}"
-            f"choose one of: {', '.join(names())}", "model")
+            f"choose one of: {', '.join(names())}",
+            "model",
+        )
     return entry.spec

@@ -42,7 +42,6 @@ __all__ = ["NORMS", "SUPPORTED_ARCHITECTURES", "SUPPORTED_MODEL_TYPES", "ModelSp
 NORMS = ("rmsnorm", "layernorm")
 
 
-
 @checked
 @dataclass(frozen=True)
 class ModelSpec:
@@ -51,11 +50,15 @@ class ModelSpec:
     __validation_hint__ = "get one with gpulab.models.get(name) or ModelSpec.from_hf_config(cfg)"
 
     name: str
-    n_layers: PositiveInt  # decoder layers (DeepSeek-V3: 61, without the multi-token-prediction module)
+    n_layers: (
+        PositiveInt  # decoder layers (DeepSeek-V3: 61, without the multi-token-prediction module)
+    )
     hidden_size: PositiveInt  # h: the width of the residual stream
     n_heads: PositiveInt  # query heads
     n_kv_heads: PositiveInt  # == n_heads for multi-head attention; fewer for GQA; 1 for MQA
-    head_dim: PositiveInt | None  # explicit head_dim from the config; None derives hidden_size // n_heads
+    head_dim: (
+        PositiveInt | None
+    )  # explicit head_dim from the config; None derives hidden_size // n_heads
     intermediate_size: PositiveInt  # dense MLP width (Mixtral: the width of each expert as well)
     vocab_size: PositiveInt
     tie_embeddings: bool  # the output head reuses the embedding matrix
@@ -63,24 +66,36 @@ class ModelSpec:
     attention_bias: bool = False  # biases on q, k, v (Qwen2: true); MLA: on q_a and kv_a
     o_bias: bool = False  # bias on the output projection (Llama with attention_bias: true)
     mlp_bias: bool = False  # biases on the MLP and expert projections
-    norm: Annotated[str, OneOf(NORMS, "norm")] = "rmsnorm"  # "rmsnorm" (a weight vector) or "layernorm" (weight + bias)
+    norm: Annotated[str, OneOf(NORMS, "norm")] = (
+        "rmsnorm"  # "rmsnorm" (a weight vector) or "layernorm" (weight + bias)
+    )
     # mixture of experts (0 = dense)
     n_routed_experts: NonNegativeInt = 0  # experts a router chooses from, per MoE layer
     n_shared_experts: NonNegativeInt = 0  # experts every token goes through (DeepSeek: 1)
-    experts_per_token: NonNegativeInt = 0  # routed experts chosen per token (Mixtral: 2, DeepSeek-V3: 8)
+    experts_per_token: NonNegativeInt = (
+        0  # routed experts chosen per token (Mixtral: 2, DeepSeek-V3: 8)
+    )
     moe_intermediate_size: NonNegativeInt = 0  # width of one expert (Mixtral: = intermediate_size)
-    first_dense_layers: NonNegativeInt = 0  # DeepSeek's first_k_dense_replace: leading layers with a dense MLP
+    first_dense_layers: NonNegativeInt = (
+        0  # DeepSeek's first_k_dense_replace: leading layers with a dense MLP
+    )
     # DeepSeek-V3's e_score_correction_bias: n_routed_experts values per MoE layer
     router_bias: bool = False
     # multi-head latent attention (DeepSeek-V2/V3); None for ordinary attention
     q_lora_rank: PositiveInt | None = None  # None: q is one h x n_heads*(nope+rope) matrix
     kv_lora_rank: PositiveInt | None = None  # width of the compressed KV latent that is cached
     qk_nope_head_dim: PositiveInt | None = None  # per-head query/key width without rotary embedding
-    qk_rope_head_dim: PositiveInt | None = None  # per-head query/key width with rotary (key part shared)
+    qk_rope_head_dim: PositiveInt | None = (
+        None  # per-head query/key width with rotary (key part shared)
+    )
     v_head_dim: PositiveInt | None = None  # per-head value width
     max_position_embeddings: PositiveInt | None = None  # longest context the config declares
-    sliding_window: PositiveInt | None = None  # every layer sees this many tokens (Mistral v0.1: 4096)
-    n_mtp_layers: NonNegativeInt = 0  # multi-token-prediction modules in the checkpoint; NOT counted
+    sliding_window: PositiveInt | None = (
+        None  # every layer sees this many tokens (Mistral v0.1: 4096)
+    )
+    n_mtp_layers: NonNegativeInt = (
+        0  # multi-token-prediction modules in the checkpoint; NOT counted
+    )
     source: str = ""  # where the shapes come from (a config.json URL)
     # What the shapes leave out that an estimate should say (config.json's own quantization):
     # the estimates add them to their notes. Not part of the architecture, so not compared.
@@ -92,12 +107,14 @@ class ModelSpec:
             if self.hidden_size % self.n_heads:
                 raise GpulabConfigError(
                     f"n_heads={self.n_heads} does not divide hidden_size={self.hidden_size}; "
-                    "give head_dim explicitly or use a head count that divides the width")
+                    "give head_dim explicitly or use a head count that divides the width"
+                )
             object.__setattr__(self, "head_dim", self.hidden_size // self.n_heads)
         if self.n_heads % self.n_kv_heads:
             raise GpulabConfigError(
                 f"n_kv_heads={self.n_kv_heads} must divide n_heads={self.n_heads} "
-                "(each key/value head serves a whole group of query heads)")
+                "(each key/value head serves a whole group of query heads)"
+            )
         self._check_moe()
         self._check_mla()
 
@@ -107,21 +124,25 @@ class ModelSpec:
                 if getattr(self, field_name):
                     raise GpulabConfigError(
                         f"{field_name}={getattr(self, field_name)} needs n_routed_experts >= 1 "
-                        "(0 means a dense model)")
+                        "(0 means a dense model)"
+                    )
             if self.router_bias:
                 raise GpulabConfigError("router_bias=True needs n_routed_experts >= 1")
             return
         if not 1 <= self.experts_per_token <= self.n_routed_experts:
             raise GpulabConfigError(
                 f"experts_per_token={self.experts_per_token} must be between 1 and "
-                f"n_routed_experts={self.n_routed_experts}")
+                f"n_routed_experts={self.n_routed_experts}"
+            )
         if self.moe_intermediate_size < 1:
             raise GpulabConfigError(
                 f"moe_intermediate_size={self.moe_intermediate_size} must be a positive integer "
-                "in a mixture of experts")
+                "in a mixture of experts"
+            )
         if self.first_dense_layers > self.n_layers:
             raise GpulabConfigError(
-                f"first_dense_layers={self.first_dense_layers} must be <= n_layers={self.n_layers}")
+                f"first_dense_layers={self.first_dense_layers} must be <= n_layers={self.n_layers}"
+            )
 
     def _check_mla(self) -> None:
         mla = ("kv_lora_rank", "qk_nope_head_dim", "qk_rope_head_dim", "v_head_dim")
@@ -130,11 +151,14 @@ class ModelSpec:
         if given and self.kv_lora_rank is None:
             raise GpulabConfigError(
                 f"{', '.join(given)} set without kv_lora_rank: multi-head latent attention "
-                f"needs all of {', '.join(mla)} (q_lora_rank optional)", given[0])
+                f"needs all of {', '.join(mla)} (q_lora_rank optional)",
+                given[0],
+            )
         if given and missing:
             raise GpulabConfigError(
                 f"{missing[0]}=None: multi-head latent attention needs all of {', '.join(mla)} "
-                f"(q_lora_rank optional); given: {', '.join(given)}")
+                f"(q_lora_rank optional); given: {', '.join(given)}"
+            )
 
     # --- what kind of model ---------------------------------------------------------------
 
@@ -223,8 +247,11 @@ class ModelSpec:
         if not self.is_moe:
             return 0
         # Shared experts run as one MLP of n_shared x the expert width (DeepSeek, transformers).
-        shared = self._mlp(self.n_shared_experts * self.moe_intermediate_size) \
-            if self.n_shared_experts else 0
+        shared = (
+            self._mlp(self.n_shared_experts * self.moe_intermediate_size)
+            if self.n_shared_experts
+            else 0
+        )
         return self.n_routed_experts * self.expert_params + shared + self.router_params
 
     def _check_layer(self, i: int) -> None:

@@ -35,11 +35,11 @@ __all__ = ["KERNELS", "TESTS", "Measurement", "get", "load", "loads"]
 
 # What a row measured, and the unit its figure is in.
 TESTS = {
-    "tg": "tokens/s",      # llama.cpp main's "eval": tokens generated per second
-    "pp": "tokens/s",      # llama.cpp main's "prompt eval": prompt tokens per second
-    "tg128": "tokens/s",   # llama-bench: 128 tokens generated from an empty context
-    "pp512": "tokens/s",   # llama-bench: a 512-token prompt in one batch
-    "matmul": "TFLOP/s",   # one large matrix product
+    "tg": "tokens/s",  # llama.cpp main's "eval": tokens generated per second
+    "pp": "tokens/s",  # llama.cpp main's "prompt eval": prompt tokens per second
+    "tg128": "tokens/s",  # llama-bench: 128 tokens generated from an empty context
+    "pp512": "tokens/s",  # llama-bench: a 512-token prompt in one batch
+    "matmul": "TFLOP/s",  # one large matrix product
 }
 # The matrix-product path a prompt-processing row ran (the JSON's _fields says what each is).
 KERNELS = ("cublas-fp16", "mmq-int8", "metal", "unknown")
@@ -81,13 +81,24 @@ class Measurement:
 
 _FIELDS = [f.name for f in fields(Measurement)]
 _REQUIRED_TEXT = ("id", "test", "unit", "device", "tool", "tool_version", "source_url", "where")
-_OPTIONAL_TEXT = ("gpu", "model", "model_spec", "quantization", "dtype", "kernel", "date",
-                  "date_note", "note")
+_OPTIONAL_TEXT = (
+    "gpu",
+    "model",
+    "model_spec",
+    "quantization",
+    "dtype",
+    "kernel",
+    "date",
+    "date_note",
+    "note",
+)
 _COUNTS = ("prompt_tokens", "generated_tokens", "min_context_tokens")
 
 
 def _fail(row_id: str, field: str, message: str) -> GpulabConfigError:
-    return GpulabConfigError(f"published_measurements.json row {row_id!r}: {field} {message}", field)
+    return GpulabConfigError(
+        f"published_measurements.json row {row_id!r}: {field} {message}", field
+    )
 
 
 def _check_types(row_id: str, row: dict[str, Any]) -> None:
@@ -107,11 +118,17 @@ def _check_types(row_id: str, row: dict[str, Any]) -> None:
             raise _fail(row_id, key, f"must be non-empty text or null, not {value!r}")
     for key in _COUNTS:
         value = row[key]
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or value < 0):
+        if value is not None and (
+            isinstance(value, bool) or not isinstance(value, int) or value < 0
+        ):
             raise _fail(row_id, key, f"must be a whole number >= 0 or null, not {value!r}")
     figure = row["figure"]
-    if isinstance(figure, bool) or not isinstance(figure, (int, float)) or not math.isfinite(figure) \
-            or figure <= 0:
+    if (
+        isinstance(figure, bool)
+        or not isinstance(figure, (int, float))
+        or not math.isfinite(figure)
+        or figure <= 0
+    ):
         raise _fail(row_id, "figure", f"must be a positive finite number, not {figure!r}")
 
 
@@ -121,7 +138,9 @@ def _check_vocabulary(row_id: str, row: dict[str, Any]) -> None:
     if test not in TESTS:
         raise _fail(row_id, "test", f"={test!r} is not one of {', '.join(TESTS)}")
     if row["unit"] != TESTS[test]:
-        raise _fail(row_id, "unit", f"={row['unit']!r} does not fit test {test!r}: use {TESTS[test]!r}")
+        raise _fail(
+            row_id, "unit", f"={row['unit']!r} does not fit test {test!r}: use {TESTS[test]!r}"
+        )
     if not row["source_url"].startswith("https://"):
         raise _fail(row_id, "source_url", f"={row['source_url']!r} is not an https:// address")
     if row["date"] is None:
@@ -139,13 +158,18 @@ def _check_by_test(row_id: str, row: dict[str, Any]) -> None:
     """What each kind of row needs: a model and format for llama.cpp rows, a dtype for matmul."""
     if row["test"] == "matmul":
         if row["dtype"] not in DTYPES:
-            raise _fail(row_id, "dtype", f"={row['dtype']!r}: a matmul row needs one of {', '.join(DTYPES)}")
+            raise _fail(
+                row_id, "dtype", f"={row['dtype']!r}: a matmul row needs one of {', '.join(DTYPES)}"
+            )
         return
     if row["model_spec"] not in CATALOGUE:
         raise _fail(row_id, "model_spec", f"={row['model_spec']!r} is not a gpulab.models name")
     if row["quantization"] not in WEIGHT_FORMATS:
-        raise _fail(row_id, "quantization", f"={row['quantization']!r} is not a weight format "
-                    f"({', '.join(WEIGHT_FORMATS)})")
+        raise _fail(
+            row_id,
+            "quantization",
+            f"={row['quantization']!r} is not a weight format ({', '.join(WEIGHT_FORMATS)})",
+        )
     if row["test"] in _DECODE_TESTS:
         # The bound's bytes must never exceed what the run read: it needs a KV length floor.
         if not row["min_context_tokens"]:
@@ -184,8 +208,9 @@ def loads(text: str) -> tuple[Measurement, ...]:
         raise GpulabConfigError(f"text is not JSON: {err}", "text") from None
     rows = data.get("measurements") if isinstance(data, dict) else data
     if not isinstance(rows, list):
-        raise GpulabConfigError("text must hold a list of rows, or an object with a "
-                                "'measurements' list", "text")
+        raise GpulabConfigError(
+            "text must hold a list of rows, or an object with a 'measurements' list", "text"
+        )
     return _parse(rows)
 
 
@@ -204,5 +229,8 @@ def get(row_id: str) -> Measurement:
         return rows[row_id]
     hint = did_you_mean_text(row_id, rows)
     # The ids are many: the message points to where they are rather than listing them.
-    raise GpulabConfigError(f"row_id={show(row_id)} is not a published measurement; "
-                            f"{hint + ' ' if hint else ''}published.load() lists the ids", "row_id")
+    raise GpulabConfigError(
+        f"row_id={show(row_id)} is not a published measurement; "
+        f"{hint + ' ' if hint else ''}published.load() lists the ids",
+        "row_id",
+    )

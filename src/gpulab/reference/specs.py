@@ -197,9 +197,14 @@ def _row(name: str, row: dict[str, Any]) -> GPUSpec:
     values = {key: row[key] for key in required}
     values.update({key: MappingProxyType(dict(row[key])) for key in _MAPPINGS})  # read-only
     reported = row["memory_reported"]
-    return GPUSpec(name=name, **values, **{key: row.get(key) for key in _OPTIONAL},
-                   memory_mib=reported["mib"], memory_kind=reported["kind"],
-                   memory_source=reported["source"])
+    return GPUSpec(
+        name=name,
+        **values,
+        **{key: row.get(key) for key in _OPTIONAL},
+        memory_mib=reported["mib"],
+        memory_kind=reported["kind"],
+        memory_source=reported["source"],
+    )
 
 
 def _data(name: str) -> dict[str, Any]:
@@ -220,16 +225,28 @@ def load_gpus() -> dict[str, GPUSpec]:
 
 def sorted_gpu_names() -> list[str]:
     """The table's GPU names by vendor, then memory (smallest first), then name: a list to read."""
-    return [g.name for g in sorted(_table().values(),
-                                   key=lambda g: (g.vendor, g.memory_gb, g.name))]
+    return [
+        g.name for g in sorted(_table().values(), key=lambda g: (g.vendor, g.memory_gb, g.name))
+    ]
 
 
 # --------------------------------------------------------------------------- name matching
 
 # Words that NVML/torch names carry but that do not tell two GPUs apart ("r" and "tm" are the
 # marks in Intel's "Intel(R) Arc(TM) A770 Graphics").
-_NOISE = {"nvidia", "geforce", "tesla", "amd", "radeon", "instinct", "apple", "graphics", "gpu",
-          "r", "tm"}
+_NOISE = {
+    "nvidia",
+    "geforce",
+    "tesla",
+    "amd",
+    "radeon",
+    "instinct",
+    "apple",
+    "graphics",
+    "gpu",
+    "r",
+    "tm",
+}
 # Words that name a board variant rather than the chip: they decide between rows.
 _SXM = {"sxm", "sxm2", "sxm4", "sxm5"}
 _OTHER_FORMS = {"pcie", "nvl"}
@@ -322,9 +339,12 @@ def get_gpu(name: str) -> GPUSpec:
     spec = find_gpu(name)
     if spec is None:
         hint = did_you_mean_text(name, table)
-        raise GpulabConfigError(f"name={show(name)} is not a GPU in the spec table; "
-                                f"{hint + ' ' if hint else ''}known: "
-                                f"{', '.join(sorted_gpu_names())}.", "name")
+        raise GpulabConfigError(
+            f"name={show(name)} is not a GPU in the spec table; "
+            f"{hint + ' ' if hint else ''}known: "
+            f"{', '.join(sorted_gpu_names())}.",
+            "name",
+        )
     return spec
 
 
@@ -381,12 +401,16 @@ class CPUSpec:
 
     def _clock(self, group: CoreGroup, clock: str) -> float:
         if clock not in CPU_CLOCK_SETTINGS:
-            raise GpulabConfigError(f"clock={clock!r} is not one of {', '.join(CPU_CLOCK_SETTINGS)}",
-                                    "clock")
+            raise GpulabConfigError(
+                f"clock={clock!r} is not one of {', '.join(CPU_CLOCK_SETTINGS)}", "clock"
+            )
         if clock == "all-core":
             if group.all_core_ghz is None:
-                raise GpulabConfigError(f"clock='all-core': the table has no all-core clock for "
-                                        f"{self.name}'s {group.name}; use 'base' or 'turbo'", "clock")
+                raise GpulabConfigError(
+                    f"clock='all-core': the table has no all-core clock for "
+                    f"{self.name}'s {group.name}; use 'base' or 'turbo'",
+                    "clock",
+                )
             return group.all_core_ghz
         return group.base_ghz if clock == "base" else group.turbo_ghz
 
@@ -397,15 +421,21 @@ class CPUSpec:
         few-core maximum, which no all-core load sustains); "all-core" is every core busy at
         its published all-core turbo, the realistic peak of a parallel kernel.
         """
-        return sum(g.count * g.fp32_flops_per_cycle * self._clock(g, clock) * 1e9
-                   for g in self.core_groups)
+        return sum(
+            g.count * g.fp32_flops_per_cycle * self._clock(g, clock) * 1e9 for g in self.core_groups
+        )
 
     def peak_arithmetic(self, clock: str = "base") -> str:
         """The peak's derivation as one line: '8 P-cores x 32 FLOP/cycle x 3.0 GHz + ... = ...'."""
-        terms = " + ".join(f"{g.count} {g.name} x {g.fp32_flops_per_cycle} FLOP/cycle x "
-                           f"{self._clock(g, clock):g} GHz" for g in self.core_groups)
-        return f"{self.name} fp32 peak at {clock} clocks: {terms} = " \
-               f"{format_rate(self.peak_fp32_flops(clock))}"
+        terms = " + ".join(
+            f"{g.count} {g.name} x {g.fp32_flops_per_cycle} FLOP/cycle x "
+            f"{self._clock(g, clock):g} GHz"
+            for g in self.core_groups
+        )
+        return (
+            f"{self.name} fp32 peak at {clock} clocks: {terms} = "
+            f"{format_rate(self.peak_fp32_flops(clock))}"
+        )
 
     @property
     def memory_bandwidth_gbs(self) -> float:
@@ -433,5 +463,8 @@ def get_cpu(name: str) -> CPUSpec:
         if key.lower() == wanted:
             return spec
     hint = did_you_mean_text(name, _cpu_table())
-    raise GpulabConfigError(f"name={show(name)} is not a CPU in the table; "
-                            f"{hint + ' ' if hint else ''}known: {', '.join(_cpu_table())}", "name")
+    raise GpulabConfigError(
+        f"name={show(name)} is not a CPU in the table; "
+        f"{hint + ' ' if hint else ''}known: {', '.join(_cpu_table())}",
+        "name",
+    )

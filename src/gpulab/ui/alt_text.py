@@ -70,7 +70,9 @@ def describe_axes(ax) -> str:
     parts = [_kind(ax) + (f": {title}" if title else "")]
     parts.append(_axis("horizontal", ax.xaxis, ax.get_xlim()))
     parts.append(_axis("vertical", ax.yaxis, ax.get_ylim()))
-    series = [label for label in ax.get_legend_handles_labels()[1] if label and not label.startswith("_")]
+    series = [
+        label for label in ax.get_legend_handles_labels()[1] if label and not label.startswith("_")
+    ]
     if series:
         parts.append("series: " + "; ".join(series))
     parts.append(_bar_values(ax))
@@ -90,13 +92,19 @@ def _looks_numeric(text: str) -> bool:
 
 def describe(fig) -> str:
     """The figure in words, one sentence group per plotting axes (legends and colorbars skipped)."""
-    axes = [ax for ax in fig.axes if ax.get_visible() and (ax.lines or ax.patches or ax.collections
-                                                            or ax.images or ax.containers)]
+    axes = [
+        ax
+        for ax in fig.axes
+        if ax.get_visible()
+        and (ax.lines or ax.patches or ax.collections or ax.images or ax.containers)
+    ]
     if not axes:
         return "An empty figure."
     if len(axes) == 1:
         return describe_axes(axes[0])
-    return " ".join(f"Panel {i} of {len(axes)}, {describe_axes(ax)}" for i, ax in enumerate(axes, 1))
+    return " ".join(
+        f"Panel {i} of {len(axes)}, {describe_axes(ax)}" for i, ax in enumerate(axes, 1)
+    )
 
 
 def install(shell: Any) -> bool:

@@ -31,17 +31,40 @@ def candidate_table(candidates: Sequence[Candidate], title: str, task: str = "in
     if task not in TASKS:
         raise ValueError(f"task={task!r} is not allowed; use one of {', '.join(map(repr, TASKS))}")
     bound_title, bound_field = BOUNDS[task]
-    rows = [{"GPU": card_name(c), "fits": c.fits,
-             "needed (GB)": c.memory_needed_bytes / GB, "offered (GB)": c.memory_available_bytes / GB,
-             # a bound for a workload the card cannot hold would read as a speed it could reach
-             bound_title: getattr(c, bound_field) if c.fits else None,
-             "board power (W)": c.power_w,
-             # dollars at launch, where the card had a list price (datacenter cards have none)
-             "launch price": None if c.price_usd is None else f"${c.price_usd:,.0f}"}
-            for c in candidates]
-    columns = ["GPU", "fits", "needed (GB)", "offered (GB)", bound_title, "board power (W)",
-               "launch price"]
-    return Table(rows, columns, title=title, key_columns=1,
-                 formats={"fits": "yes/no", "needed (GB)": ".1f", "offered (GB)": ".0f",
-                          bound_title: ",.0f|does not fit", "board power (W)": ",.0f",
-                          "launch price": "|none"})
+    rows = [
+        {
+            "GPU": card_name(c),
+            "fits": c.fits,
+            "needed (GB)": c.memory_needed_bytes / GB,
+            "offered (GB)": c.memory_available_bytes / GB,
+            # a bound for a workload the card cannot hold would read as a speed it could reach
+            bound_title: getattr(c, bound_field) if c.fits else None,
+            "board power (W)": c.power_w,
+            # dollars at launch, where the card had a list price (datacenter cards have none)
+            "launch price": None if c.price_usd is None else f"${c.price_usd:,.0f}",
+        }
+        for c in candidates
+    ]
+    columns = [
+        "GPU",
+        "fits",
+        "needed (GB)",
+        "offered (GB)",
+        bound_title,
+        "board power (W)",
+        "launch price",
+    ]
+    return Table(
+        rows,
+        columns,
+        title=title,
+        key_columns=1,
+        formats={
+            "fits": "yes/no",
+            "needed (GB)": ".1f",
+            "offered (GB)": ".0f",
+            bound_title: ",.0f|does not fit",
+            "board power (W)": ",.0f",
+            "launch price": "|none",
+        },
+    )

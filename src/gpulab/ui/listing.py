@@ -22,7 +22,7 @@ def source_of(obj) -> tuple[str, str, int]:
     path = Path(inspect.getsourcefile(target) or "?")
     parts = path.parts
     # src/gpulab/... in a checkout, site-packages/gpulab/... when installed: from gpulab/ on
-    shown = Path(*parts[parts.index("gpulab"):]) if "gpulab" in parts else path
+    shown = Path(*parts[parts.index("gpulab") :]) if "gpulab" in parts else path
     return "".join(lines).rstrip("\n"), shown.as_posix(), first
 
 
@@ -50,8 +50,9 @@ def _backtick_runs(text: str) -> list[str]:
 
 def show(obj) -> Listing:
     """The source of a gpulab function or class, as it runs, for display in a notebook."""
-    if not (inspect.isfunction(inspect.unwrap(obj)) or inspect.isclass(obj)
-            or inspect.ismethod(obj)):
+    if not (
+        inspect.isfunction(inspect.unwrap(obj)) or inspect.isclass(obj) or inspect.ismethod(obj)
+    ):
         raise TypeError(f"show() takes a function or a class, not {type(obj).__name__}")
     code, path, first = source_of(obj)
     target = inspect.unwrap(obj)

@@ -23,8 +23,13 @@ def memory_overview(report: HardwareReport) -> Figure:
         rows.append(("RAM", report.ram_total_bytes / GIB, free / GIB))
     for gpu in report.gpus:
         if gpu.memory_total_bytes:
-            rows.append((f"GPU {gpu.index}: {gpu.name}", gpu.memory_total_bytes / GIB,
-                         (gpu.memory_free_bytes or 0) / GIB))
+            rows.append(
+                (
+                    f"GPU {gpu.index}: {gpu.name}",
+                    gpu.memory_total_bytes / GIB,
+                    (gpu.memory_free_bytes or 0) / GIB,
+                )
+            )
     fig, ax = plt.subplots(figsize=(7, 1.6 + 0.5 * max(len(rows), 1)))
     if not rows:
         ax.text(0.5, 0.5, "memory sizes could not be read on this machine", ha="center")
@@ -59,12 +64,19 @@ def matmul_sweep(points: list, peaks: dict[str, float | None], title: str = "") 
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
-    colors = dict(zip(("fp32", "tf32", "bf16", "fp16"), ("#1b9e77", "#7570b3", "#d95f02", "#e7298a"),
-                      strict=True))
+    colors = dict(
+        zip(
+            ("fp32", "tf32", "bf16", "fp16"),
+            ("#1b9e77", "#7570b3", "#d95f02", "#e7298a"),
+            strict=True,
+        )
+    )
     for precision in dict.fromkeys(p.precision for p in points):
         mine = [p for p in points if p.precision == precision]
         sizes = [int(p.size.split("x")[0]) for p in mine]
-        ax.plot(sizes, [p.rate / 1e12 for p in mine], "o-", color=colors.get(precision), label=precision)
+        ax.plot(
+            sizes, [p.rate / 1e12 for p in mine], "o-", color=colors.get(precision), label=precision
+        )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("matrix size n (n x n x n product)")
     ax.set_ylabel("achieved TFLOP/s")
@@ -76,8 +88,9 @@ def matmul_sweep(points: list, peaks: dict[str, float | None], title: str = "") 
     return fig
 
 
-def bandwidth_sweep(points: list, peak: float | None, caches: dict[str, int] | None = None,
-                    title: str = "") -> Figure:
+def bandwidth_sweep(
+    points: list, peak: float | None, caches: dict[str, int] | None = None, title: str = ""
+) -> Figure:
     """Achieved GB/s against buffer size for copy and triad, cache sizes marked (chapter 1 lab)."""
     import matplotlib.pyplot as plt
 
@@ -99,8 +112,13 @@ def bandwidth_sweep(points: list, peak: float | None, caches: dict[str, int] | N
     return fig
 
 
-def roofline(peak_flops: float, bandwidth: float, points: list, title: str = "",
-             bandwidth_label: str = "memory bandwidth") -> Figure:
+def roofline(
+    peak_flops: float,
+    bandwidth: float,
+    points: list,
+    title: str = "",
+    bandwidth_label: str = "memory bandwidth",
+) -> Figure:
     """The roofline min(P, I*W) on log-log axes with measured operations placed on it (chapter 1)."""
     import matplotlib.pyplot as plt
     import numpy as np
@@ -116,8 +134,13 @@ def roofline(peak_flops: float, bandwidth: float, points: list, title: str = "",
     for p in points:
         if p.intensity:
             ax.loglog(p.intensity, p.rate / 1e9, "o")
-            ax.annotate(p.op, (p.intensity, p.rate / 1e9), textcoords="offset points",
-                        xytext=(5, -10), fontsize=8)
+            ax.annotate(
+                p.op,
+                (p.intensity, p.rate / 1e9),
+                textcoords="offset points",
+                xytext=(5, -10),
+                fontsize=8,
+            )
     ax.set_xlabel("arithmetic intensity (FLOP per byte)")
     ax.set_ylabel("GFLOP/s")
     ax.set_title(title or f"Roofline ({bandwidth_label})")
@@ -125,8 +148,14 @@ def roofline(peak_flops: float, bandwidth: float, points: list, title: str = "",
     return fig
 
 
-PART_COLORS = {"weights": "#1b9e77", "kv_cache": "#d95f02", "activations": "#7570b3",
-               "gradients": "#e7298a", "optimizer": "#66a61e", "overhead": "#999999"}
+PART_COLORS = {
+    "weights": "#1b9e77",
+    "kv_cache": "#d95f02",
+    "activations": "#7570b3",
+    "gradients": "#e7298a",
+    "optimizer": "#66a61e",
+    "overhead": "#999999",
+}
 
 
 def memory_breakdown(breakdowns: dict, capacities: dict | None = None, title: str = "") -> Figure:
@@ -161,8 +190,9 @@ def throughput_vs_batch(curves: dict, title: str = "") -> Figure:
 
     fig, ax = plt.subplots(figsize=(7, 4))
     for label, points in curves.items():
-        ax.plot([p.batch for p in points], [p.samples_per_s for p in points], marker="o",
-                label=label)
+        ax.plot(
+            [p.batch for p in points], [p.samples_per_s for p in points], marker="o", label=label
+        )
     ax.set_xscale("log", base=2)
     ax.set_yscale("log")
     ax.set_xlabel("batch size (samples per call)")
@@ -174,8 +204,9 @@ def throughput_vs_batch(curves: dict, title: str = "") -> Figure:
     return fig
 
 
-def cost_over_time(curves: dict, local_label: str, title: str = "",
-                   xlabel: str = "months") -> Figure:
+def cost_over_time(
+    curves: dict, local_label: str, title: str = "", xlabel: str = "months"
+) -> Figure:
     """Cumulative cost of buying (one line) against renting (one dashed line per rate), chapter 6."""
     import matplotlib.pyplot as plt
 
@@ -192,8 +223,9 @@ def cost_over_time(curves: dict, local_label: str, title: str = "",
     return fig
 
 
-def break_even_by_hours(hours: list, years: dict, title: str = "",
-                        useful_life_years: float | None = None) -> Figure:
+def break_even_by_hours(
+    hours: list, years: dict, title: str = "", useful_life_years: float | None = None
+) -> Figure:
     """Years until buying pays off against hours of use a day, one line per rental (chapter 6)."""
     import matplotlib.pyplot as plt
 
@@ -201,17 +233,26 @@ def break_even_by_hours(hours: list, years: dict, title: str = "",
     for label, values in years.items():
         ax.plot(hours, [float("nan") if v is None else v for v in values], "o-", label=label)
     if useful_life_years:
-        ax.axhline(useful_life_years, color="grey", linestyle=":",
-                   label=f"{useful_life_years:g} years of use")
-    ax.set(xlabel="hours a day at full load", ylabel="years until buying pays off", yscale="log",
-           title=title or "When buying pays off")
+        ax.axhline(
+            useful_life_years,
+            color="grey",
+            linestyle=":",
+            label=f"{useful_life_years:g} years of use",
+        )
+    ax.set(
+        xlabel="hours a day at full load",
+        ylabel="years until buying pays off",
+        yscale="log",
+        title=title or "When buying pays off",
+    )
     ax.legend(frameon=False)
     fig.tight_layout()
     return fig
 
 
-def stacked_counts(counts: dict, categories, title: str = "", ylabel: str = "count",
-                   colors=None) -> Figure:
+def stacked_counts(
+    counts: dict, categories, title: str = "", ylabel: str = "count", colors=None
+) -> Figure:
     """Stacked bars: one bar per group, one segment per category (the fact check's verdicts)."""
     import matplotlib.pyplot as plt
 
@@ -226,14 +267,25 @@ def stacked_counts(counts: dict, categories, title: str = "", ylabel: str = "cou
         bottom = [b + h for b, h in zip(bottom, heights, strict=True)]
     ax.set_ylabel(ylabel)
     ax.set_title(title)
-    ax.legend(fontsize=8, ncols=max(1, len(categories)), loc="upper center",
-              bbox_to_anchor=(0.5, -0.15), frameon=False)
+    ax.legend(
+        fontsize=8,
+        ncols=max(1, len(categories)),
+        loc="upper center",
+        bbox_to_anchor=(0.5, -0.15),
+        frameon=False,
+    )
     fig.tight_layout()
     return fig
 
 
-def lines_with_reference(x: list, series: dict, reference: tuple[float, str] | None = None,
-                         xlabel: str = "", ylabel: str = "", title: str = "") -> Figure:
+def lines_with_reference(
+    x: list,
+    series: dict,
+    reference: tuple[float, str] | None = None,
+    xlabel: str = "",
+    ylabel: str = "",
+    title: str = "",
+) -> Figure:
     """One line per series against x, and an optional horizontal reference line (value, label)."""
     import matplotlib.pyplot as plt
 

@@ -64,16 +64,22 @@ class Comparison:
         """The comparison as sentences."""
         measured = f"{self.basis}: {self._number(self.measured)}"
         if self.prediction is None:
-            return [f"{self.quantity}: {measured}.",
-                    f"No prediction was made: set `{self.variable}` to your guess in the cell "
-                    "above, then run both cells again."]
-        out = [f"{self.quantity}: your prediction {self._number(self.prediction)}, {measured}"
-               + (f", error {self.error:+.0%}." if self.error is not None else ".")]
+            return [
+                f"{self.quantity}: {measured}.",
+                f"No prediction was made: set `{self.variable}` to your guess in the cell "
+                "above, then run both cells again.",
+            ]
+        out = [
+            f"{self.quantity}: your prediction {self._number(self.prediction)}, {measured}"
+            + (f", error {self.error:+.0%}." if self.error is not None else ".")
+        ]
         if self.within:
             out.append(f"Within {self.expected_factor:g}x of the measurement: a good estimate.")
         else:
-            out.append(f"Off by {self.factor_off:.3g}x, more than the {self.expected_factor:g}x "
-                       f"this page expects. {self.why}".rstrip())
+            out.append(
+                f"Off by {self.factor_off:.3g}x, more than the {self.expected_factor:g}x "
+                f"this page expects. {self.why}".rstrip()
+            )
         return out
 
     def _repr_markdown_(self) -> str:
@@ -84,24 +90,36 @@ class Comparison:
 
 
 @checked
-def compare(prediction: Any, measured: float, quantity: str, *, unit: str = "",
-            spec: str = ".3g", expected_factor: Annotated[float, AtLeast(1)] = 2.0, why: str = "",
-            variable: str = "my_guess",
-            basis: Annotated[str, OneOf(("measured", "computed"), "basis")] = "measured",
-            ) -> Comparison:
+def compare(
+    prediction: Any,
+    measured: float,
+    quantity: str,
+    *,
+    unit: str = "",
+    spec: str = ".3g",
+    expected_factor: Annotated[float, AtLeast(1)] = 2.0,
+    why: str = "",
+    variable: str = "my_guess",
+    basis: Annotated[str, OneOf(("measured", "computed"), "basis")] = "measured",
+) -> Comparison:
     """The reader's prediction next to what was measured (or computed), ready to display."""
     # The guess is checked here, not by its annotation, so that the message names the
     # reader's variable (`my_guess`) rather than this function's parameter.
     if prediction is not None:
         if isinstance(prediction, bool) or not isinstance(prediction, numbers.Real):
-            raise GpulabConfigError(f"{variable}={show(prediction)}: write a number (or leave "
-                                    f"None), not {type(prediction).__name__}", variable)
+            raise GpulabConfigError(
+                f"{variable}={show(prediction)}: write a number (or leave "
+                f"None), not {type(prediction).__name__}",
+                variable,
+            )
         try:
             prediction = float(prediction)
         except OverflowError:  # a Fraction or an int beyond the floats
             prediction = math.inf
         if not math.isfinite(prediction):
-            raise GpulabConfigError(f"{variable}={show(prediction)}: write a finite number",
-                                    variable)
-    return Comparison(quantity, float(measured), prediction, unit, spec, expected_factor, why,
-                      variable, basis)
+            raise GpulabConfigError(
+                f"{variable}={show(prediction)}: write a finite number", variable
+            )
+    return Comparison(
+        quantity, float(measured), prediction, unit, spec, expected_factor, why, variable, basis
+    )

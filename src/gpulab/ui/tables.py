@@ -32,16 +32,31 @@ from gpulab.core.units import GB, GIB, KIB, MIB, format_seconds, keep_with_unit,
 
 # Units whose values the rows hold in a base unit (bytes, seconds, per second), and the scale.
 SCALED_UNITS: dict[str, float] = {
-    "KiB": KIB, "MiB": MIB, "GiB": GIB, "TiB": 1024**4,
-    "kB": 1e3, "MB": 1e6, "GB": GB, "TB": 1e12,
-    "s": 1.0, "ms": 1e-3, "us": 1e-6, "µs": 1e-6, "ns": 1e-9,
-    "GB/s": 1e9, "TB/s": 1e12, "GFLOP/s": 1e9, "TFLOP/s": 1e12, "PFLOP/s": 1e15,
+    "KiB": KIB,
+    "MiB": MIB,
+    "GiB": GIB,
+    "TiB": 1024**4,
+    "kB": 1e3,
+    "MB": 1e6,
+    "GB": GB,
+    "TB": 1e12,
+    "s": 1.0,
+    "ms": 1e-3,
+    "us": 1e-6,
+    "µs": 1e-6,
+    "ns": 1e-9,
+    "GB/s": 1e9,
+    "TB/s": 1e12,
+    "GFLOP/s": 1e9,
+    "TFLOP/s": 1e12,
+    "PFLOP/s": 1e15,
 }
 NAMED_FORMATS: dict[str, Callable[[Any], str]] = {
     "seconds": format_seconds,
     "size": size_label,
     "yes/no": lambda v: "yes" if v else "no",
 }
+
 
 def _default_format(value: Any) -> str:
     if value is None:
@@ -72,8 +87,9 @@ class Table:
         if not self.columns and self.rows:
             self.columns = list(self.rows[0])
         # parsed once, so a bad format string fails here, naming its column
-        self._formatters = {c: f if callable(f) else formatter(f, column=c)
-                            for c, f in self.formats.items()}
+        self._formatters = {
+            c: f if callable(f) else formatter(f, column=c) for c, f in self.formats.items()
+        }
 
     def _cells(self) -> tuple[list[str], list[list[str]]]:
         heads, body, _, _ = self._layout()
@@ -83,10 +99,14 @@ class Table:
         """Titles, cell texts, each cell's note numbers, and the notes in the order they are marked."""
         # a field name the table has no title for is shown in words: "needed_gb" as "needed gb"
         # (a column named in words, "Q4_K_M (4.84 bit)", stays as written)
-        heads = [self.headers.get(c, c.replace("_", " ") if _FIELD_NAME.match(str(c)) else str(c))
-                 for c in self.columns]
-        body = [[self._formatters.get(c, _default_format)(row.get(c)) for c in self.columns]
-                for row in self.rows]
+        heads = [
+            self.headers.get(c, c.replace("_", " ") if _FIELD_NAME.match(str(c)) else str(c))
+            for c in self.columns
+        ]
+        body = [
+            [self._formatters.get(c, _default_format)(row.get(c)) for c in self.columns]
+            for row in self.rows
+        ]
         notes: list[str] = []
         marks: list[list[list[int]]] = []
         for i, row in enumerate(self.rows):
@@ -106,15 +126,19 @@ class Table:
 
     def __str__(self) -> str:
         heads, body, marks, notes = self._layout()
-        body = [[c + _superscript(m) for c, m in zip(r, ms, strict=True)]
-                for r, ms in zip(body, marks, strict=True)]
+        body = [
+            [c + _superscript(m) for c, m in zip(r, ms, strict=True)]
+            for r, ms in zip(body, marks, strict=True)
+        ]
         widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(heads)]
         lines = [self.title] if self.title else []
         lines.append("  ".join(h.ljust(w) for h, w in zip(heads, widths, strict=True)).rstrip())
         lines.append("  ".join("-" * w for w in widths))
         for r in body:
             # numbers read best right-aligned, words left-aligned
-            cells = [c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(r, widths, strict=True)]
+            cells = [
+                c.rjust(w) if _numeric(c) else c.ljust(w) for c, w in zip(r, widths, strict=True)
+            ]
             lines.append("  ".join(cells).rstrip())
         lines += [f"{_superscript([n])} {text}" for n, text in enumerate(notes, start=1)]
         return "\n".join(lines)
@@ -129,21 +153,33 @@ class Table:
         head = "".join(f'<th style="{pad}">{html.escape(keep_with_unit(h))}</th>' for h in heads)
         # a figure stays on one line with its unit: a value on one line, and in words (a
         # column's title too) a no-break space between number and unit ("needs 48 GB")
-        rows = "".join("<tr>" + "".join(
-            f'<td style="{pad};{_align(c)}">{html.escape(keep_with_unit(c))}{_sup_html(m)}</td>'
-            for c, m in zip(r, ms, strict=True)) + "</tr>" for r, ms in zip(body, marks, strict=True))
+        rows = "".join(
+            "<tr>"
+            + "".join(
+                f'<td style="{pad};{_align(c)}">{html.escape(keep_with_unit(c))}{_sup_html(m)}</td>'
+                for c, m in zip(r, ms, strict=True)
+            )
+            + "</tr>"
+            for r, ms in zip(body, marks, strict=True)
+        )
         # its own scroll container, so a table wider than the page scrolls instead of spilling
-        table = (f'<table class="gpulab-table" data-key-columns="{self.key_columns}">{caption}'
-                 f'<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>')
+        table = (
+            f'<table class="gpulab-table" data-key-columns="{self.key_columns}">{caption}'
+            f"<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>"
+        )
         # a region a keyboard can focus and scroll, named by the table's title (WCAG: a scrollable
         # region must be reachable without a mouse)
         name = html.escape(self.title or "table", quote=True)
         # the notes sit outside the scroll box, so they wrap to the page's width
-        below = "".join(f'<p class="gpulab-table-note" style="margin:0.2em 0;font-size:0.9em">'
-                        f'<sup>{n}</sup> {html.escape(text)}</p>'
-                        for n, text in enumerate(notes, start=1))
-        return (f'<div class="gpulab-table-wrap" role="region" aria-label="{name}" tabindex="0" '
-                f'style="max-width:100%;overflow-x:auto">{table}</div>{below}')
+        below = "".join(
+            f'<p class="gpulab-table-note" style="margin:0.2em 0;font-size:0.9em">'
+            f"<sup>{n}</sup> {html.escape(text)}</p>"
+            for n, text in enumerate(notes, start=1)
+        )
+        return (
+            f'<div class="gpulab-table-wrap" role="region" aria-label="{name}" tabindex="0" '
+            f'style="max-width:100%;overflow-x:auto">{table}</div>{below}'
+        )
 
 
 def _align(cell: str) -> str:
@@ -174,8 +210,10 @@ def _sup_html(numbers: list[int]) -> str:
 def formatter(spec: str, column: str = "") -> Callable[[Any], str]:
     """The function that shows one value as the format string `spec` says (module docstring)."""
     if not isinstance(spec, str):
-        raise TypeError(f"formats[{column!r}] is {type(spec).__name__}; give a format string "
-                        "such as '.1f', '.0%' or '.2f GiB'")
+        raise TypeError(
+            f"formats[{column!r}] is {type(spec).__name__}; give a format string "
+            "such as '.1f', '.0%' or '.2f GiB'"
+        )
     spec, bar, missing = spec.partition("|")
     missing = missing if bar else "-"  # ".1f|" leaves a missing value's cell empty
     if spec in NAMED_FORMATS:
@@ -187,10 +225,12 @@ def formatter(spec: str, column: str = "") -> Callable[[Any], str]:
     try:
         format(1.5, number)
     except ValueError:
-        raise ValueError(f"formats[{column!r}]={spec!r}: {number!r} is not a Python format spec; "
-                         f"use one such as '.1f', ',.0f' or '.0%', optionally with a unit "
-                         f"({', '.join(SCALED_UNITS)} scale the value) or one of "
-                         f"{', '.join(NAMED_FORMATS)}") from None
+        raise ValueError(
+            f"formats[{column!r}]={spec!r}: {number!r} is not a Python format spec; "
+            f"use one such as '.1f', ',.0f' or '.0%', optionally with a unit "
+            f"({', '.join(SCALED_UNITS)} scale the value) or one of "
+            f"{', '.join(NAMED_FORMATS)}"
+        ) from None
 
     def show(value: Any) -> str:
         if value is None:

@@ -23,7 +23,9 @@ def _list_html(items: list[str]) -> str:
     return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
 
 
-def report_tabs(report: HardwareReport, findings: list[Finding], steps: list[str]) -> ipywidgets.Tab:
+def report_tabs(
+    report: HardwareReport, findings: list[Finding], steps: list[str]
+) -> ipywidgets.Tab:
     """Tabs with the hardware report, the doctor's findings and the next steps (notebook 00)."""
     import ipywidgets as w
 
@@ -78,18 +80,25 @@ def memory_calculator(report: HardwareReport | None = None, default_model: str =
     from gpulab.ui import calculators, plots
 
     model = w.Dropdown(options=[*models.names(), PASTE], value=default_model, description="model")
-    config = w.Textarea(placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
-                        layout=w.Layout(width="95%", height="90px", display="none"))
+    config = w.Textarea(
+        placeholder='{"model_type": "llama", "hidden_size": 4096, ...}',
+        layout=w.Layout(width="95%", height="90px", display="none"),
+    )
     mode = w.ToggleButtons(options=["inference", "training"], value="inference")
     fmt = w.Dropdown(options=list(formats.WEIGHT_FORMATS), value="int4", description="weights")
     kv = w.Dropdown(options=list(formats.KV_FORMATS), value="bf16", description="KV cache")
-    precision = w.Dropdown(options=list(formats.TRAINING_PRECISIONS), value="bf16-mixed",
-                           description="precision")
+    precision = w.Dropdown(
+        options=list(formats.TRAINING_PRECISIONS), value="bf16-mixed", description="precision"
+    )
     optimizer = w.Dropdown(options=list(memory.OPTIMIZERS), value="adamw", description="optimizer")
     context = w.IntText(value=4096, description="context")
     batch = w.IntText(value=1, description="batch")
     out = w.Output()
-    own = [(g.name, g.memory_total_bytes) for g in (report.gpus if report else []) if g.memory_total_bytes]
+    own = [
+        (g.name, g.memory_total_bytes)
+        for g in (report.gpus if report else [])
+        if g.memory_total_bytes
+    ]
 
     def update(*_):
         config.layout.display = "block" if model.value == PASTE else "none"
@@ -100,17 +109,30 @@ def memory_calculator(report: HardwareReport | None = None, default_model: str =
         out.clear_output(wait=True)
         with out:
             try:
-                spec, b = estimate_for(model.value, config.value, mode.value, fmt.value,
-                                       kv.value, precision.value, optimizer.value,
-                                       context.value, batch.value)
+                spec, b = estimate_for(
+                    model.value,
+                    config.value,
+                    mode.value,
+                    fmt.value,
+                    kv.value,
+                    precision.value,
+                    optimizer.value,
+                    context.value,
+                    batch.value,
+                )
             except ValueError as exc:
                 print(f"Cannot estimate: {exc}")
                 return
             # the lines are what each card leaves for tensors, as the verdicts below compare
-            lines = {name: specs.tensor_capacity(total, apple=name.lower().startswith("apple"))
-                     for name, total in own}
-            fig = plots.memory_breakdown({spec.name or "model": b}, lines,
-                                         title=f"{spec.name}: {b.total / 1e9:.1f} GB ({mode.value})")
+            lines = {
+                name: specs.tensor_capacity(total, apple=name.lower().startswith("apple"))
+                for name, total in own
+            }
+            fig = plots.memory_breakdown(
+                {spec.name or "model": b},
+                lines,
+                title=f"{spec.name}: {b.total / 1e9:.1f} GB ({mode.value})",
+            )
             display(fig)
             plt.close(fig)  # shown once, inside the output area
             for note in spec.notes:  # e.g. a pasted config's own quantization, not applied
@@ -121,9 +143,22 @@ def memory_calculator(report: HardwareReport | None = None, default_model: str =
     for control in (model, config, mode, fmt, kv, precision, optimizer, context, batch):
         control.observe(update, names="value")
     update()
-    controls = w.VBox([model, config, mode, w.HBox([fmt, kv]), w.HBox([precision, optimizer]),
-                       w.HBox([context, batch])])
+    controls = w.VBox(
+        [
+            model,
+            config,
+            mode,
+            w.HBox([fmt, kv]),
+            w.HBox([precision, optimizer]),
+            w.HBox([context, batch]),
+        ]
+    )
     site = calculators.memory_calculator_html(
-        uid=SITE_CALCULATOR_UID, model=model.value, weights=fmt.value, kv_cache=kv.value,
-        context=context.value, users=batch.value)
+        uid=SITE_CALCULATOR_UID,
+        model=model.value,
+        weights=fmt.value,
+        kv_cache=kv.value,
+        context=context.value,
+        users=batch.value,
+    )
     return with_site_html(w.VBox([controls, out]), site)
