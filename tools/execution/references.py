@@ -128,12 +128,41 @@ def compare(source: Path, executed: Path, store: Path | None = None) -> list[str
             continue
         comparer = _Comparer(patterns)
         # nbval works on NotebookNode objects (attribute access), as nbformat reads them
-        test = [nbformat.from_dict(o) for o in new["outputs"]]
-        ref = [nbformat.from_dict(o) for o in reference]
+        test = [nbformat.from_dict(o) for o in coalesce_streams(new["outputs"])]
+        ref = [nbformat.from_dict(o) for o in coalesce_streams(reference)]
         if not comparer.compare_outputs(test, ref):
             first_line = "".join(cell["source"]).splitlines()[0] if cell["source"] else ""
             failures.append(
                 f"cell {cell.get('id')} (`{first_line}`):\n  "
-                + "\n  ".join(comparer.comparison_traceback)
+                + explain(comparer.comparison_traceback)
             )
     return failures
+
+
+def coalesce_streams(outputs: list[dict]) -> list[dict]:
+    """The outputs with each run of stream outputs to one stream joined into one, its text one
+    string: where a kernel flushes its stdout between two prints is timing, not output, and a
+    busy machine splits one printed table into two messages that nbval would count as a change."""
+    out: list[dict] = []
+    for output in outputs:
+        if output.get("output_type") != "stream":
+            out.append(dict(output))
+            continue
+        text = output["text"] if isinstance(output["text"], str) else "".join(output["text"])
+        previous = out[-1] if out else {}
+        if previous.get("output_type") == "stream" and previous.get("name") == output.get("name"):
+            out[-1] = dict(previous, text=previous["text"] + text)
+        else:
+            out.append(dict(output, text=text))
+    return out
+
+
+def explain(traceback: list) -> str:
+    """nbval's comparison traceback as lines: it holds strings and, for a changed text output,
+    lists of the diff's lines."""
+    lines = []
+    for item in traceback:
+        lines += (
+            [str(line).rstrip("\n") for line in item] if isinstance(item, list) else [str(item)]
+        )
+    return "\n  ".join(lines)
