@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 # The layers, bottom to top, and the modules each owns. A module's short name is unique
 # across layers, so `from gpulab import memory` means gpulab.estimate.memory.
 LAYERS: dict[str, tuple[str, ...]] = {
-    "core": ("errors", "constraints", "validate", "units"),
+    "core": ("errors", "constraints", "checkers", "validate", "units"),
     "reference": (
         "specs",
         "modelspec",
