@@ -90,6 +90,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "compiled",
         "triton_support",
         "launch",
+        "launch_errors",
         "precision",
         "progress",
         "quiet",
