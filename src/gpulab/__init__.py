@@ -126,6 +126,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "figures_ch01",
         "figures_ch02",
         "figures_ch03",
+        "figures_ch03_images",
         "figures_ch04",
         "figures_ch05",
         "figures_ch06",
