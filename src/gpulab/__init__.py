@@ -26,7 +26,7 @@ __version__ = "0.1.0"
 # The layers, bottom to top, and the modules each owns. A module's short name is unique
 # across layers, so `from gpulab import memory` means gpulab.estimate.memory.
 LAYERS: dict[str, tuple[str, ...]] = {
-    "core": ("errors", "constraints", "validate", "units"),
+    "core": ("errors", "constraints", "checkers", "validate", "units"),
     "reference": (
         "specs",
         "modelspec",
@@ -90,6 +90,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "compiled",
         "triton_support",
         "launch",
+        "launch_errors",
         "precision",
         "progress",
         "quiet",
@@ -115,13 +116,17 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "textdata",
         "derivations",
         "claims_hardware",
+        "claims_buying",
         "claims_models",
+        "claims_speed",
+        "factcheck_claims",
         "factcheck",
         "factcheck_words",
         "figures",
         "figures_ch01",
         "figures_ch02",
         "figures_ch03",
+        "figures_ch03_images",
         "figures_ch04",
         "figures_ch05",
         "figures_ch06",

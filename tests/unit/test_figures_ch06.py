@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab.course import claims_hardware, figures_ch06
+from gpulab.course import claims_buying, figures_ch06
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "book" / "06_choosing_hardware.md"
@@ -162,7 +162,7 @@ def test_links_and_bandwidth_ratios_by_hand(figs):
 
 def test_a_changed_article_price_changes_the_figures(monkeypatch):
     """The figures read the articles' constants from one place: a changed price moves them."""
-    monkeypatch.setattr(claims_hardware, "ARTICLE_4090_CNY_H", 2 * RTX4090_CNY_H)
+    monkeypatch.setattr(claims_buying, "ARTICLE_4090_CNY_H", 2 * RTX4090_CNY_H)
     figs = figures_ch06.figures()
     assert figs["rent4090_week_cny"] == pytest.approx(2 * RTX4090_CNY_H * 24 * 7)
     assert figs["article_4090_cny_h"] == 2 * RTX4090_CNY_H

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpulab import launch
+from gpulab import launch, launch_errors
 from gpulab.bench.launch import DistributedJobError, parse_failure_summary, plan_job, run_torchrun
 from gpulab.core.errors import GpulabConfigError
 
@@ -131,7 +131,7 @@ def test_parse_failure_summary():
 def test_a_rank_stopped_by_torchrun_is_not_the_cause(tmp_path):
     """When torchrun names a SIGTERMed rank first, the rank that really failed comes first."""
     swapped = SUMMARY.replace("-9 (pid", "-15 (pid").replace("-15 (pid: 14085)", "1 (pid: 14085)")
-    failures = launch._failures(swapped, tmp_path)
+    failures = launch_errors.job_failures(swapped, tmp_path)
     assert [(f.rank, f.root_cause) for f in failures] == [(0, True), (1, False)]
 
 
@@ -164,7 +164,7 @@ LOST_PEER = textwrap.dedent("""\
 def test_a_rank_that_lost_its_peer_is_not_the_cause(tmp_path):
     """Rank 0 raised only because rank 1 went away: rank 1 is the cause, whatever the order."""
     assert parse_failure_summary(LOST_PEER)[0].rank == 0  # torchrun's order: the same second
-    failures = launch._failures(LOST_PEER, tmp_path)
+    failures = launch_errors.job_failures(LOST_PEER, tmp_path)
     assert [(f.rank, f.root_cause) for f in failures] == [(1, True), (0, False)]
     assert failures[0].error == "ValueError: rank one gives up"
 

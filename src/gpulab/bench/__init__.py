@@ -6,9 +6,9 @@ training steps (``generation``), attention (``attention``), hidden syncs (``sync
 batching (``batching``), out-of-memory experiments (``oom``), quantization on tensors
 (``quantize``), image and embedding workloads (``workloads``), checkpoint loading
 (``loading``), torch.compile (``compiled``), Triton support (``triton_support``), torchrun
-launches (``launch``), and the helpers they share: the autocast recipes (``precision``),
-progress bars (``progress``), silencing C++ output (``quiet``) and a measurement's
-provenance (``record``).
+launches and their failures (``launch``, ``launch_errors``), and the helpers they share: the
+autocast recipes (``precision``), progress bars (``progress``), silencing C++ output
+(``quiet``) and a measurement's provenance (``record``).
 
 What it may import: ``estimate``, ``machine``, ``reference`` and ``core`` (and torch).
 """

@@ -3,8 +3,9 @@
 A claim in ``data/fact_check.json`` whose derivation is ``{"computed": "<name>"}`` names a
 function registered here with ``@register`` under its own name; it takes no argument and returns a
 ``Computed`` (the value, its unit, the headline text and the arithmetic). The functions live
-in ``gpulab.claims_hardware`` (chapters 1 and 4-6) and ``gpulab.claims_models`` (chapters 2
-and 3); ``gpulab.factcheck`` loads both, so the registry is full whenever it is used.
+in ``gpulab.claims_hardware`` (chapter 1), ``gpulab.claims_models`` (chapter 2),
+``gpulab.claims_speed`` (chapter 3) and ``gpulab.claims_buying`` (chapters 4-6);
+``gpulab.factcheck`` loads them all, so the registry is full whenever it is used.
 
 Inputs that gpulab's tables do not hold are constants below, each with its source.
 """

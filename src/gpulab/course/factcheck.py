@@ -1,55 +1,65 @@
-"""The fact-check of the two source articles: every claim, its verdict and its correct value (appendix).
+"""The fact-check of the two source articles: every claim, its verdict and correct value (appendix).
 
 The claims live in ``data/fact_check.json``, one entry per claim id of the course's claim list
-(ids 1-119, listed when the course began) plus the claims that list missed (ids 120 and up). Each entry
-says what the article states (``quote``, in Chinese, and ``claim_en``), a ``verdict`` (one of
-VERDICTS) and the rubric clause that decided it, the ``correct_value`` with units, how that
-value is derived, and the course ``chapter`` that discusses it (0 is the set-up page), so that
-chapters can link to ``fact_check.html#claim-<id>``.
+(ids 1-119, listed when the course began) plus the claims that list missed (ids 120 and up).
+Each entry says what the article states (``quote``, in Chinese, and ``claim_en``), a
+``verdict`` (one of VERDICTS) and the rubric clause that decided it, the ``correct_value`` with
+units, how that value is derived, and the course ``chapter`` that discusses it (0 is the set-up
+page), so that chapters can link to ``fact_check.html#claim-<id>``. ``gpulab.factcheck_claims``
+loads and validates them; this module checks and renders them, and re-exports the loader.
 
-A derivation is either ``{"computed": "<name>"}``, a function registered in ``gpulab.derivations``
-(by ``gpulab.claims_hardware`` and ``gpulab.claims_models``) that recomputes
-the value with gpulab (the catalogue, the spec table, the memory and perf estimators), or
-``{"source": "<URL or publication>", "note": ...}``. Each computed function returns a
-:class:`Computed` whose ``text`` (the headline) must appear in the entry's rendered
-``correct_value``: ``check_all()`` reports any entry whose template no longer shows it.
+A derivation is either ``{"computed": "<name>"}``, a function registered in
+``gpulab.derivations`` (by ``gpulab.claims_hardware``, ``gpulab.claims_buying``,
+``gpulab.claims_models`` and ``gpulab.claims_speed``) that recomputes the value with gpulab (the
+catalogue, the spec table, the memory and perf estimators), or ``{"source": "<URL or
+publication>", "note": ...}``. Each computed function returns a :class:`Computed` whose
+``text`` (the headline) must appear in the entry's rendered ``correct_value``: ``check_all()``
+reports any entry whose template no longer shows it.
 
     from gpulab import factcheck
 
     claims = factcheck.load()             # validated, sorted by id
     rows = factcheck.check_all(claims)    # every computed derivation, run now
-    factcheck.rendered(claims[0])         # {"correct_value": ..., "reason": ..., "note": ...}, filled
+    factcheck.rendered(claims[0])         # {"correct_value", "reason", "note"}, filled
     factcheck.table(rows)                 # a gpulab.tables.Table for the notebook
 
 Figures that are not in gpulab's tables (a GTX 1650's bandwidth, BERT-base's size) are
 constants in ``gpulab.derivations``, each with the source it comes from.
 
-Every verdict is decided by one clause of the RUBRIC (``rubric_clause``, with ``rubric_why``, one
-sentence). The explanation fields (``correct_value``, ``reason``, a derivation's ``note``) are
-templates: ``{name:fmt}`` placeholders are filled from the computed derivation's
+Every verdict is decided by one clause of the RUBRIC (``rubric_clause``, with ``rubric_why``,
+one sentence). The explanation fields (``correct_value``, ``reason``, a derivation's ``note``)
+are templates: ``{name:fmt}`` placeholders are filled from the computed derivation's
 ``Computed.values`` by :func:`rendered`, so no figure in them is typed by hand (a literal brace
 is written ``{{`` or ``}}``). A placeholder the values lack raises GpulabConfigError naming the
-claim and the field. The other editions read the same registry: each translated language's words
-file (``data/words/<code>.json``, ``gpulab.reference.languages``) holds, by claim id, its
+claim and the field. The other editions read the same registry: each translated language's
+words file (``data/words/<code>.json``, ``gpulab.reference.languages``) holds, by claim id, its
 translation of every claim's TRANSLATED_FIELDS (the English placeholders kept, no number in
 digits added), and the renderers take a ``lang`` (one of LANGS).
 """
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
-from importlib import resources
-from pathlib import Path
-from types import MappingProxyType
 from typing import Annotated, Any
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import OneOf, checked
-from gpulab.course import claims_hardware, claims_models  # noqa: F401 - they fill the registry
 from gpulab.course.derivations import REGISTRY, Computed, compute
+from gpulab.course.factcheck_claims import (
+    ALL_SECTIONS,
+    ARTICLES,
+    CHAPTERS,
+    RUBRIC,
+    RUBRIC_CLAUSES,
+    SECTIONS,
+    SEED_FILES,
+    TEMPLATE_FIELDS,
+    VERDICTS,
+    Claim,
+    load,
+    validate,
+)
 from gpulab.course.factcheck_words import (
     LANGS,
     RUBRIC_WORDS,
@@ -57,15 +67,11 @@ from gpulab.course.factcheck_words import (
     SHORT_NAMES,
     TRANSLATED_FIELDS,
     VERDICT_NAMES,
-    WHY_MAX_CHARS,
     WORDS,
     Lang,
-    check_template,
-    check_translation,
     claim_error,
     computed_line,
     placeholders,
-    stored_translations,
 )
 from gpulab.reference import languages
 from gpulab.ui.tables import Table
@@ -106,304 +112,6 @@ __all__ = [
     "verdict_name",
     "verdicts_by_chapter",
 ]
-
-VERDICTS = ("correct", "wrong", "misleading", "not checkable")
-# The one rubric every verdict is decided by: verdict -> its clauses, (clause id, wording). The
-# appendix shows it at the top; each claim names the clause that decided it (rubric_clause).
-RUBRIC: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType(
-    {
-        "correct": (("correct.all-parts-hold", "every part of the claim holds as stated"),),
-        "misleading": (
-            ("misleading.unstated-conditions", "it holds only under conditions it does not state"),
-            ("misleading.part-false", "one part holds and another does not"),
-            (
-                "misleading.wrong-conclusion",
-                "its figures are right and the conclusion drawn from them is not",
-            ),
-        ),
-        "wrong": (
-            ("wrong.false-any-reading", "false under any reasonable reading"),
-            (
-                "wrong.actionable-part-false",
-                "the part a reader would act on is false under every condition",
-            ),
-        ),
-        "not checkable": (
-            ("not-checkable.no-source", "no public source or derivation can settle it"),
-        ),
-    }
-)
-RUBRIC_CLAUSES: Mapping[str, str] = MappingProxyType(
-    {cid: verdict for verdict, clauses in RUBRIC.items() for cid, _ in clauses}
-)  # clause -> verdict
-TEMPLATE_FIELDS = ("correct_value", "reason", "note")  # the fields rendered from computed values
-# 0 is the set-up page (book/setup.md); 1-7 are the chapters.
-CHAPTERS = tuple(range(8))
-SEED_FILES = ("000_d7744990b21f3d09.txt", "003_660cd49f24af1ba6.txt")
-# The two articles, as the copies the course keeps give them: the original title, its English
-# rendering, the author where the article names one. Neither copy says where it was published.
-ARTICLES = {
-    SEED_FILES[0]: {
-        "short": "the GPU tutorial",
-        "title": "AI工具GPU加速？2026最新完整教程与实操指南",
-        "title_en": "GPU acceleration for AI tools? The complete 2026 tutorial and guide",
-        "author": None,
-    },
-    SEED_FILES[1]: {
-        "short": "the hardware guide",
-        "title": "GPU，本地大模型训练 / 推理硬件完整选型指南",
-        "title_en": "GPUs: a complete guide to choosing hardware for training and "
-        "running large models locally",
-        "author": "接好运鸭",
-    },
-}
-# Each article's sections, in the article's order (the appendix groups claims by them).
-SECTIONS = {
-    SEED_FILES[0]: (
-        "Core conclusions",
-        "Step 1: hardware and driver",
-        "Step 2: framework and GPU backend",
-        "Step 3: configuring the AI tools",
-        "Step 4: performance test",
-        "Step 5: cloud GPUs",
-        "Deep dive: why a GPU is faster",
-        "Trends: FlashAttention-3, quantization, operator fusion",
-        "Backend comparison: CUDA vs ROCm vs Metal",
-        "Pitfalls: why GPU acceleration does not help",
-        "Tools compared: large language models",
-        "Tools compared: image generation",
-        "Tools compared: Cursor",
-        "Tools compared: video generation",
-        "Case study: a 15,000 CNY workstation",
-        "Summary: action guide",
-        "FAQ",
-    ),
-    SEED_FILES[1]: (
-        "1. What a GPU is",
-        "2. The three key parameters",
-        "3. Inference vs training",
-        "4. CPU vs GPU table",
-        "5. Hardware picks by scenario",
-        "6. Five use cases",
-        "7. Common myths",
-    ),
-}
-_ALL_SECTIONS = tuple(name for names in SECTIONS.values() for name in names)
-_REQUIRED = (
-    "id",
-    "seed_file",
-    "section",
-    "quote",
-    "claim_en",
-    "verdict",
-    "rubric_clause",
-    "rubric_why",
-    "correct_value",
-    "derivation",
-    "chapter",
-)
-_OPTIONAL = ("reason",)
-
-
-@dataclass(frozen=True)
-class Claim:
-    """One checked claim from data/fact_check.json."""
-
-    id: int  # the claim list's id (1-119), or 120+ for claims the list missed
-    seed_file: str  # which article (one of SEED_FILES)
-    section: str  # the article's section, in English, for grouping
-    quote: str  # the article's words (Chinese), short
-    claim_en: str  # the claim in English
-    verdict: str  # one of VERDICTS
-    rubric_clause: str  # the RUBRIC clause that decided the verdict, e.g. "misleading.part-false"
-    rubric_why: str  # one sentence: why that clause applies
-    correct_value: str  # template: the right figure with units, or what is true instead
-    derivation: Mapping[str, str] = field(hash=False)  # {"computed": name} or {"source", "note"}
-    chapter: int  # the course chapter that discusses it; 0 = the set-up page
-    reason: str = ""  # template: why it cannot be checked (required for "not checkable")
-    # lang -> the translation of the claim's TRANSLATED_FIELDS, from that language's words file
-    translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False)
-
-    @property
-    def anchor(self) -> str:
-        """The HTML id of this claim on the appendix page: claim-<id>."""
-        return f"claim-{self.id}"
-
-    @property
-    def computed_name(self) -> str | None:
-        """The registered function that derives the correct value, if any."""
-        return self.derivation.get("computed")
-
-
-# ---------------------------------------------------------------- loading and validation
-
-
-def _check_derivation(cid: Any, d: Any) -> None:
-    if not isinstance(d, Mapping):
-        raise claim_error(
-            cid, "derivation", 'must be {"computed": name} or {"source": ..., "note": ...}'
-        )
-    if ("computed" in d) == ("source" in d):
-        raise claim_error(cid, "derivation", "needs exactly one of 'computed' or 'source'")
-    if set(d) - {"computed", "source", "note"}:
-        raise claim_error(
-            cid, "derivation", f"unknown keys {sorted(set(d) - {'computed', 'source', 'note'})}"
-        )
-    if "computed" in d and d["computed"] not in REGISTRY:
-        raise claim_error(
-            cid,
-            "derivation",
-            f"computed={d['computed']!r} is not a registered function; "
-            f"known: {', '.join(sorted(REGISTRY))}",
-        )
-    if "source" in d and not (isinstance(d["source"], str) and d["source"].strip()):
-        raise claim_error(cid, "derivation", "source must be a non-empty URL or publication")
-
-
-def _check_rubric(cid: Any, verdict: str, clause: Any, why: Any) -> None:
-    """The clause must be a RUBRIC clause of the claim's own verdict; the why one short sentence."""
-    if not isinstance(clause, str) or clause not in RUBRIC_CLAUSES:
-        raise claim_error(
-            cid,
-            "rubric_clause",
-            f"{clause!r} is not a rubric clause; use one of: {', '.join(RUBRIC_CLAUSES)}",
-        )
-    if RUBRIC_CLAUSES[clause] != verdict:
-        raise claim_error(
-            cid,
-            "rubric_clause",
-            f"{clause!r} decides the verdict {RUBRIC_CLAUSES[clause]!r}, "
-            f"not {verdict!r}; use one of: "
-            f"{', '.join(c for c, _ in RUBRIC[verdict])}",
-        )
-    if not isinstance(why, str) or not why.strip():
-        raise claim_error(
-            cid, "rubric_why", "must be non-empty text: one sentence on why the clause applies"
-        )
-    if len(why) > WHY_MAX_CHARS:
-        raise claim_error(
-            cid, "rubric_why", f"must be one short sentence (at most {WHY_MAX_CHARS} characters)"
-        )
-
-
-def _claim(entry: Any, translations: Mapping[str, Mapping[str, Any]]) -> Claim:
-    """One entry checked field by field; the error names the claim id and the field."""
-    if not isinstance(entry, Mapping):
-        raise GpulabConfigError(f"fact_check.json: every claim must be an object, got {entry!r}")
-    cid = entry.get("id")
-    if not isinstance(cid, int) or isinstance(cid, bool) or cid < 1:
-        raise claim_error(cid, "id", "must be a positive integer")
-    missing = [k for k in _REQUIRED if k not in entry]
-    if missing:
-        raise claim_error(cid, missing[0], "is missing")
-    unknown = sorted(set(entry) - set(_REQUIRED) - set(_OPTIONAL))
-    if unknown:
-        raise claim_error(
-            cid, unknown[0], f"is not a known field; allowed: {', '.join(_REQUIRED + _OPTIONAL)}"
-        )
-    if entry["seed_file"] not in SEED_FILES:
-        raise claim_error(
-            cid, "seed_file", f"{entry['seed_file']!r} is not one of {', '.join(SEED_FILES)}"
-        )
-    if entry["verdict"] not in VERDICTS:
-        raise claim_error(
-            cid, "verdict", f"{entry['verdict']!r} is not one of {', '.join(VERDICTS)}"
-        )
-    _check_rubric(cid, entry["verdict"], entry["rubric_clause"], entry["rubric_why"])
-    if entry["section"] not in SECTIONS[entry["seed_file"]]:
-        raise claim_error(
-            cid,
-            "section",
-            f"{entry['section']!r} is not a section of {entry['seed_file']}; "
-            f"use one of: {'; '.join(SECTIONS[entry['seed_file']])}",
-        )
-    for key in ("section", "quote", "claim_en", "correct_value"):
-        if not isinstance(entry[key], str) or not entry[key].strip():
-            raise claim_error(cid, key, "must be non-empty text")
-    if entry["chapter"] not in CHAPTERS or isinstance(entry["chapter"], bool):
-        raise claim_error(cid, "chapter", "must be an integer from 0 (set-up page) to 7")
-    reason = entry.get("reason", "")
-    if entry["verdict"] == "not checkable" and not (isinstance(reason, str) and reason.strip()):
-        raise claim_error(cid, "reason", "is required when the verdict is 'not checkable'")
-    _check_derivation(cid, entry["derivation"])
-    for key, text in (
-        ("correct_value", entry["correct_value"]),
-        ("reason", reason),
-        ("note", entry["derivation"].get("note", "")),
-    ):
-        check_template(cid, key, text)
-    if "source" in entry["derivation"]:
-        _no_placeholders_without_values(cid, entry, reason)
-    english = (
-        entry["rubric_why"],
-        entry["correct_value"],
-        reason,
-        entry["derivation"].get("note", ""),
-    )
-    for lang, by_id in translations.items():
-        check_translation(cid, lang, by_id.get(str(cid)), english)
-    return Claim(
-        **{
-            **entry,
-            "derivation": MappingProxyType(dict(entry["derivation"])),
-            "reason": reason,
-            "translations": MappingProxyType(
-                {
-                    lang: MappingProxyType(dict(by_id[str(cid)]))
-                    for lang, by_id in translations.items()
-                }
-            ),
-        }
-    )
-
-
-def _no_placeholders_without_values(cid: Any, entry: Mapping[str, Any], reason: str) -> None:
-    """A sourced claim has no computed values, so its texts may hold no placeholder."""
-    for key, text in (
-        ("correct_value", entry["correct_value"]),
-        ("reason", reason),
-        ("note", entry["derivation"].get("note", "")),
-    ):
-        names = placeholders(text)
-        if names:
-            raise claim_error(
-                cid,
-                key,
-                f"placeholder {{{names[0]}}} needs a computed derivation; a sourced "
-                "claim quotes its source's figure with the link instead",
-            )
-
-
-def validate(data: Any, translations: Mapping[str, Mapping[str, Any]] | None = None) -> list[Claim]:
-    """Check parsed fact_check.json data and the claims' translations (lang -> id -> fields; the
-    words files' by default); return its claims sorted by id (no duplicate ids)."""
-    if not isinstance(data, Mapping) or not isinstance(data.get("claims"), list):
-        raise GpulabConfigError('fact_check.json must be an object with a "claims" list')
-    translations = stored_translations() if translations is None else translations
-    claims = [_claim(e, translations) for e in data["claims"]]
-    seen = Counter(c.id for c in claims)
-    dupes = sorted(i for i, n in seen.items() if n > 1)
-    if dupes:
-        raise claim_error(dupes[0], "id", "appears more than once")
-    return sorted(claims, key=lambda c: c.id)
-
-
-def load(path: str | Path | None = None) -> list[Claim]:
-    """The packaged fact_check.json (or the file at `path`), validated."""
-    if path is None:
-        text = (resources.files("gpulab") / "data" / "fact_check.json").read_text(encoding="utf-8")
-    else:
-        text = Path(path).read_text(encoding="utf-8")
-    claims = validate(json.loads(text))
-    ids = {str(c.id) for c in claims}
-    for lang, by_id in stored_translations().items():
-        extra = sorted(set(by_id) - ids, key=int)
-        if extra:
-            raise claim_error(
-                extra[0], lang, f"data/words/{lang}.json translates a claim fact_check.json lacks"
-            )
-    return claims
-
 
 # ---------------------------------------------------------------- checking and rendering
 
@@ -528,7 +236,8 @@ def by_section(claims: Iterable[Claim], seed_file: str) -> list[tuple[str, list[
 
 
 def verdicts_by_chapter(claims: Iterable[Claim]) -> dict[int, dict[str, int]]:
-    """Chapter -> {verdict: count}, every verdict present (zeros included), for a stacked bar chart."""
+    """Chapter -> {verdict: count}, every verdict present (zeros included), for a stacked bar
+    chart."""
     out: dict[int, dict[str, int]] = {}
     for c in claims:
         out.setdefault(c.chapter, dict.fromkeys(VERDICTS, 0))[c.verdict] += 1
@@ -540,7 +249,8 @@ def table(
     columns: tuple[str, ...] = ("id", "verdict", "computed", "consistent"),
     title: str = "",
 ) -> Table:
-    """The rows of check_all as a gpulab Table (defaults: id, verdict, computed value, consistent)."""
+    """The rows of check_all as a gpulab Table (by default: id, verdict, computed value,
+    consistent)."""
 
     def fmt(v: Any) -> str:
         return "-" if v is None else ("yes" if v is True else "NO" if v is False else str(v))
@@ -560,9 +270,10 @@ def verdict_name(verdict: Annotated[str, OneOf(VERDICTS, "verdict")], lang: Lang
 
 @checked
 def section_title(
-    section: Annotated[str, OneOf(_ALL_SECTIONS, "section")], lang: Lang = "en"
+    section: Annotated[str, OneOf(ALL_SECTIONS, "section")], lang: Lang = "en"
 ) -> str:
-    """An article's section as the edition in `lang` titles it (Chinese: the article's own heading)."""
+    """An article's section as the edition in `lang` titles it (Chinese: the article's own
+    heading)."""
     return section if lang == languages.source() else SECTION_TITLES[lang][section]
 
 
@@ -622,7 +333,8 @@ _ENTRY = {
 def markdown(
     claims: Iterable[Claim], results: Mapping[int, Computed] | None = None, lang: Lang = "en"
 ) -> str:
-    """Markdown for a group of claims in `lang`, each under an HTML anchor id="claim-<id>" for links."""
+    """Markdown for a group of claims in `lang`, each under an HTML anchor id="claim-<id>" for
+    links."""
     articles, chapter, setup, head, verdict, value, computed, source, note, reason = _ENTRY[lang]
     results = results or {}
     parts = []
@@ -659,7 +371,8 @@ def markdown(
 
 @checked
 def attribution(seed_file: str, lang: Lang = "en") -> str:
-    """One line crediting an article in `lang`: its title (in Chinese, and English), author and source."""
+    """One line crediting an article in `lang`: its title (in Chinese, and English), author and
+    source."""
     if seed_file not in ARTICLES:
         raise GpulabConfigError(
             f"seed_file={seed_file!r} is not one of {', '.join(SEED_FILES)}", "seed_file"

@@ -47,18 +47,16 @@ Lang = Annotated[str, OneOf(LANGS, "language")]
 WORDS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
     {lang: languages.words(lang, "factcheck") for lang in languages.translated()}
 )
-VERDICT_NAMES = {
-    lang: words["verdicts"] for lang, words in WORDS.items()
-}  # lang -> verdict -> name
+# lang -> verdict -> name
+VERDICT_NAMES = {lang: words["verdicts"] for lang, words in WORDS.items()}
 # lang -> clause id -> its wording in that language
 RUBRIC_WORDS = {lang: words["rubric"] for lang, words in WORDS.items()}
 # what a translation of a claim holds (the last two where the English has them)
 TRANSLATED_FIELDS = ("rubric_why", "correct_value", "reason", "note")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")  # a number in digits: "24", "1,008", "560.28.03"
 WHY_MAX_CHARS = 300  # rubric_why is one short sentence
-SHORT_NAMES = {
-    lang: words["short_names"] for lang, words in WORDS.items()
-}  # lang -> article -> name
+# lang -> article -> name
+SHORT_NAMES = {lang: words["short_names"] for lang, words in WORDS.items()}
 # lang -> section -> its title in that edition (Chinese: the article's own heading)
 SECTION_TITLES = {lang: words["section_titles"] for lang, words in WORDS.items()}
 
@@ -106,7 +104,8 @@ def split_template(template: str) -> tuple[set[str], str]:
 
 
 def check_translation(cid: Any, lang: str, zh: Any, texts: tuple[str, ...]) -> None:
-    """A translation of each English text (in TRANSLATED_FIELDS' order): its placeholders, no new number."""
+    """A translation of each English text (in TRANSLATED_FIELDS' order): its placeholders, no
+    new number."""
     english = {key: text for key, text in zip(TRANSLATED_FIELDS, texts, strict=True) if text}
     if zh is None:
         raise claim_error(cid, lang, "is missing")
@@ -164,7 +163,8 @@ _NAME_BEFORE = re.compile(r"[\w.,\-]*$")  # what a number's hyphen is glued to: 
 
 
 def _is_figure(text: str, start: int) -> bool:
-    """Whether the number at `start` is a figure, not part of a name ("FP32", "i9-13900K", "Q4_0")."""
+    """Whether the number at `start` is a figure, not part of a name ("FP32", "i9-13900K",
+    "Q4_0")."""
     before = text[start - 1] if start else " "
     if before.isalpha() or before == "_":
         return False

@@ -11,7 +11,8 @@ from typing import Any
 
 from gpulab.core.units import GB
 from gpulab.course import claims_hardware, derivations  # noqa: F401 (registers its derivations)
-from gpulab.course.claims_models import ARTICLE_DECODE_TOK_S, ARTICLE_GPU_LAYERS
+from gpulab.course.claims_models import ARTICLE_GPU_LAYERS
+from gpulab.course.claims_speed import ARTICLE_DECODE_TOK_S
 from gpulab.estimate import memory, perf
 from gpulab.reference import models, specs
 from gpulab.reference.formats import ACTIVATION_BYTES, KV_FORMATS, bits_per_weight

@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpulab.core.units import GB
-from gpulab.course import claims_hardware
+from gpulab.course import claims_buying
 from gpulab.course.derivations import nominal_weight_gb
 from gpulab.estimate import levers, memory
 from gpulab.machine import rules
@@ -174,7 +174,7 @@ def _attention() -> dict[str, Any]:
 def _power_and_timing() -> dict[str, Any]:
     """The article's power cap; a matrix product's least time; the boost clock behind the peak."""
     g = _gpu("RTX 4090")
-    cap = claims_hardware.ARTICLE_POWER_W
+    cap = claims_buying.ARTICLE_POWER_W
     flop = 2 * TIMING_N**3
     peak = g.peak_flops("fp32")
     clock_peak = g.cuda_cores * g.boost_clock_ghz * 1e9 * 2  # units x clock x 2 FLOPs per FMA

@@ -6,7 +6,7 @@ Keys are snake_case and say what the value is and its unit.
 The workloads are those of the chapter notebook (the articles' four scenarios, the two 3090s
 against one 4090, the power supply, the cost example); the articles' own inputs (0.6 CNY/kWh,
 350 W, 10 hours a day, the AutoDL prices) are the named constants of
-``gpulab.course.claims_hardware``, so the page and the fact-check use the same ones.
+``gpulab.course.claims_buying``, so the page and the fact-check use the same ones.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from functools import lru_cache
 from typing import Any
 
 from gpulab.core.units import GB
-from gpulab.course import claims_hardware as article
+from gpulab.course import claims_buying as article
 from gpulab.estimate import choose, collectives, cost, memory, perf, power, serving
 from gpulab.estimate.choose import Workload
 from gpulab.reference import links, models, specs
