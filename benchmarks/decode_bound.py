@@ -105,7 +105,8 @@ def main(argv: list[str] | None = None) -> int:
         if peak:
             share = perf.mfu(train.tokens_per_s, spec, peak / 1e12, training=True, seq_len=512)
             print(
-                f"\ntraining step, bf16 autocast, batch 8 x 512: {train.tokens_per_s:,.0f} tokens/s, "
+                f"\ntraining step, bf16 autocast, batch 8 x 512: "
+                f"{train.tokens_per_s:,.0f} tokens/s, "
                 f"MFU {share:.1%} of {units.format_rate(peak)} ({label})"
             )
     figures = {"bandwidth_bytes_per_s": bw, "prompt": prompt, "new_tokens": new, "rows": rows}

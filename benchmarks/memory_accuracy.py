@@ -107,7 +107,7 @@ SETTINGS = {
 
 
 def accelerate_estimate(config: dict) -> int | None:
-    """accelerate's total size of the model's parameters in fp32, on empty weights; None if absent."""
+    """accelerate's total size of the model's fp32 parameters, on empty weights; None if absent."""
     try:
         from accelerate import init_empty_weights
         from accelerate.utils import calculate_maximum_sizes
@@ -356,7 +356,8 @@ def print_settings(rows: list[dict]) -> None:
     worst_b = max(rows, key=lambda r: abs(r["error before %"]))
     worst_a = max(rows, key=lambda r: abs(r["error %"]))
     print(
-        f"within {GOAL:.0f}% of MemTracker: before {sum(abs(r['error before %']) <= GOAL for r in rows)} "
+        f"within {GOAL:.0f}% of MemTracker: before "
+        f"{sum(abs(r['error before %']) <= GOAL for r in rows)} "
         f"of {len(rows)} (worst {worst_b['error before %']:+.1f}%: {worst_b['model']}, "
         f"{worst_b['setting']}, {worst_b['attention']}); after "
         f"{sum(abs(r['error %']) <= GOAL for r in rows)} of {len(rows)} "
@@ -400,7 +401,8 @@ def main(argv: list[str] | None = None) -> int:
     totals = [r for r in rows if r["part"] == "peak (tensors)"]
     worst = max(parts, key=lambda r: abs(r["error %"]))
     print(
-        f"\nparts within {GOAL:.0f}%: {sum(abs(r['error %']) <= GOAL for r in parts)} of {len(parts)}; "
+        f"\nparts within {GOAL:.0f}%: "
+        f"{sum(abs(r['error %']) <= GOAL for r in parts)} of {len(parts)}; "
         f"worst: {worst['model']}, {worst['mode']}, {worst['part']} {worst['error %']:+.1f}%"
     )
     print(
@@ -423,7 +425,9 @@ def main(argv: list[str] | None = None) -> int:
                     "accelerate": lambda v: f"{v / MIB:.2f} MiB",
                     "gpulab": lambda v: f"{v / MIB:.2f} MiB",
                 },
-                title="fp32 weights: accelerate's calculate_maximum_sizes (empty weights) vs gpulab",
+                title=(
+                    "fp32 weights: accelerate's calculate_maximum_sizes (empty weights) vs gpulab"
+                ),
             )
         )
     print()

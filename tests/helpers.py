@@ -39,7 +39,7 @@ def missing(what: str, extra_or_tool: str, how: str) -> None:
 
 
 def need_module(name: str, extra: str) -> ModuleType:
-    """Import a module of an optional extra: fail under `make test`, else skip, when it is absent."""
+    """Import an optional extra's module: fail under `make test`, else skip, when it is absent."""
     try:
         return importlib.import_module(name)
     except ImportError:

@@ -11,8 +11,8 @@ The pipeline's gettext build (``tools/pipeline.py site``) writes one template pe
 - nothing the build resolves is lost: the figure roles, claim references, links, substitutions
   and inline code of a msgid are all in its msgstr, and none is added; every equation is there
   with the same structure (its \\text{} labels may be translated, a gloss may be added);
-- style (tools/checks/catalogue_style.py): as many bold and italic spans as rendered, no English left
-  untranslated, and the accepted term of the glossary in STYLE.md.
+- style (tools/checks/catalogue_style.py): as many bold and italic spans as rendered, no English
+  left untranslated, and the accepted term of the glossary in STYLE.md.
 
     python tools/i18n.py update            # after a site build: new messages, fuzzy changes
     python tools/i18n.py check             # coverage and markup, as make test checks them
@@ -254,7 +254,7 @@ def page_stats(pot: Path, pot_dir: Path, locales: Path = LOCALES, lang: str = LA
 def check(
     pot_dir: Path, locales: Path = LOCALES, min_translated: float = MIN_TRANSLATED, lang: str = LANG
 ) -> list[str]:
-    """Every failure of one language's catalogues against the templates, in words; [] when they pass."""
+    """Each failure of a language's catalogues against the templates, in words; [] if they pass."""
     pages = [page_stats(pot, pot_dir, locales, lang) for pot in sorted(pot_dir.rglob("*.pot"))]
     total = sum(p.total for p in pages)
     translated = sum(p.translated for p in pages)
@@ -273,7 +273,7 @@ def check(
 
 
 def summary(pot_dir: Path, locales: Path = LOCALES, lang: str = LANG) -> str:
-    """A table of every page's message counts in one language: total, translated, fuzzy, untranslated."""
+    """A table of per-page message counts in a language: total, translated, fuzzy, untranslated."""
     rows = [page_stats(pot, pot_dir, locales, lang) for pot in sorted(pot_dir.rglob("*.pot"))]
     width = max(len(r.page) for r in rows)
     lines = [

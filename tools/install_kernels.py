@@ -17,7 +17,7 @@ SPECS = ROOT / "jupyter" / "kernels"
 
 
 def install(prefix: Path = Path(sys.prefix), python: str = sys.executable) -> list[Path]:
-    """Copy each committed kernelspec under prefix/share/jupyter/kernels with an absolute argv[0]."""
+    """Copy each committed kernelspec to prefix/share/jupyter/kernels with an absolute argv[0]."""
     installed = []
     for spec_dir in sorted(p for p in SPECS.iterdir() if (p / "kernel.json").is_file()):
         target = prefix / "share" / "jupyter" / "kernels" / spec_dir.name

@@ -14,24 +14,27 @@ Every setting comes from an environment variable, so that the same file serves a
 | GPULAB_HUB_PORT | 8000 | public port of the proxy |
 | GPULAB_HUB_INTERNAL_PORT | 8081 | port of the hub itself, on 127.0.0.1 |
 | GPULAB_HUB_PROXY_API_PORT | 8001 | port of the proxy's REST API, on 127.0.0.1 |
-| GPULAB_HUB_STATE_DIR | current folder | database, cookie secret, pid files, and (simple spawner) homes |
+| GPULAB_HUB_STATE_DIR | current folder | database, cookie secret, pid files, simple-spawner homes |
 | GPULAB_HUB_SSL_CERT, _KEY | unset | serve https with this certificate and key |
-| GPULAB_HUB_AUTHENTICATOR | shared-password | or any JupyterHub authenticator name (pam, github...) |
+| GPULAB_HUB_AUTHENTICATOR | shared-password | or any JupyterHub authenticator (pam, github...) |
 | GPULAB_HUB_PASSWORD | (required) | the attendees' shared password (8 characters or more) |
 | GPULAB_HUB_USERS | unset | comma-separated attendee names; unset: any name may log in |
 | GPULAB_HUB_ADMINS | unset | comma-separated instructor names |
 | GPULAB_HUB_ADMIN_PASSWORD | unset | the instructors' password (32 characters or more) |
 | GPULAB_HUB_API_TOKEN | unset | token of the `workshop-admin` service, for scripts |
-| GPULAB_HUB_SPAWNER | systemd | systemd: one isolated system user per attendee, memory limits; simple: every server runs as the hub's own user (tests, a demo) |
-| GPULAB_HUB_ALLOW_ROOT | 0 | 1 lets the simple spawner run servers as root (the test, in a container) |
+| GPULAB_HUB_SPAWNER | systemd | systemd or simple (see below) |
+| GPULAB_HUB_ALLOW_ROOT | 0 | 1 lets the simple spawner run servers as root (in a test container) |
 | GPULAB_HUB_MEM_LIMIT | unset | RAM per attendee, e.g. 16G (enforced by the systemd spawner only) |
 | GPULAB_HUB_CPU_LIMIT | unset | CPU cores per attendee, e.g. 4 (systemd spawner only) |
-| GPULAB_HUB_GPUS | unset | comma-separated GPU indices or MIG UUIDs to hand out; unset: all see all |
+| GPULAB_HUB_GPUS | unset | comma-separated GPU indices or MIG UUIDs to assign; unset: all see all |
 | GPULAB_HUB_USERS_PER_GPU | 1 | attendees that time-share one entry of GPULAB_HUB_GPUS |
 | GPULAB_HUB_WHEN_FULL | cpu | no GPU left: cpu (start on the CPU) or refuse (fail the start) |
 | GPULAB_HUB_CULL_IDLE_S | unset | stop servers idle this many seconds (frees their GPU) |
 | GPULAB_HUB_SHARE_SOLUTIONS | 0 | 1 copies the lab solutions into each attendee's folder |
 | GPULAB_COURSE_DIR | this file's repo | the course checkout whose notebooks attendees get |
+
+The systemd spawner runs each attendee's server as an isolated system user, with memory limits;
+the simple one runs every server as the hub's own user (tests, a demo).
 """
 
 import os
@@ -132,7 +135,8 @@ if AUTHENTICATOR == "shared-password":
     PASSWORD = _env("GPULAB_HUB_PASSWORD")
     if len(PASSWORD) < 8:
         raise GpulabConfigError(
-            "GPULAB_HUB_PASSWORD must be set to the attendees' shared password, 8 characters or more"
+            "GPULAB_HUB_PASSWORD must be set to the attendees' shared password, "
+            "8 characters or more"
         )
     c.SharedPasswordAuthenticator.user_password = PASSWORD
     if _env("GPULAB_HUB_ADMIN_PASSWORD"):
@@ -222,7 +226,7 @@ c.Spawner.http_timeout = 60
 
 
 class GpuSlots:
-    """Which GPU (or MIG instance) each attendee's server sees: least loaded first, kept per user."""
+    """Which GPU (or MIG instance) an attendee's server sees: least loaded first, kept per user."""
 
     def __init__(self, devices, users_per_device):
         self.devices = list(devices)  # CUDA_VISIBLE_DEVICES values: "0", "1" or "MIG-<uuid>"
@@ -232,7 +236,7 @@ class GpuSlots:
         self.taken = {}
 
     def acquire(self, user):
-        """The device for ``user`` (the same one again if it holds one), or None when all are full."""
+        """The device for ``user`` (the same again if it holds one), or None when all are full."""
         if user in self.taken:
             return self.taken[user]
         load = {d: 0 for d in self.devices}

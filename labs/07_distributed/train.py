@@ -31,7 +31,7 @@ LR = 1e-3
 
 
 def build_model(width: int, layers: int, seed: int, device: torch.device) -> nn.Sequential:
-    """`layers` MLP blocks (width -> 4 width -> width) and a head to one output; same weights for a seed."""
+    """`layers` MLP blocks (width -> 4 width -> width), a head to one output; seeded weights."""
     torch.manual_seed(seed)
     blocks = [
         nn.Sequential(nn.Linear(width, 4 * width), nn.GELU(), nn.Linear(4 * width, width))
@@ -41,7 +41,7 @@ def build_model(width: int, layers: int, seed: int, device: torch.device) -> nn.
 
 
 def batch(step: int, size: int, width: int, seed: int, device: torch.device):
-    """The global batch of a step: inputs (size, width) and targets (size, 2), same on every rank."""
+    """A step's global batch: inputs (size, width) and targets (size, 2), the same on every rank."""
     g = torch.Generator().manual_seed(seed * 1000 + step)
     x = torch.randn(size, width, generator=g)
     y = torch.stack([x[:, ::2].sum(1).sin(), x[:, 1::2].mean(1)], dim=1)  # a target to learn
@@ -91,7 +91,7 @@ def _local(t: torch.Tensor) -> torch.Tensor:
 
 
 def storage_bytes(tensors) -> int:
-    """Bytes of the distinct storages behind these tensors (a storage shared by views counts once)."""
+    """Bytes of the distinct storages behind these tensors (one shared by views counts once)."""
     seen, total = set(), 0
     for t in tensors:
         s = _local(t).untyped_storage()

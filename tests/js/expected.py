@@ -3,10 +3,11 @@
     python tests/js/expected.py OUT_DIR
 
 OUT_DIR gets gpulab-py.zip (``gpulab.calculators.python_archive()``, the archive the site
-carries) and gpulab-py.zip.js (its carrier for file:// pages, ``payload_script``), memory.html and cost.html (the snippets notebook 06 displays) and expected.json:
-the seeded inputs of tests/js/samples.py as the page's inputs hold them (text), with what
-gpulab computes for them here in CPython through tests/calculator_oracle.py,
-which do not go through the page's function, and the inputs the page must refuse.
+carries) and gpulab-py.zip.js (its carrier for file:// pages, ``payload_script``), memory.html
+and cost.html (the snippets notebook 06 displays) and expected.json: the seeded inputs of
+tests/js/samples.py as the page's inputs hold them (text), with what gpulab computes for them
+here in CPython through tests/calculator_oracle.py, which do not go through the page's
+function, and the inputs the page must refuse.
 The node test runs this script itself, so its fixtures are never stale.
 """
 

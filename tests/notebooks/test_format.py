@@ -28,7 +28,7 @@ def test_every_notebook_passes_the_format_check():
 
 @pytest.mark.parametrize("notebook", runs.discover(), ids=lambda p: p.name)
 def test_papermill_sees_both_parameters(notebook):
-    """papermill parses `device` and `quick` from the parameters cell (else it warns and injects blind)."""
+    """papermill reads `device` and `quick` from the parameters cell (else warns, injects blind)."""
     import papermill
 
     assert {"device", "quick"} <= set(papermill.inspect_notebook(str(notebook)))

@@ -103,7 +103,8 @@ def open_offline(browser, viewport: dict | None = None):
 
     def guard(route):
         host = urlsplit(route.request.url).hostname
-        # data: and file: stay on the machine (file: when a test opens a page as `make book` names it)
+        # data: and file: stay on the machine (file: when a test opens a page as `make book`
+        # names it)
         if route.request.url.startswith(("data:", "file:")) or host == "127.0.0.1":
             route.continue_()
         else:

@@ -45,7 +45,8 @@ SCREENSHOTS = {
 LAYOUT = """() => {
   const article = document.querySelector('article.bd-article');
   const style = getComputedStyle(article);
-  const column = article.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
+  const column =
+    article.clientWidth - parseFloat(style.paddingLeft) - parseFloat(style.paddingRight);
   const problems = [];
   const name = el => (el.querySelector('caption') || el).textContent.trim().slice(0, 70);
   const scroller = el => {
@@ -59,7 +60,8 @@ LAYOUT = """() => {
     if (table.getBoundingClientRect().width <= column + 1) continue;
     const box = scroller(table);
     if (!box || box.getBoundingClientRect().width > column + 1) {
-      problems.push(`table wider than the ${Math.round(column)} px column, not in its own scroll box: ${name(table)}`);
+      problems.push(`table wider than the ${Math.round(column)} px column, `
+        + `not in its own scroll box: ${name(table)}`);
       continue;
     }
     const keys = parseInt(table.dataset.keyColumns || '1', 10);
@@ -77,7 +79,8 @@ LAYOUT = """() => {
   for (const math of article.querySelectorAll('mjx-container[display="true"]')) {
     const host = math.parentElement;
     if (math.getBoundingClientRect().width > host.clientWidth + 1) {
-      problems.push(`display equation wider than its column: ${host.textContent.trim().slice(0, 70)}`);
+      problems.push(
+        `display equation wider than its column: ${host.textContent.trim().slice(0, 70)}`);
     }
   }
   return {column: article.clientWidth, problems};
@@ -85,7 +88,10 @@ LAYOUT = """() => {
 
 AXE_RUN = """async () => (await axe.run(document, {resultTypes: ['violations']})).violations
   .filter(v => v.impact === 'serious' || v.impact === 'critical')
-  .map(v => `${v.impact} ${v.id}: ${v.help} (${v.nodes.slice(0, 3).map(n => n.target.join(' ')).join('; ')})`)"""
+  .map(v => {
+    const where = v.nodes.slice(0, 3).map(n => n.target.join(' ')).join('; ');
+    return `${v.impact} ${v.id}: ${v.help} (${where})`;
+  })"""
 
 
 def open_page(browser, site_url, page_name):
@@ -147,7 +153,8 @@ CJK_FONT = '"Noto Sans SC Variable"'  # the site's own CJK font (tools/staging/s
 GLYPHS = """async (font) => {
   await document.fonts.ready;
   const article = document.querySelector('article.bd-article');
-  const paragraph = [...article.querySelectorAll('p')].find(p => /[\\u4e00-\\u9fff]{8}/.test(p.textContent));
+  const paragraph = [...article.querySelectorAll('p')]
+    .find(p => /[\\u4e00-\\u9fff]{8}/.test(p.textContent));
   const sample = paragraph.textContent.match(/[\\u4e00-\\u9fff]/g).slice(0, 40).join('');
   await document.fonts.load(`16px ${font}`, sample);
   // two different characters drawn in the font: glyphs differ, an empty box (tofu) does not
@@ -166,7 +173,8 @@ GLYPHS = """async (font) => {
           family: getComputedStyle(paragraph).fontFamily,
           distinct: a !== b, inked: a.split(',').some((v, i) => i % 4 === 3 && v !== '0'),
           math: article.querySelectorAll('mjx-container').length,
-          plots: [...article.querySelectorAll('img')].filter(i => i.src.includes('/_images/') && i.naturalWidth > 100).length};
+          plots: [...article.querySelectorAll('img')]
+            .filter(i => i.src.includes('/_images/') && i.naturalWidth > 100).length};
 }"""
 
 

@@ -104,7 +104,7 @@ def _set(page, root: str, values: dict) -> None:
 
 
 def test_the_calculators_start_from_the_sites_own_files(page, site_url):
-    """Pyodide and the gpulab archive came from this site's _static folder, and the inputs are live."""
+    """Pyodide and the gpulab archive came from the site's _static folder; the inputs are live."""
     loaded = page.evaluate("performance.getEntriesByType('resource').map(r => r.name)")
     for path in (
         f"_static/{calculators.PYODIDE_DIR}pyodide.asm.wasm",

@@ -44,7 +44,8 @@ MEASURE = r"""async ([verdictEm, slowLoop]) => {
   const found = {"sideways scroll": [], "number split from its unit": [], "verdict cell": [],
                  "code cut off": []};
   const snippet = el => el.textContent.replace(/\s+/g, ' ').trim().slice(0, 60);
-  const shown = el => el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
+  const shown = el =>
+    el.getClientRects().length > 0 && getComputedStyle(el).visibility !== 'hidden';
   // what sticks out of the window: the deepest elements outside every scroll or clip box
   const inside = el => {
     for (let p = el.parentElement; p && p !== document.body; p = p.parentElement) {
@@ -56,19 +57,24 @@ MEASURE = r"""async ([verdictEm, slowLoop]) => {
     const out = el => el.getBoundingClientRect().right > root.clientWidth + 1;
     const wide = [...document.body.querySelectorAll('*')].filter(el => shown(el) && out(el)
       && !inside(el) && ![...el.children].some(c => out(c) && !inside(c)));
+    const tag = el => `<${el.tagName.toLowerCase()}.${[...el.classList].join('.')}>`;
     found["sideways scroll"].push(`${root.scrollWidth} px wide in a ${root.clientWidth} px window: `
-      + wide.slice(0, 3).map(el => `<${el.tagName.toLowerCase()}.${[...el.classList].join('.')}> ${snippet(el)}`).join(' | '));
+      + wide.slice(0, 3).map(el => `${tag(el)} ${snippet(el)}`).join(' | '));
   }
   // the header's buttons (launch, language, ...) all within the window, none clipped
-  for (const button of document.querySelectorAll('.bd-header-article .article-header-buttons > *')) {
+  const buttons = '.bd-header-article .article-header-buttons > *';
+  for (const button of document.querySelectorAll(buttons)) {
     if (shown(button) && button.getBoundingClientRect().right > root.clientWidth + 1) {
-      found["sideways scroll"].push(`header button past the window's edge: ${snippet(button) || button.className}`);
+      found["sideways scroll"].push(
+        `header button past the window's edge: ${snippet(button) || button.className}`);
     }
   }
   // a number and its unit in one cell, the space between them (breakable or not) in one text
   // node or at the edge of two (a glued number, then " GB"): the last digit and the unit's first
   // letter must be drawn on the same line
-  const unit = /(\d)(\s+)(B|kB|KB|MB|GB|TB|PB|KiB|MiB|GiB|TiB|GB\/s|TB\/s|[GTP]FLOP\/s|tokens\/s|tok\/s|W|kW|ms|µs|us|ns|s|%|bits?|GHz|MHz|h|min)(?![\w\/])/g;
+  const units = [/B|kB|KB|MB|GB|TB|PB|KiB|MiB|GiB|TiB|GB\/s|TB\/s|[GTP]FLOP\/s|tokens\/s|tok\/s/,
+                 /W|kW|ms|µs|us|ns|s|%|bits?|GHz|MHz|h|min/].map(r => r.source).join('|');
+  const unit = new RegExp(String.raw`(\d)(\s+)(${units})(?![\w\/])`, 'g');
   const line = ([node, at]) => {
     const r = document.createRange();
     r.setStart(node, at);
@@ -88,7 +94,8 @@ MEASURE = r"""async ([verdictEm, slowLoop]) => {
       const digit = line(chars[m.index]);
       const letter = line(chars[m.index + 1 + m[2].length]);
       if (digit && letter && letter.top >= digit.bottom - 1) {
-        found["number split from its unit"].push(`"${text.slice(Math.max(0, m.index - 8), m.index + m[0].length)}" in ${snippet(cell)}`);
+        const around = text.slice(Math.max(0, m.index - 8), m.index + m[0].length);
+        found["number split from its unit"].push(`"${around}" in ${snippet(cell)}`);
       }
     }
   }
@@ -99,7 +106,8 @@ MEASURE = r"""async ([verdictEm, slowLoop]) => {
     const lines = new Set([...link.getClientRects()].map(r => Math.round(r.top))).size;
     const width = cell.getBoundingClientRect().width;
     if (lines > 1 || width < verdictEm * em - 0.5) {
-      found["verdict cell"].push(`"${link.textContent}" on ${lines} lines in a ${Math.round(width)} px cell`);
+      found["verdict cell"].push(
+        `"${link.textContent}" on ${lines} lines in a ${Math.round(width)} px cell`);
     }
   }
   // a code block whose content is wider than its box must scroll in it or wrap
@@ -108,14 +116,18 @@ MEASURE = r"""async ([verdictEm, slowLoop]) => {
     if (pre.textContent.includes(slowLoop)) loop = {box: pre.clientWidth, content: pre.scrollWidth};
     if (!shown(pre) || pre.scrollWidth <= pre.clientWidth + 1) continue;
     const scrolls = el => ['auto', 'scroll'].includes(getComputedStyle(el).overflowX);
-    if (!scrolls(pre)) found["code cut off"].push(`${pre.scrollWidth} px of code in a ${pre.clientWidth} px box: ${snippet(pre)}`);
+    if (!scrolls(pre)) {
+      found["code cut off"].push(
+        `${pre.scrollWidth} px of code in a ${pre.clientWidth} px box: ${snippet(pre)}`);
+    }
   }
   for (const code of document.querySelectorAll('article code')) {
     const box = code.closest('p, li, dd, td, th, div');
     if (!shown(code) || !box || code.closest('pre')) continue;
     if (code.getBoundingClientRect().right > box.getBoundingClientRect().right + 1
         && !box.closest('.gpulab-table-wrap, .table-wrapper, .pst-scrollable-table-container')) {
-      found["code cut off"].push(`inline code past its ${box.tagName.toLowerCase()}'s edge: ${snippet(code)}`);
+      found["code cut off"].push(
+        `inline code past its ${box.tagName.toLowerCase()}'s edge: ${snippet(code)}`);
     }
   }
   return {found, loop};

@@ -91,7 +91,7 @@ def test_no_broken_internal_link(site):
 
 
 def test_colab_links_name_existing_notebooks(site):
-    """Every "Open in Colab" link points into the configured repository at a notebook that exists."""
+    """Every "Open in Colab" link points to a notebook that exists in the configured repository."""
     repo = CONFIG["repository"]
     owner_repo = repo["url"].rstrip("/").removeprefix("https://github.com/")
     found = []

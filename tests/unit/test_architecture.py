@@ -62,7 +62,10 @@ def test_short_names_are_unique_and_import_from_the_top_level():
 
 def test_importing_the_package_loads_no_layer_and_no_torch():
     """The top level is lazy: a notebook pays only for the modules it uses."""
-    code = "import sys, gpulab; print(sorted(m for m in sys.modules if m.startswith(('gpulab.', 'torch'))))"
+    code = (
+        "import sys, gpulab; "
+        "print(sorted(m for m in sys.modules if m.startswith(('gpulab.', 'torch'))))"
+    )
     out = subprocess.run(
         [sys.executable, "-c", code],
         capture_output=True,

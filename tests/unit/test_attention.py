@@ -39,7 +39,7 @@ def test_compare_reports_memory_growth_and_agreement():
 
 
 def test_naive_is_skipped_beyond_the_budget(monkeypatch):
-    """Where the score matrices exceed the budget, naive attention is not run and the note says why."""
+    """Where score matrices exceed the budget, naive attention is not run and the note says why."""
     monkeypatch.setattr(budget, "fits", lambda device, nbytes, fraction=0.25: nbytes < 10_000)
     (row,) = attention.compare("cpu", [256], batch=1, heads=2, head_dim=16, min_run_time=0.01)
     assert row.naive_seconds is None and row.speedup is None and "naive skipped" in row.note

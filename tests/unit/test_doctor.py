@@ -17,7 +17,7 @@ GIB = 1024**3
 CPU_MACHINE = torch.version.cuda is None and torch.version.hip is None
 
 
-# --------------------------------------------------------------------------- fake reports
+# ------------------------------------------------------------------------- fake reports
 
 
 def make_gpu(**overrides) -> GPUInfo:
@@ -101,7 +101,7 @@ def only(report: HardwareReport, code: str) -> Finding:
     return found[0]
 
 
-# --------------------------------------------------------------------------- healthy machines
+# ------------------------------------------------------------------------- healthy machines
 
 
 def test_healthy_gpu_machine_has_no_findings():
@@ -112,7 +112,7 @@ def test_cpu_machine_only_gets_the_no_gpu_info():
     assert codes(make_report()) == ["no-gpu"]
 
 
-# --------------------------------------------------------------------------- cpu-only-torch
+# ------------------------------------------------------------------------- cpu-only-torch
 
 
 def test_cpu_only_torch_with_nvml_gpu():
@@ -139,7 +139,7 @@ def test_cpu_only_torch_not_without_gpu():
     assert "cpu-only-torch" not in codes(make_report())
 
 
-# --------------------------------------------------------------------------- gpus-hidden
+# ------------------------------------------------------------------------- gpus-hidden
 
 
 @pytest.mark.parametrize("value", ["", "-1", "garbage"])
@@ -182,7 +182,7 @@ def test_hip_variable_does_not_hide_nvidia_gpus():
     assert "gpus-hidden" not in codes(report)
 
 
-# --------------------------------------------------------------------------- driver-too-old
+# ------------------------------------------------------------------------- driver-too-old
 
 
 def with_driver(driver: str, cuda: str = "12.8", os: str = "Linux-6.8.0-x86_64") -> HardwareReport:
@@ -246,7 +246,7 @@ def test_unknown_minor_uses_only_the_major_minimum():
     assert "driver-too-old" not in codes(with_driver("560.35.03", cuda="12.7"))
 
 
-# --------------------------------------------------------------------------- arch-not-in-build
+# ------------------------------------------------------------------------- arch-not-in-build
 
 OLD_ARCHS = ["sm_50", "sm_60", "sm_70", "sm_75", "sm_80", "sm_86", "sm_90"]
 
@@ -294,7 +294,7 @@ def test_arch_rule_needs_cuda_build_and_arch_list():
     assert "arch-not-in-build" not in codes(cpu)
 
 
-# --------------------------------------------------------------------------- low-free-vram
+# ------------------------------------------------------------------------- low-free-vram
 
 
 def test_low_free_vram():
@@ -312,7 +312,7 @@ def test_unknown_free_vram_is_not_a_finding():
     assert "low-free-vram" not in codes(gpu_report(gpus=[make_gpu(memory_free_bytes=None)]))
 
 
-# --------------------------------------------------------------------------- nvml-missing
+# ------------------------------------------------------------------------- nvml-missing
 
 NVML_NOT_FOUND = "NVML library not found (no NVIDIA driver installed?)"  # hardware's note
 
@@ -337,7 +337,7 @@ def test_nvml_missing_not_when_nvml_failed_otherwise():
     assert "nvml-missing" not in codes(gpu_report())  # NVML works: no such note
 
 
-# --------------------------------------------------------------------------- gpu-memory-taken
+# ------------------------------------------------------------------------- gpu-memory-taken
 
 
 def test_gpu_memory_taken_by_other_processes():
@@ -356,7 +356,7 @@ def test_gpu_memory_half_taken_is_not_a_finding():
     assert "gpu-memory-taken" not in codes(unknown)
 
 
-# --------------------------------------------------------------------------- gpu-throttled
+# ------------------------------------------------------------------------- gpu-throttled
 
 
 def throttled(reasons, utilization, **overrides) -> HardwareReport:
@@ -404,7 +404,7 @@ def test_non_power_reasons_are_not_a_finding():
     assert "gpu-throttled" not in codes(throttled(None, 99))
 
 
-# --------------------------------------------------------------------------- pcie-link-degraded
+# ------------------------------------------------------------------------- pcie-link-degraded
 
 
 def pcie(gen, gen_max, width, width_max, utilization) -> HardwareReport:
@@ -441,7 +441,7 @@ def test_full_pcie_link_under_load_is_not_a_finding():
     assert "pcie-link-degraded" not in codes(pcie(None, None, None, None, 100))
 
 
-# --------------------------------------------------------------------------- old-gpu-for-bf16
+# ------------------------------------------------------------------------- old-gpu-for-bf16
 
 
 @pytest.mark.parametrize("capability", ["7.5", "7.0", "6.1"])
@@ -465,7 +465,7 @@ def test_old_gpu_rule_skips_rocm():
     assert "old-gpu-for-bf16" not in codes(rocm)
 
 
-# --------------------------------------------------------------------------- low-free-ram
+# ------------------------------------------------------------------------- low-free-ram
 
 
 def test_low_free_ram():
@@ -481,7 +481,7 @@ def test_enough_free_ram():
     assert "low-free-ram" not in codes(make_report(ram_available_bytes=None))
 
 
-# --------------------------------------------------------------------------- no-gpu and torch-missing
+# ------------------------------------------------------------------------- no-gpu and torch-missing
 
 
 def test_no_gpu_says_why():
@@ -505,7 +505,7 @@ def test_torch_missing_is_an_error():
     assert only(report, "torch-missing").severity == "error"
 
 
-# --------------------------------------------------------------------------- diagnose and render
+# ------------------------------------------------------------------------- diagnose and render
 
 
 def test_findings_are_sorted_by_severity():
@@ -554,7 +554,7 @@ def test_exit_code():
     assert doctor.exit_code([Finding("error", "e", "m", "f")]) == 1
 
 
-# --------------------------------------------------------------------------- driver table
+# ------------------------------------------------------------------------- driver table
 
 
 def test_driver_table_loads_and_every_row_has_a_source():
@@ -588,7 +588,7 @@ def test_required_drivers_lookup():
     assert required_drivers("14.0", "linux") == (None, None)
 
 
-# --------------------------------------------------------------------------- command line
+# ------------------------------------------------------------------------- command line
 
 
 def test_main_exit_code_is_1_with_an_error(monkeypatch, capsys):

@@ -54,7 +54,10 @@ def test_new_claims_follow_the_list_and_name_their_article(claims):
 
 
 def test_every_computed_derivation_is_registered_runs_and_matches_the_data(claims, rows):
-    """A computed derivation names a registered function; its headline appears in the rendered correct_value."""
+    """A computed derivation names a registered function, which runs and matches the data.
+
+    Its headline appears in the rendered correct_value.
+    """
     computed = [c for c in claims if c.computed_name]
     assert len(computed) >= 40
     assert all(c.computed_name in factcheck.REGISTRY for c in computed)

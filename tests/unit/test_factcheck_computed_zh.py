@@ -82,8 +82,8 @@ def test_one_computed_line_in_chinese_as_written_by_hand(claims):
     )
     assert (text, how) == (
         "每年 766.5 元",
-        "每千瓦时 0.6 元 x 0.35 kW x 10 小时 = 每天 2.10 元；x 365 = 766.5；按 450 W 的整卡功耗为每年 "
-        "985.5 元（`gpulab.cost`）",
+        "每千瓦时 0.6 元 x 0.35 kW x 10 小时 = 每天 2.10 元；x 365 = 766.5；"
+        "按 450 W 的整卡功耗为每年 985.5 元（`gpulab.cost`）",
     )
     assert factcheck.computed_lines(c, result) == (result.text, result.how)
 

@@ -1,4 +1,4 @@
-"""The fact-check's one rubric: every claim names the clause that decided its verdict (issue #14)."""
+"""The fact-check's one rubric: each claim names the clause that decided its verdict (issue #14)."""
 
 from __future__ import annotations
 
@@ -62,7 +62,7 @@ def test_the_cases_the_issue_names_have_the_rubrics_verdict(claims, cid, verdict
 
 
 def test_claims_made_checkable_carry_a_derivation_not_a_reason(claims):
-    """42, 51, 54, 68, 79 were "not checkable": now each is settled by arithmetic or a cited source."""
+    """42, 51, 54, 68, 79 were "not checkable": now arithmetic or a cited source settles each."""
     for cid in (42, 51, 54, 68, 79):
         c = claims[cid]
         assert c.verdict != "not checkable" and not c.reason, cid

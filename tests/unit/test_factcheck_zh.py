@@ -39,7 +39,7 @@ def _placeholders(template: str) -> list[str]:
 
 
 def _numbers(text: str, template: bool = True) -> set[str]:
-    """The numbers in digits of a text; a template's placeholders (and their formats) do not count."""
+    """The numbers in digits of a text; a template's placeholders (and formats) do not count."""
     if template:
         text = re.sub(r"\{[^{}]*\}", " ", text.replace("{{", "").replace("}}", ""))
     return set(NUMBER.findall(text))
@@ -173,7 +173,8 @@ def test_one_chinese_entry_as_written_by_hand(claims):
         "\n"
         "> AMD ROCm生态追上，未来两年可能持平CUDA\n"
         "\n"
-        "- **结论：** 无法核实（`not-checkable.no-source`：这是预测：目前没有任何来源或推导能够判定。）\n"
+        "- **结论：** 无法核实（`not-checkable.no-source`："
+        "这是预测：目前没有任何来源或推导能够判定。）\n"
         "- **正确值：** 预测\n"
         "- **来源：** none\n"
         "- **无法核实的原因：** 这是对未来的预测。"
@@ -250,9 +251,9 @@ def test_the_chinese_attribution_names_title_and_author_in_chinese():
         assert (article["author"] or "未署名") in line
         assert line.endswith("本课程保存的副本未注明发表出处")
     assert factcheck.attribution(factcheck.SEED_FILES[1]) == (
-        "“GPU，本地大模型训练 / 推理硬件完整选型指南” (“GPUs: a complete guide to choosing hardware "
-        "for training and running large models locally”), by 接好运鸭; the copy the course keeps does "
-        "not say where it was published"
+        "“GPU，本地大模型训练 / 推理硬件完整选型指南” "
+        "(“GPUs: a complete guide to choosing hardware for training and running large models "
+        "locally”), by 接好运鸭; the copy the course keeps does not say where it was published"
     )
     with pytest.raises(GpulabConfigError, match="seed_file"):
         factcheck.attribution("001.txt", "zh_CN")

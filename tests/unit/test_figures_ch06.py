@@ -94,7 +94,8 @@ def test_the_courses_own_conclusion_by_hand(figs):
     hours = BUILD_CNY / (years * 365 * (RTX4090_CNY_H - POWER_KW * KWH_CNY))
     assert figs["years_of_use"] == years
     assert figs["buy_pays_off_hours_per_day"] == pytest.approx(hours)
-    # the article's rule is far below it: at its hours the payback takes longer than the years of use
+    # the article's rule is far below it: at its hours the payback takes longer than the years
+    # of use
     assert figs["article_buy_hours_per_day"] < hours and figs["break_even_rule_years"] > years
 
 

@@ -32,7 +32,7 @@ def lock(**wheels):
 
 
 def test_the_dry_run_passes_here_and_in_a_fresh_clone():
-    """The committed device list, wheel lock, plan and commands agree (a fresh clone has no .whl/)."""
+    """The committed device list, wheel lock, plan and commands agree (fresh clones lack .whl/)."""
     result = subprocess.run(
         [sys.executable, str(ROOT / "tools" / "gpu_check"), "--dry-run"],
         capture_output=True,

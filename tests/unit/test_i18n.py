@@ -262,8 +262,9 @@ def test_only_the_fact_check_runs_once_more_and_in_chinese():
 
 
 def test_every_word_a_chapter_pastes_reads_in_chinese():
-    """Each pasted figure of the book's pages that is words, as tools/checks/page_figures.py resolves
-    it from the chapters' figures, has a Chinese rendering; numbers and GPU names pass through."""
+    """Each pasted figure of the book's pages that is words, as tools/checks/page_figures.py
+    resolves it from the chapters' figures, has a Chinese rendering; numbers and GPU names pass
+    through."""
     import re
 
     from gpulab.reference import specs

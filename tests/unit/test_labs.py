@@ -168,7 +168,7 @@ def test_every_check_of_a_cell_shows_its_own_line_in_jupyter(capsys):
 
 
 def test_a_check_outside_jupyter_shows_nothing_and_returns_its_line():
-    """A script has no page: check() prints nothing there, and its result still reads as the line."""
+    """A script has no page: check() prints nothing there, and its result reads as the line."""
     code = (
         "from gpulab.course.labs import check\n"
         "result = check(abs, abs, [1.0], name='quiet')\n"

@@ -103,7 +103,9 @@ for edition in ("en", "fr"):
     extensions.update({name: str(root / path) for name, path in extensions.items()})
     editions.configure(config, edition, src)
     (src / "_config.yml").write_text(yaml.safe_dump(config, allow_unicode=True), encoding="utf-8")
-    done = subprocess.run(build.jupyter_book_command(src, src, "html"), capture_output=True, text=True)
+    done = subprocess.run(
+        build.jupyter_book_command(src, src, "html"), capture_output=True, text=True
+    )
     if done.returncode:
         sys.exit(done.stdout[-3000:] + done.stderr[-3000:])
 print(json.dumps(seen, ensure_ascii=False))

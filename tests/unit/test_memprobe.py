@@ -1,4 +1,4 @@
-"""gpulab.memprobe on a tiny model: exact sizes, the estimate against the measurement, two instruments."""
+"""gpulab.memprobe on a tiny model: exact sizes, estimate against measurement, two instruments."""
 
 from __future__ import annotations
 

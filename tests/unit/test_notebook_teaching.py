@@ -189,7 +189,7 @@ MACHINE_TIME_WORDS = ("comput", "measur", "quick mode", "full size", "2-core", "
 
 
 def machine_time_claims(title_source: str) -> list[str]:
-    """The machine-time words in a title cell's **Time:** field (empty when it gives reading time only)."""
+    """Machine-time words in a title cell's **Time:** field (none if it gives reading time only)."""
     field = title_source.split("**Time:**", 1)[-1].split("**Hardware:**", 1)[0].lower()
     return [w for w in MACHINE_TIME_WORDS if w in field]
 

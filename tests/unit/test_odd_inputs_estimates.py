@@ -38,7 +38,7 @@ def _one_line(err: BaseException) -> str:
     return text
 
 
-# --------------------------------------------------------------------------- 3: config keys
+# -------------------------------------------------------------------------- 3: config keys
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_a_pasted_config_nested_like_a_real_config_is_read():
     assert spec.n_params == LLAMA_1B.n_params
 
 
-# --------------------------------------------------------------------------- 8: did you mean
+# -------------------------------------------------------------------------- 8: did you mean
 
 
 def _suggested(call) -> list[str]:
@@ -169,7 +169,7 @@ def test_a_short_text_held_by_many_names_is_no_suggestion():
     assert _suggested(lambda: specs.get_gpu("RTX")) == []
 
 
-# --------------------------------------------------------------------------- 9: impossible splits
+# -------------------------------------------------------------------------- 9: impossible splits
 
 
 def test_a_layer_split_over_more_cards_than_layers_is_refused():
@@ -240,7 +240,7 @@ def test_a_lora_rank_beyond_the_adapted_matrices_is_refused():
         parallel.lora_params(LLAMA_1B, rank=2049, targets=("q",))
 
 
-# --------------------------------------------------------------------------- 11: items of containers
+# -------------------------------------------------------------------------- 11: items of containers
 
 
 @pytest.mark.parametrize(
@@ -283,7 +283,7 @@ def test_gpus_that_fit_names_gpus_for_an_entry_that_is_not_a_row(gpus):
     assert "GPUSpec" in _one_line(info.value)
 
 
-# --------------------------------------------------------------------------- 13: long inputs
+# -------------------------------------------------------------------------- 13: long inputs
 
 LONG = "x" * 5_000_000
 
@@ -332,7 +332,7 @@ def test_find_gpu_does_not_tokenise_a_long_name_once_per_row(monkeypatch):
     assert not any(n > 1000 for n in seen)
 
 
-# --------------------------------------------------------------------------- 15: find_gpu is lenient
+# -------------------------------------------------------------------------- 15: find_gpu is lenient
 
 
 @pytest.mark.parametrize(
@@ -348,7 +348,7 @@ def test_find_gpu_still_tells_variants_apart_by_memory():
     assert specs.find_gpu("NVIDIA GeForce RTX 3060", 12.0 * 2**30).name == "RTX 3060 12GB"
 
 
-# --------------------------------------------------------------------------- 17: quantization_config
+# -------------------------------------------------------------------------- 17: quantization_config
 
 AWQ = {"quant_method": "awq", "bits": 4, "group_size": 128, "zero_point": True, "version": "gemm"}
 GPTQ = {"quant_method": "gptq", "bits": 4, "group_size": 128, "sym": True, "desc_act": False}

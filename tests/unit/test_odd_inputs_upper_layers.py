@@ -24,7 +24,7 @@ from gpulab.core.validate import PositiveFloat, PositiveInt, checked
 ROOT = Path(__file__).resolve().parents[2]
 
 
-# --------------------------------------------------------------------------- item 12: the layer
+# ------------------------------------------------------------------------- item 12: the layer
 
 
 @checked
@@ -96,7 +96,7 @@ def test_checked_dataclass_fields_are_normalised():
     assert (type(config.rate), config.rate) == (float, 0.25)
 
 
-# --------------------------------------------------------------------------- item 12: the functions
+# ------------------------------------------------------------------------- item 12: the functions
 
 
 def test_random_qkv_takes_a_numpy_seed():
@@ -136,7 +136,7 @@ def test_check_psu_takes_a_fraction_and_numpy_watts():
         assert "850 W rating" in got.reasons[0]
 
 
-# --------------------------------------------------------------------------- item 10: compare
+# ------------------------------------------------------------------------- item 10: compare
 
 
 @pytest.mark.parametrize(
@@ -182,7 +182,7 @@ def test_compare_refuses_a_bool_or_non_finite_guess_naming_the_variable(bad):
     assert "\n" not in str(err.value)
 
 
-# --------------------------------------------------------------------------- item 11: memory_expected
+# ------------------------------------------------------------------------- item 11: memory_expected
 
 
 @pytest.mark.parametrize(
@@ -205,7 +205,7 @@ def test_memory_expected_names_its_own_parameters(field, bad):
     assert field in str(err.value)
 
 
-# --------------------------------------------------------------------------- item 15: steps
+# ------------------------------------------------------------------------- item 15: steps
 
 
 def _in_small_process(code: str) -> subprocess.CompletedProcess:
@@ -262,11 +262,11 @@ def test_sampling_order_refuses_zero_steps_and_keeps_a_real_run():
     assert len(sampling_order(Task(batch=1, dataset_size=10), np.int64(3))) == 3
 
 
-# --------------------------------------------------------------------------- item 18: the command
+# ------------------------------------------------------------------------- item 18: the command
 
 
 def test_the_out_of_date_hint_names_a_command_that_runs(tmp_path, capsys):
-    """The hint for a stale learner copy names `python tools/checks/nbcheck.py --fix`, which exists."""
+    """A stale learner copy's hint names `python tools/checks/nbcheck.py --fix`, which exists."""
     from tools.authoring import learner_generator
 
     labs_dir = tmp_path / "labs"

@@ -1,4 +1,4 @@
-"""The project's own files agree with each other: pyproject, environment.yml, constraints, kernels."""
+"""The project's files agree with each other: pyproject, environment.yml, constraints, kernels."""
 
 from __future__ import annotations
 

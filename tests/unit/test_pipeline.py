@@ -189,7 +189,7 @@ def test_install_kernels_writes_absolute_python(tmp_path):
 
 
 def test_progress_line_names_notebook_time_and_status():
-    """Each finished notebook prints one line: its place, its seconds, its status, the total so far."""
+    """Each finished notebook prints a line: its place, seconds, status, and the total so far."""
     ok = runs.NotebookResult("notebooks/00_x.ipynb", 12.34, True, budget_s=None)
     late = runs.NotebookResult("labs/01_y.ipynb", 75.0, True, budget_s=60)
     line = timing_report.progress_line(ok, 3, 17, 150.0)
@@ -229,7 +229,10 @@ def test_kernel_started_as_the_pipeline_starts_it_prints_no_warning(capfd):
 
 
 def test_step_prints_its_label_then_its_time(capfd):
-    """tools/execution/step.py: one line as a step starts, its time as it ends, the failure's exit status."""
+    """tools/execution/step.py: a line as a step starts, its time as it ends.
+
+    A step that fails ends with its exit status.
+    """
     import sys
 
     from tools.execution import step

@@ -12,7 +12,8 @@ context and is at least the weights, tokens/s fall as the bytes per step grow, M
 (0, 1], the largest batch that fits is the boundary of what fits.
 
 Examples are derandomized (the same every run, so CI cannot flake); set
-GPULAB_HYPOTHESIS_EXAMPLES to search more, and GPULAB_HYPOTHESIS_RANDOM=1 for new examples. `make test` runs this file in about a minute.
+GPULAB_HYPOTHESIS_EXAMPLES to search more, and GPULAB_HYPOTHESIS_RANDOM=1 for new examples.
+`make test` runs this file in about a minute.
 """
 
 from __future__ import annotations
@@ -60,12 +61,14 @@ SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
-# --------------------------------------------------------------------------- the functions
+# ----------------------------------------------------------------------- the functions
 
 # Public functions of these layers that read odd values leniently on purpose (what a driver
 # or a file reports), each with the reason; every other public function must be @checked.
 LENIENT = {
-    "gpulab.reference.specs.find_gpu": "matches whatever name a driver reports; None when no row does",
+    "gpulab.reference.specs.find_gpu": (
+        "matches whatever name a driver reports; None when no row does"
+    ),
     "gpulab.reference.specs.check_dtype": "is itself a check",
     "gpulab.reference.hf_config.read_fields": "checks a whole config.json, key by key",
     "gpulab.reference.hf_config.config_key": "a lookup for error messages",
@@ -115,7 +118,7 @@ def test_every_public_function_with_arguments_is_checked_or_lenient_for_a_reason
     assert len(CHECKED) >= 60  # the suite below really covers the API
 
 
-# --------------------------------------------------------------------------- strategies
+# ----------------------------------------------------------------------- strategies
 
 SPECS = [models.get(name) for name in models.names()]
 TINY = ModelSpec(
@@ -373,7 +376,7 @@ FACTORIES.update(
 )
 
 
-# --------------------------------------------------------------------------- sane results
+# ----------------------------------------------------------------------- sane results
 
 
 def _sane(value: Any, path: str = "result", depth: int = 0) -> None:
@@ -432,7 +435,7 @@ def test_contract_a_clear_error_naming_the_field_or_a_sane_result(fn):
     run()
 
 
-# --------------------------------------------------------------------------- invariants
+# ----------------------------------------------------------------------- invariants
 
 spec_st = st.sampled_from(SPECS + [TINY, TINY_MOE])
 weights_st = st.sampled_from(list(formats.WEIGHT_FORMATS))
@@ -567,7 +570,7 @@ def test_break_even_is_where_the_cumulative_costs_cross(setup, rate):
         assert curve.local[after] <= curve.cloud[after] + 1e-6
 
 
-# --------------------------------------------------------------------------- the cases found by fuzzing
+# ----------------------------------------------------------------------- the cases found by fuzzing
 
 
 LLAMA = models.get("Llama-3-8B")
@@ -614,7 +617,7 @@ def test_a_near_miss_gets_a_suggestion():
         memory.weight_bytes(LLAMA, "Q4KM")
 
 
-# --------------------------------------------------------------------------- detection
+# ----------------------------------------------------------------------- detection
 
 ODD_VALUES = [
     None,

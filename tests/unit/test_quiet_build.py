@@ -1,6 +1,7 @@
 """The site build's terminal output (tools/execution/step.run_logged,
-tools/staging/build.build_site) and `make serve`'s server (tools/staging/serve.serve): Sphinx's output goes to a log, its warnings and errors
-to the terminal, and the last line says where the site is and how to open it."""
+tools/staging/build.build_site) and `make serve`'s server (tools/staging/serve.serve): Sphinx's
+output goes to a log, its warnings and errors to the terminal, and the last line says where the
+site is and how to open it."""
 
 from __future__ import annotations
 
@@ -28,7 +29,8 @@ FAKE_JUPYTER_BOOK = textwrap.dedent("""\
 
     out, fail = Path(sys.argv[1]), sys.argv[2] == "fail"
     for n in range(200):
-        print(f"\\x1b[01mreading sources... \\x1b[39;49;00m[{n:3d}%] \\x1b[35mbook/page{n}\\x1b[39;49;00m")
+        print(f"\\x1b[01mreading sources... \\x1b[39;49;00m[{n:3d}%] "
+              f"\\x1b[35mbook/page{n}\\x1b[39;49;00m")
     if fail:
         print("\\x1b[91m/src/book/intro.md:3: WARNING: undefined label: 'nowhere'\\x1b[39;49;00m",
               file=sys.stderr)

@@ -503,7 +503,7 @@ def test_model_memory_is_the_capacity_less_one_context_and_the_slack():
 
 
 def test_cpu_peak_at_the_all_core_clocks_by_hand():
-    """i9-13900K with every core busy: 8 P-cores x 32 FLOP/cycle x 5.5 GHz + 16 E-cores x 16 x 4.3."""
+    """i9-13900K, every core busy: 8 P-cores x 32 FLOP/cycle x 5.5 GHz + 16 E-cores x 16 x 4.3."""
     cpu = specs.get_cpu("Core i9-13900K")
     assert cpu.peak_fp32_flops("all-core") == pytest.approx((8 * 32 * 5.5 + 16 * 16 * 4.3) * 1e9)
     assert (

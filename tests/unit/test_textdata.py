@@ -1,4 +1,4 @@
-"""gpulab.textdata: the shipped corpus, the character tokenizer, batches, and a tiny LM that learns."""
+"""gpulab.textdata: the shipped corpus, the character tokenizer, batches, a tiny LM that learns."""
 
 from __future__ import annotations
 

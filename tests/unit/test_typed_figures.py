@@ -1,4 +1,4 @@
-"""No figure is typed by hand into the pages (tools/checks/typed_figures.py); its detector, by cases."""
+"""No figure is hand-typed in the pages (tools/checks/typed_figures.py); its detector, by cases."""
 
 from __future__ import annotations
 

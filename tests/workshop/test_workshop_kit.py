@@ -1,4 +1,4 @@
-"""The rest of the workshop kit: the attendee's copy of the course, the install script, the pages."""
+"""The rest of the workshop kit: an attendee's copy of the course, the install script, the pages."""
 
 from __future__ import annotations
 

@@ -13,7 +13,7 @@ Two names that give one value are one quantity named twice, unless they only coi
 precisions at one rate on one chip, a power of two, the extreme of a set. ``COINCIDENCES`` lists
 those pairs, each with why; tests/unit/test_figure_names.py fails on any other.
 
-    python tools/checks/figure_names.py     # the names that break the spelling, and the shared values
+    python tools/checks/figure_names.py  # the names that break the spelling, and the shared values
 """
 
 from __future__ import annotations

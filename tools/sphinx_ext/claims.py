@@ -1,7 +1,8 @@
 """Sphinx roles that cite the fact-check's claims by id, so a page never retypes one.
 
     {claim}`42`      the article's claim, in English (in a translated edition, the article's
-                     own Chinese words, labelled in its language), linked to its entry in the appendix
+                     own Chinese words, labelled in its language), linked to its entry in the
+                     appendix
     {verdict}`42`    the claim's verdict, linked the same way; {verdict}`39,50` for claims
                      that share one (a build error if they do not)
 

@@ -45,7 +45,7 @@ def language_of(config) -> str:
 
 
 def others(language: str) -> list[str]:
-    """The other editions' codes, in the registry's order: each gets a button on `language`'s pages."""
+    """The other editions' codes in registry order: each gets a button on `language`'s pages."""
     return [code for code in languages.codes() if code != language]
 
 

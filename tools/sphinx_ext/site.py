@@ -30,7 +30,7 @@ def _drop_thebe(app, pagename, templatename, context, doctree) -> None:
 
 
 def setup(app):
-    """Add the course's stylesheets (its own, its languages', the CJK font's) and drop Thebe from every page."""
+    """Add the course's stylesheets (own, languages', CJK font's) and drop Thebe from every page."""
     app.add_css_file(CJK_FONT_STYLESHEET)
     app.add_css_file(STYLESHEET)
     app.add_css_file(LANGUAGE_STYLESHEET)

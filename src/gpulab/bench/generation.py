@@ -272,9 +272,10 @@ def train_steps(
     check that the steps really train. `precision`: "fp32"; "autocast-bf16" (matrix
     products in bfloat16 under `torch.autocast`, weights and optimizer in fp32; CPU and
     GPU); "autocast-fp16" (float16, with a `GradScaler` that keeps small gradients from
-    underflowing to zero; CUDA GPUs only): `gpulab.precision` runs them. The first step creates the optimizer's states
-    and is left out of the median. The peak is measured over one extra step after the
-    timed ones (see `peak_bytes`). The model is left in eval mode, checkpointing off.
+    underflowing to zero; CUDA GPUs only): `gpulab.precision` runs them. The first step
+    creates the optimizer's states and is left out of the median. The peak is measured over
+    one extra step after the timed ones (see `peak_bytes`). The model is left in eval mode,
+    checkpointing off.
     """
     torch = _torch()
     device = _device_of(model)

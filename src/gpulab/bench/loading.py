@@ -48,7 +48,7 @@ def make_checkpoint(nbytes: PositiveInt, tensors: PositiveInt = 8, seed: int = 0
 
 
 def checkpoint_size(quick: bool = False) -> int:
-    """A checkpoint size that fits the RAM budget three times over (file cache, loaded copy, source).
+    """A checkpoint size that fits the RAM budget three times (file cache, loaded copy, source).
 
     The checkpoint is written from and loaded into RAM, whatever device the notebook uses.
     """
@@ -116,7 +116,7 @@ def time_loads(paths: dict[str, Path]) -> list[LoadResult]:
 
 
 def direct_read_bytes_per_s(path: Path, block: int = 8 * 2**20) -> float | None:
-    """Read a file with O_DIRECT (bypassing the page cache) and return bytes/s; None where unsupported.
+    """Read a file with O_DIRECT (past the page cache) and return bytes/s; None where unsupported.
 
     Only Linux has O_DIRECT, and some file systems (tmpfs, some overlays) refuse it: then the
     disk's own rate cannot be measured without root rights to drop the cache, and None says so.

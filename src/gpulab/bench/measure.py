@@ -331,10 +331,12 @@ def low_share_note(
     best_share = best.percent_of(peak)
     head = f"{point.label}: {_percent(share)}% of the {point.precision} peak"
     if best.rate >= 2 * point.rate:
-        # at the best rate the same FLOPs take at most half the call, so most of it is not arithmetic
+        # at the best rate the same FLOPs take at most half the call, so most of it is not
+        # arithmetic
         return (
             f"{head}. At the rate {best.size} reached ({_percent(best_share)}%), its "
-            f"{format_rate(point.work, 'FLOP')} would take {format_seconds(point.work / best.rate)}; "
+            f"{format_rate(point.work, 'FLOP')} would take "
+            f"{format_seconds(point.work / best.rate)}; "
             f"the call took {format_seconds(point.seconds)}, so at this size most of a call is "
             f"not arithmetic (measured here)"
         )

@@ -66,7 +66,7 @@ def _device_of(model):
 
 
 def measure_inference(model, batch: int, seq_len: int, logits: str = "last") -> Breakdown:
-    """One prefill of batch x seq_len tokens with a KV cache: weights, cache, transient activations."""
+    """One prefill of batch x seq_len tokens, KV cache on: weights, cache, transient activations."""
     import torch
 
     device = _device_of(model)
@@ -260,7 +260,7 @@ def peak_bytes(fn: Callable[[], Any], device: Any, *track: Any) -> int:
     return int(max(snap["Total"] for snap in snapshots))
 
 
-# ---------------------------------------------------------------- what the allocator keeps (chapter 5)
+# ------------------------------------------------------------- what the allocator keeps (chapter 5)
 
 
 def grads_between_steps(model, batch: int, seq_len: int, set_to_none: bool) -> int:
@@ -318,7 +318,7 @@ def empty_cache_demo(device: Any, nbytes: PositiveInt) -> list[CacheStep] | None
     return steps
 
 
-# ---------------------------------------------------------------- a second instrument
+# ------------------------------------------------------------- a second instrument
 
 
 def allocator_peak_bytes(fn: Callable[[], Any], device: Any, *track: Any) -> int:

@@ -79,7 +79,7 @@ def _gpu_name(torch: Any, device: Any) -> str:
 
 
 def setup(device: Any) -> TritonStatus:
-    """Choose Triton's compiler (CUDA device) or interpreter (anything else); call before defining kernels."""
+    """Pick Triton's compiler on CUDA, its interpreter elsewhere; call before defining kernels."""
     import torch
 
     dev = _torch_device(device)
@@ -177,7 +177,7 @@ class _Unwritten:
 
 
 def jit(fn: Callable | None = None, **kwargs: Any) -> Any:
-    """`triton.jit`, except that a kernel whose body is still a stub raises NotImplementedError when launched."""
+    """`triton.jit`, but a kernel whose body is still a stub raises NotImplementedError when run."""
     if fn is None:
         return lambda f: jit(f, **kwargs)
     hint = _stub_hint(fn)

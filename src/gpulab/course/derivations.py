@@ -120,7 +120,10 @@ PRICES = Prices()
 
 @dataclass(frozen=True)
 class SD35Config:
-    """Stable Diffusion 3.5 at 1024 x 1024 (https://huggingface.co/blog/sd3-5; diffusers defaults)."""
+    """Stable Diffusion 3.5 at 1024 x 1024 (diffusers defaults).
+
+    Source: https://huggingface.co/blog/sd3-5
+    """
 
     large_params: float = 8.1e9  # the MMDiT of SD 3.5 Large ("8.1 billion parameters")
     large_steps: int = 28  # diffusers' default for Large, with classifier-free guidance

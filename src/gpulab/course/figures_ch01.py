@@ -52,7 +52,9 @@ CPU_CLOCKS: Mapping[str, str] = MappingProxyType(
     {
         "base": "the floor Intel guarantees under its base power",
         "all-core turbo": "every core at its all-core turbo: a sustained all-core load",
-        "max turbo": "every core at the one- or two-core maximum: a ceiling no all-core load reaches",
+        "max turbo": (
+            "every core at the one- or two-core maximum: a ceiling no all-core load reaches"
+        ),
     }
 )
 HEADLINE_CLOCKS = "all-core turbo"  # the realistic sustained figure the chapter leads with

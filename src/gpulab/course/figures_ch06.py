@@ -1,4 +1,4 @@
-"""Chapter 06's figures: every number that `book/06_choosing_hardware.md` quotes, computed from gpulab.
+"""Chapter 06's figures: every number `book/06_choosing_hardware.md` quotes, computed by gpulab.
 
 The page pastes each one by its name with the {fig} role (gpulab.course.figures).
 Keys are snake_case and say what the value is and its unit.
@@ -301,7 +301,7 @@ def _pair_vs_one() -> dict[str, Any]:
 
 
 def _links() -> dict[str, Any]:
-    """The 3090 pair's NVLink bridge against PCIe: tensor-parallel decode and a gradient all-reduce."""
+    """The 3090 pair's NVLink bridge against PCIe: tensor-parallel decode, a gradient all-reduce."""
     s8 = models.get("Llama-3-8B")
     grads = s8.n_params * 2  # bf16 gradients, all-reduced every step by data parallelism
     out = {}

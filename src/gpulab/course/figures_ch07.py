@@ -64,7 +64,7 @@ def _per_param() -> dict[str, float]:
 
 
 def _zero_states(spec: ModelSpec, stage: int, n: int = N_GPUS) -> float:
-    """Bytes of model states one GPU holds under a ZeRO stage (collectives.sharded_bytes_per_rank)."""
+    """Bytes of model states a GPU holds under a ZeRO stage (collectives.sharded_bytes_per_rank)."""
     p = _per_param()
     held = collectives.sharded_bytes_per_rank(
         int(spec.n_params * p["weights"]),

@@ -205,7 +205,7 @@ def check(
     atol: NonNegativeFloat = 1e-8,
     name: str | None = None,
 ) -> CheckResult:
-    """Compare `fn` with the reference `spec` on every case; raise AssertionError with the worst mismatch.
+    """Run `fn` and reference `spec` on every case; raise AssertionError with the worst mismatch.
 
     Each case is a tuple of positional arguments, a dict of keyword arguments, or a single
     argument. Outputs may be tensors (any device), arrays, numbers or tuples of them.

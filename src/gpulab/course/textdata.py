@@ -193,7 +193,7 @@ def eval_loss(
     n_batches: PositiveInt = 8,
     seed: int = 1,
 ) -> float:
-    """Mean cross-entropy (nats per token) on `n_batches` random windows of `ids`, fixed by `seed`."""
+    """Mean cross-entropy (nats/token) on `n_batches` random windows of `ids`, fixed by `seed`."""
     import torch
 
     if not torch.is_tensor(ids):

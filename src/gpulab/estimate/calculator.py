@@ -136,7 +136,7 @@ def _own_gpu(i: int, entry: Any) -> tuple[str, float]:
     return name, total
 
 
-# --------------------------------------------------------------------------- chapter 6's static page
+# -------------------------------------------------------------------------- chapter 6's static page
 
 KINDS = ("memory", "cost")  # the static calculators
 # The inputs of each, in the order they are read, and how each one's text is read.
@@ -249,7 +249,8 @@ def memory_outputs(
         "weights": _figure(b.weights, 1e9),
         "kv": _figure(b.kv_cache, 1e9),
         "other": _figure(total - b.weights - b.kv_cache, 1e9),
-        # the capacity the decision used: what the card leaves for tensors (GPUSpec.model_memory_bytes)
+        # the capacity the decision used: what the card leaves for tensors
+        # (GPUSpec.model_memory_bytes)
         "fits": {"value": verdict, "text": _for_tensors(verdict, card.model_memory_bytes)},
         "fits_own": _own_fit(total, memory_gb),
         **_speeds(one, users),

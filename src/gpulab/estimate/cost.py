@@ -108,7 +108,8 @@ def _same_currency(setup: LocalSetup, rate: CloudRate) -> None:
     if setup.currency != rate.currency:
         raise GpulabConfigError(
             f"currency: the local setup is in {setup.currency} and the cloud rate in "
-            f"{rate.currency}; convert one with cost.convert(amount, ..., cny_per_usd=<today's rate>)"
+            f"{rate.currency}; convert one with "
+            "cost.convert(amount, ..., cny_per_usd=<today's rate>)"
         )
 
 

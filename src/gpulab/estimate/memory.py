@@ -6,7 +6,8 @@
     spec = models.get("Llama-3-8B")            # or ModelSpec.from_hf_config(cfg)
 
     b = memory.estimate_inference(spec, weights="int4", kv_cache="bf16", batch=1, seq_len=4096)
-    b = memory.estimate_training(spec, precision="bf16-mixed", optimizer="adamw", batch=8, seq_len=2048)
+    b = memory.estimate_training(spec, precision="bf16-mixed", optimizer="adamw",
+                                 batch=8, seq_len=2048)
     b.weights, b.kv_cache, b.activations, b.gradients, b.optimizer, b.overhead, b.total  # bytes
 
 Every figure is arithmetic on the architecture: bytes per parameter for each format and
@@ -165,7 +166,8 @@ class Breakdown:
 
     def _repr_html_(self) -> str:
         rows = "".join(
-            f"<tr><td>{p}</td><td style='text-align:right'>{getattr(self, p) / GIB:.2f} GiB</td></tr>"
+            f"<tr><td>{p}</td>"
+            f"<td style='text-align:right'>{getattr(self, p) / GIB:.2f} GiB</td></tr>"
             for p in self.PARTS
             if getattr(self, p)
         )

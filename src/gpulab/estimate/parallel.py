@@ -108,7 +108,7 @@ def bubble_fraction(pipeline: PositiveInt, micro_batches: PositiveInt) -> float:
 
 @checked
 def check_split(spec: ModelSpec, tensor: PositiveInt = 1, pipeline: PositiveInt = 1) -> None:
-    """Raise GpulabConfigError unless `spec` splits `tensor` ways per layer and into `pipeline` parts.
+    """Raise GpulabConfigError unless `spec` splits `tensor` ways per layer and in `pipeline` parts.
 
     Tensor parallelism gives each card whole attention heads (Megatron-LM splits by head); a
     split by layers gives each card at least one whole layer. Training (memory_per_gpu) and
@@ -265,7 +265,8 @@ def memory_per_gpu(
             f"{collectives.ZERO_STAGES[strategy.zero_stage]}"
         ]
         if strategy.zero_stage == 3 and d > 1:
-            # FSDP's units: one per decoder layer, and the embedding and head where this stage has them.
+            # FSDP's units: one per decoder layer, and the embedding and head where this stage has
+            # them.
             embedding = spec.params_by_component()["embedding"]
             ends = [embedding] if s == 0 or s == p - 1 else []
             unit = max([spec.layer_params(i) for i in layers] + ends) / t
@@ -427,7 +428,7 @@ def communication_per_step(
 def transfer_seconds(
     transfer: Transfer, bus_bytes_per_s: PositiveFloat, latency_s: NonNegativeFloat = 0.0
 ) -> float:
-    """Ring-model time of one step's worth of a transfer (collectives.allreduce_seconds for all-reduce)."""
+    """Ring-model time of one step's transfer (collectives.allreduce_seconds for an all-reduce)."""
     if transfer.collective == "all-reduce":
         one = collectives.allreduce_seconds(
             transfer.nbytes, transfer.group, bus_bytes_per_s, latency_s
@@ -453,7 +454,7 @@ LORA_TARGETS = ("q", "k", "v", "o", "gate", "up", "down")  # every linear layer 
 def lora_params(
     spec: ModelSpec, rank: PositiveInt = 16, targets: tuple[str, ...] = LORA_TARGETS
 ) -> int:
-    """Trainable parameters of LoRA adapters: rank x (inputs + outputs) per adapted matrix, per layer.
+    """LoRA adapters' trainable parameters: rank x (inputs + outputs) per adapted matrix and layer.
 
     LoRA (Hu et al., arXiv:2106.09685) adds B (out x r) and A (r x in) beside a frozen matrix;
     only these are trained, so only their gradients are exchanged between GPUs. Dense models

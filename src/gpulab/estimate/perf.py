@@ -3,9 +3,9 @@
     from gpulab import perf
 
     perf.decode_tokens_per_s(spec, weights="int4", kv_cache="bf16", batch=1, seq_len=4096,
-                             bandwidth_gbs=1008)        # upper bound: bytes read per step / bandwidth
-    perf.prefill_seconds(spec, tokens=4096, peak_tflops=165, weights="bf16")  # compute-bound estimate
-    perf.training_flops(spec, tokens=1_000_000)        # ~6 x active params x tokens, plus attention
+                             bandwidth_gbs=1008)    # upper bound: bytes read per step / bandwidth
+    perf.prefill_seconds(spec, tokens=4096, peak_tflops=165, weights="bf16")  # compute-bound time
+    perf.training_flops(spec, tokens=1_000_000)    # ~6 x active params x tokens, plus attention
     perf.mfu(achieved_tokens_per_s, spec, peak_tflops, training=True)  # model FLOPs utilisation
 
 FLOPs are counted as in the Chinchilla paper (Hoffmann et al. 2022, appendix F): a

@@ -156,7 +156,7 @@ def triad_bytes(numel: PositiveInt, dtype: Any) -> int:
 
 
 class Share(float):
-    """A percentage of a peak; above 100 % it carries a note on why it can be (else ``note`` is None).
+    """A percentage of a peak; over 100 % it has a note on why it can be (else ``note`` is None).
 
     A table shows the note under itself (``gpulab.tables``); a printed line adds it.
     """
@@ -195,7 +195,7 @@ def percent_of_peak(achieved: float, peak: float | None) -> Share | None:
 
 @checked
 def gpu_ridge_point(gpu: GPUSpec | str, dtype: PeakDtype = "bf16") -> float | None:
-    """A spec-table GPU's ridge point in FLOP per byte: its peak / its bandwidth; None without a peak."""
+    """A spec-table GPU's ridge point in FLOP/byte: its peak / its bandwidth; None with no peak."""
     spec = resolve_gpu(gpu)
     peak = spec.peak_flops(dtype)
     return None if peak is None else ridge_point(peak, spec.bandwidth_bytes_per_s)

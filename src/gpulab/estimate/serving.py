@@ -1,4 +1,4 @@
-"""Inference on several GPUs: each card's memory, and decode bounds when a model is split (chapter 7).
+"""Inference on several GPUs: each card's memory, decode bounds when a model is split (chapter 7).
 
     from gpulab import serving
     from gpulab import links, models

@@ -1,4 +1,4 @@
-"""How much memory an experiment may take (every lab; docs/design.md: never harm the reader's machine).
+"""What memory an experiment may take (every lab; docs/design.md: never harm the reader's machine).
 
 No experiment allocates more than a quarter of the memory that is free on its device, unless
 running out is its point. Free memory is read when the question is asked, not at start-up.

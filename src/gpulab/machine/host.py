@@ -72,7 +72,7 @@ def read_cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str | None, set[str] | No
 
 
 def read_cpuinfo_fields(path: str) -> tuple[str | None, set[str] | None, float | None]:
-    """Model name, feature flags and the highest sane 'cpu MHz' among the cores of a cpuinfo file."""
+    """Model name, feature flags and the highest sane 'cpu MHz' of the cores in a cpuinfo file."""
     model: str | None = None
     flags: set[str] | None = None
     mhz: float | None = None

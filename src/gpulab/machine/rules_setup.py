@@ -56,11 +56,11 @@ def rule_pynvml_broken(report: HardwareReport) -> list[Finding]:
         Finding(
             "error",
             "pynvml-broken",
-            f"{what}, because the pynvml module torch imports (the nvidia-ml-py package) is broken; "
-            "torch itself may be fine, but no notebook of the course can run.",
+            f"{what}, because the pynvml module torch imports (the nvidia-ml-py package) is "
+            "broken; torch itself may be fine, but no notebook of the course can run.",
             "Reinstall it in this environment: `pip install --force-reinstall nvidia-ml-py`. If "
-            "`pip show pynvml` lists the deprecated pynvml package, `pip uninstall pynvml` first (it "
-            'ships a module of the same name). `python -c "import pynvml"` shows the error.',
+            "`pip show pynvml` lists the deprecated pynvml package, `pip uninstall pynvml` first "
+            '(it ships a module of the same name). `python -c "import pynvml"` shows the error.',
         )
     ]
 
@@ -220,9 +220,9 @@ def rule_driver_too_old(report: HardwareReport) -> list[Finding]:
                 f"torch {report.torch.version} bundles CUDA {cuda}, which needs an NVIDIA driver "
                 f">= {compat_min} (the minimum for any CUDA {major}.x), but this machine has the "
                 f"{where}; CUDA will not start.",
-                f"Update the NVIDIA driver to {toolkit_min or compat_min} or newer (nvidia.com/drivers, "
-                f"or your distribution's nvidia-driver package), or install a torch built for an "
-                f"older CUDA that this driver supports.",
+                f"Update the NVIDIA driver to {toolkit_min or compat_min} or newer "
+                "(nvidia.com/drivers, or your distribution's nvidia-driver package), or install a "
+                "torch built for an older CUDA that this driver supports.",
             )
         ]
     if toolkit_min and have < version_tuple(toolkit_min):
@@ -277,8 +277,8 @@ def _arch_finding(report: HardwareReport, gpu: GPUInfo) -> Finding:
     numbers = [p[1] * 10 + p[2] for p in map(_parse_arch, report.torch.arch_list) if p]
     newer = bool(numbers) and int(cc.replace(".", "")) > max(numbers)
     fix = (
-        f"Install a newer torch built with a CUDA version that knows {sm} "
-        f"(see {PYTORCH_INSTALL_URL}; Blackwell GPUs such as sm_120 need the cu128 wheels or newer)."
+        f"Install a newer torch built with a CUDA version that knows {sm} (see "
+        f"{PYTORCH_INSTALL_URL}; Blackwell GPUs such as sm_120 need the cu128 wheels or newer)."
         if newer
         else f"This torch no longer ships kernels for {sm}: install an older torch release that "
         f"does, or use a newer GPU."
@@ -287,8 +287,9 @@ def _arch_finding(report: HardwareReport, gpu: GPUInfo) -> Finding:
         "error",
         "arch-not-in-build",
         f"GPU {gpu.index} ({gpu.name}) has compute capability {cc} ({sm}), but torch "
-        f"{report.torch.version} only has kernels for {' '.join(report.torch.arch_list)} and no PTX "
-        f"that can be compiled for it; CUDA calls will fail with 'no kernel image is available'.",
+        f"{report.torch.version} only has kernels for {' '.join(report.torch.arch_list)} "
+        "and no PTX that can be compiled for it; CUDA calls will fail with "
+        "'no kernel image is available'.",
         fix,
     )
 

@@ -29,7 +29,7 @@ class VisibleDevices:
 
 
 def parse_visible_devices(value: str | None, name: str = "CUDA_VISIBLE_DEVICES") -> VisibleDevices:
-    """Parse a *_VISIBLE_DEVICES value the way CUDA does: read entries until the first invalid one."""
+    """Parse a *_VISIBLE_DEVICES value as CUDA does: read entries until the first invalid one."""
     if value is None:
         return VisibleDevices(all_visible=True)
     text = value.strip()
@@ -83,7 +83,8 @@ def select_visible(
                 break
             match = entry
         elif entry.startswith("MIG-"):
-            # MIG instances are slices of a GPU; NVML lists the parent, which we cannot pick out here.
+            # MIG instances are slices of a GPU; NVML lists the parent, which we cannot pick out
+            # here.
             notes.append("CUDA_VISIBLE_DEVICES names MIG instances; all GPUs NVML lists are shown")
             return [i for i, _ in indices_uuids], notes
         else:

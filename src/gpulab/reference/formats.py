@@ -52,7 +52,7 @@ class WeightFormat:
 
     @property
     def bits_per_weight(self) -> float:
-        """Effective bits per weight: value bits + scale bits / group size (or the published mix)."""
+        """Effective bits per weight: value bits + scale bits / group size (or a published mix)."""
         if self.published_bpw is not None:
             return self.published_bpw
         return self.bits + (self.scale_bits / self.group_size if self.group_size else 0.0)

@@ -103,7 +103,7 @@ def gpu_link(
     gpu: specs.GPUSpec | str,
     kind: Annotated[str, OneOf(("auto", "nvlink", "pcie"), "link kind")] = "auto",
 ) -> Link:
-    """The link a GPU's collectives run over: "nvlink", "pcie", or "auto" (NVLink when it has one)."""
+    """The link a GPU's collectives use: "nvlink", "pcie", or "auto" (NVLink when it has one)."""
     g = specs.resolve_gpu(gpu)
     if kind in ("auto", "nvlink"):
         link = nvlink(g)

@@ -1,4 +1,4 @@
-"""GPU and CPU spec sheets, each figure with its source: the denominators of "% of peak" (chapter 1).
+"""GPU and CPU spec sheets, each figure with its source: the "% of peak" denominators (chapter 1).
 
 The GPU table lives in ``data/gpu_specs.json`` (chapter 1 owns its schema, chapter 6 adds
 rows): one row per GPU with its memory, bandwidth, dense peak FLOP/s per precision, the units

@@ -108,7 +108,7 @@ def describe(fig) -> str:
 
 
 def install(shell: Any) -> bool:
-    """Wrap the shell's PNG formatter for figures so each PNG carries alt text; True if wrapped now."""
+    """Wrap the shell's PNG formatter for figures so each PNG has alt text; True if wrapped now."""
     from matplotlib.figure import Figure
 
     png = shell.display_formatter.formatters["image/png"]
@@ -140,8 +140,8 @@ def load_ipython_extension(shell: Any) -> None:
 
     matplotlib's inline backend registers its formatter when pyplot makes its first figure, so
     one is made and closed here, at kernel start (a figure shown in the cell that first imports
-    pyplot gets alt text too); `%matplotlib inline` registers it again, so the wrapper is renewed after every
-    cell, before the backend flushes the cell's figures.
+    pyplot gets alt text too); `%matplotlib inline` registers it again, so the wrapper is
+    renewed after every cell, before the backend flushes the cell's figures.
     """
     import matplotlib.pyplot as plt
 

@@ -396,7 +396,8 @@ def cost_calculator_html(
         + _out(
             "text", "chart_top", outputs, f'x="{left - 4}" y="16" text-anchor="end" font-size="11"'
         )
-        + f'<text x="{left + 6}" y="16" font-size="11" fill="#555">cumulative cost, in the currency above</text>'
+        + f'<text x="{left + 6}" y="16" font-size="11" fill="#555">'
+        "cumulative cost, in the currency above</text>"
         + f'<text x="{left - 4}" y="{h - bottom + 2}" text-anchor="end" font-size="11">0</text>'
         + _out(
             "text",

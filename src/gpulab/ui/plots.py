@@ -60,7 +60,7 @@ def _peak_line(ax, value: float | None, label: str, scale: float, color: str) ->
 
 
 def matmul_sweep(points: list, peaks: dict[str, float | None], title: str = "") -> Figure:
-    """Achieved TFLOP/s against matrix size, one line per precision, peaks dashed (chapter 1 lab)."""
+    """Achieved TFLOP/s against matrix size, a line per precision, peaks dashed (chapter 1 lab)."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))
@@ -119,7 +119,7 @@ def roofline(
     title: str = "",
     bandwidth_label: str = "memory bandwidth",
 ) -> Figure:
-    """The roofline min(P, I*W) on log-log axes with measured operations placed on it (chapter 1)."""
+    """The roofline min(P, I*W) on log-log axes, measured operations placed on it (chapter 1)."""
     import matplotlib.pyplot as plt
     import numpy as np
 
@@ -207,7 +207,7 @@ def throughput_vs_batch(curves: dict, title: str = "") -> Figure:
 def cost_over_time(
     curves: dict, local_label: str, title: str = "", xlabel: str = "months"
 ) -> Figure:
-    """Cumulative cost of buying (one line) against renting (one dashed line per rate), chapter 6."""
+    """Cumulative cost of buying (one line) against renting (a dashed line per rate), chapter 6."""
     import matplotlib.pyplot as plt
 
     fig, ax = plt.subplots(figsize=(7, 4))

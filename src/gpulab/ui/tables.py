@@ -96,7 +96,7 @@ class Table:
         return heads, body
 
     def _layout(self) -> tuple[list[str], list[list[str]], list[list[list[int]]], list[str]]:
-        """Titles, cell texts, each cell's note numbers, and the notes in the order they are marked."""
+        """Titles, cell texts, each cell's note numbers, and the notes in the order marked."""
         # a field name the table has no title for is shown in words: "needed_gb" as "needed gb"
         # (a column named in words, "Q4_K_M (4.84 bit)", stays as written)
         heads = [

@@ -64,7 +64,7 @@ def with_site_html(widget: ipywidgets.Widget, site_html: str) -> ipywidgets.Widg
 
 
 def memory_calculator(report: HardwareReport | None = None, default_model: str = "Llama-3-8B"):
-    """A calculator: model (catalogue or pasted config.json), format, context, batch, mode (chapter 2).
+    """Chapter 2's calculator: model (listed or a pasted config.json), format, context, batch, mode.
 
     Shows a stacked bar of the estimate and the GPUs of `gpulab.specs` it fits on, the
     reader's own GPU first. Needs a running kernel; on the static site the same output shows
