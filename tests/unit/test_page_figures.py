@@ -136,11 +136,11 @@ def test_changing_one_constant_changes_every_page_that_shows_a_figure_from_it(tm
 
     before = rendered()
     text = formats.read_text(encoding="utf-8")
-    constant = "published_bpw=4.84)"  # Q4_K_M's bits per weight, the one place it is written
+    constant = "published_bpw=4.84,"  # Q4_K_M's bits per weight, the one place it is written
     assert text.count(constant) == 1, (
         "formats.py no longer writes Q4_K_M's bits as the test expects"
     )
-    formats.write_text(text.replace(constant, "published_bpw=5.5)"), encoding="utf-8")
+    formats.write_text(text.replace(constant, "published_bpw=5.5,"), encoding="utf-8")
     after = rendered()
     changed = {page for page in before if before[page] != after[page]}
     assert "book/02_vram.md" in changed  # the VRAM chapter shows Q4_K_M sizes
