@@ -25,18 +25,7 @@ from gpulab.core.errors import GpulabConfigError  # noqa: E402
 from tests import calculator_oracle as oracle  # noqa: E402
 from tests.js import samples  # noqa: E402
 
-MEMORY_DEFAULTS = {
-    "model": "Llama-3-8B",
-    "weights": "int4",
-    "kv_cache": "bf16",
-    "context": "8192",
-    "users": "1",
-    "gpu": "RTX 4090",
-}
-
-
-def _texts(values: dict) -> dict:
-    return {key: samples.text(value) for key, value in values.items()}
+MEMORY_DEFAULTS = samples.MEMORY_DEFAULTS
 
 
 def memory_cases() -> list[dict]:
@@ -50,7 +39,7 @@ def memory_cases() -> list[dict]:
             values["gpu"],
             values["kv_cache"],
         )
-        cases.append({"inputs": _texts(values), "expected": want})
+        cases.append({"inputs": samples.texts(values), "expected": want})
     return cases
 
 
@@ -59,7 +48,7 @@ def cost_cases() -> list[dict]:
     for values in samples.cost_samples():
         cases.append(
             {
-                "inputs": _texts(values) | {"currency": "CNY"},
+                "inputs": samples.texts(values) | {"currency": "CNY"},
                 "expected": oracle.cost_expected(values),
             }
         )
@@ -67,7 +56,7 @@ def cost_cases() -> list[dict]:
 
 
 def cost_defaults() -> dict:
-    return _texts(calculators.COST_DEFAULTS) | {"currency": "CNY"}
+    return samples.texts(calculators.COST_DEFAULTS) | {"currency": "CNY"}
 
 
 def bad_cases() -> list[dict]:

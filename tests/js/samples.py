@@ -12,6 +12,15 @@ from gpulab.reference import formats, models, specs
 SAMPLES = 24  # random inputs per calculator
 MEMORY_SEED = 2026
 COST_SEED = 6
+# the memory calculator's inputs as the page opens, as text
+MEMORY_DEFAULTS = {
+    "model": "Llama-3-8B",
+    "weights": "int4",
+    "kv_cache": "bf16",
+    "context": "8192",
+    "users": "1",
+    "gpu": "RTX 4090",
+}
 
 
 def memory_samples(n: int = SAMPLES, seed: int = MEMORY_SEED) -> list[dict]:
@@ -57,6 +66,11 @@ def cost_samples(n: int = SAMPLES, seed: int = COST_SEED) -> list[dict]:
 def text(value: object) -> str:
     """A value as an input's text, the way the tests type it."""
     return repr(value) if isinstance(value, float) else str(value)
+
+
+def texts(values: dict) -> dict:
+    """Each value of a calculator's inputs as its text."""
+    return {key: text(value) for key, value in values.items()}
 
 
 # (field, text) the calculators must refuse, naming the field; the ones a number input cannot

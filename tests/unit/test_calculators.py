@@ -30,21 +30,8 @@ else:  # Python 3.10: the same parser, from PyPI
     import tomli as tomllib
 
 ROOT = Path(__file__).resolve().parents[2]
-MEMORY_DEFAULTS = {
-    "model": "Llama-3-8B",
-    "weights": "int4",
-    "kv_cache": "bf16",
-    "context": "8192",
-    "users": "1",
-    "gpu": "RTX 4090",
-}
-COST_TEXTS = {k: samples.text(v) for k, v in calculators.COST_DEFAULTS.items()} | {
-    "currency": "CNY"
-}
-
-
-def _texts(values: dict) -> dict:
-    return {k: samples.text(v) for k, v in values.items()}
+MEMORY_DEFAULTS = samples.MEMORY_DEFAULTS
+COST_TEXTS = samples.texts(calculators.COST_DEFAULTS) | {"currency": "CNY"}
 
 
 # --------------------------------------------------------------------------- the page's Python
@@ -54,7 +41,7 @@ def test_memory_outputs_agree_with_memory_perf_and_specs():
     """The browser test's seeded inputs: the page's function (through gpulab.choose) gives
     what gpulab.memory, perf and specs give directly, to the byte and to 1e-12."""
     for values in samples.memory_samples():
-        got = calculator.page_outputs("memory", _texts(values))
+        got = calculator.page_outputs("memory", samples.texts(values))
         assert got["error"] == "", values
         out = got["outputs"]
         want = oracle.memory_expected(
@@ -138,7 +125,9 @@ def test_cost_outputs_are_gpulab_cost():
 
 def test_cost_outputs_agree_with_cost_expected_on_seeded_inputs():
     for values in samples.cost_samples():
-        out = calculator.page_outputs("cost", _texts(values) | {"currency": "USD"})["outputs"]
+        out = calculator.page_outputs("cost", samples.texts(values) | {"currency": "USD"})[
+            "outputs"
+        ]
         want = oracle.cost_expected(values, "USD")
         for key, value in want.items():
             assert out[key]["value"] == (
