@@ -13,15 +13,9 @@ from gpulab import calculators, specs
 from gpulab.core.errors import GpulabConfigError
 from gpulab.estimate import answers, calculator, perf, published_bounds
 from gpulab.reference import models
+from tests.js import samples
 
-MEMORY = {
-    "model": "Llama-3-8B",
-    "weights": "int4",
-    "kv_cache": "bf16",
-    "context": "8192",
-    "users": "1",
-    "gpu": "RTX 4090",
-}
+MEMORY = samples.MEMORY_DEFAULTS  # the memory calculator as the page opens
 MIB = 2**20
 
 
