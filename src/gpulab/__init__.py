@@ -62,6 +62,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "memory",
         "activations",
         "perf",
+        "basis",
         "roofline",
         "parallel",
         "serving",

@@ -93,7 +93,7 @@ def test_fit_decisions_follow_the_numbers(figs):
     assert figs["llama70_q4km_on_two_3090"] == (
         "fits" if llama70_q4km <= _usable_gb(SMI_MIB["rtx3090"], 2) else "does not fit"
     )
-    assert figs["tier70_int4_in_rtx4090"] == "does not fit"
+    assert figs["tier70_plain4_in_rtx4090"] == "does not fit"  # 35.0 GB, the smallest 4-bit size
     assert figs["bits_for_70b_in_rtx4090"] == pytest.approx(
         _usable_gb(SMI_MIB["rtx4090"]) * 8 / 70, rel=1e-6
     )
@@ -109,11 +109,12 @@ def test_kv_cache_by_hand(figs):
 def test_decode_bound_and_offload_by_hand(figs):
     # one token reads every weight but the input embedding (one row of it) plus the KV cache
     read = (LLAMA70_PARAMS - VOCAB * H) * Q4_K_M_BPW / 8 + 327_680 * 4096
-    assert figs["llama70_q4km_4k_rtx4090_bound_tok_s"] == pytest.approx(
+    assert figs["llama70_q4km_rtx4090_4k_bound_tok_s"] == pytest.approx(
         RTX4090_GBS * 1e9 / read, rel=0.005
     )
     w_g, w_c = figs["offload_wg_gb"], figs["offload_wc_gb"]
     assert w_g <= _usable_gb(SMI_MIB["rtx4090"])
+    assert w_g + w_c == pytest.approx(read / 1e9, rel=0.005)  # the split covers the whole read
     slowdown = (w_g / RTX4090_GBS + w_c / DDR5_5600_DUAL_GBS) / ((w_g + w_c) / RTX4090_GBS)
     assert figs["offload_slowdown"] == pytest.approx(slowdown, rel=1e-6)
     ratio = RTX4090_GBS / DDR5_5600_DUAL_GBS

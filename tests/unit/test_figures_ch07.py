@@ -126,7 +126,7 @@ def test_bytes_one_token_reads_at_int4(fig):
         c["matrices"] * bits / 8 / 1e9, rel=1e-6
     )
     assert fig["llama70_kv_4k_gb"] == pytest.approx(kv / 1e9, rel=1e-6)
-    assert fig["llama70_int4_read_per_token_gb"] == pytest.approx(read / 1e9, rel=1e-3)
+    assert fig["llama70_int4_4k_read_gb"] == pytest.approx(read / 1e9, rel=1e-3)
     assert "one row" in fig["llama70_embedding_read_words"]
     # two RTX 3090s in turn: one card's 936 GB/s over the whole model
     assert fig["llama70_int4_two_3090_tok_s"] == pytest.approx(936e9 / read, rel=1e-3)
@@ -188,4 +188,4 @@ def test_a_constant_of_gpulab_moves_the_page(monkeypatch, cache):
     assert before != after
     fig = figures_ch07.figures()
     assert fig["int4_bits"] == pytest.approx(4 + 32 / 128)
-    assert f"{fig['llama70_int4_read_per_token_gb']:.1f} GB per token" in after
+    assert f"{fig['llama70_int4_4k_read_gb']:.1f} GB per token" in after

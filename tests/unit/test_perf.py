@@ -174,8 +174,11 @@ def test_offloading_bound_by_hand():
     from gpulab.estimate.memory import layer_bytes
 
     sizes = layer_bytes(LLAMA_70B, "q4_k_m", 4096)
-    head = LLAMA_70B.params_by_component()["lm_head"] * 4.84 / 8
-    expected = 1 / (sum(sizes[:40]) / 1008e9 + (sum(sizes[40:]) + head) / 89.6e9)
+    parts = LLAMA_70B.params_by_component()
+    head = parts["lm_head"] * 4.84 / 8
+    # the GPU keeps the 40 layers, one embedding row (a lookup) and the final norm
+    gpu = sum(sizes[:40]) + (LLAMA_70B.hidden_size + parts["norms"] - 2 * 80 * 8192) * 4.84 / 8
+    expected = 1 / (gpu / 1008e9 + (sum(sizes[40:]) + head) / 89.6e9)
     assert perf.offloaded_tokens_per_s(LLAMA_70B, 40) == pytest.approx(expected)
     assert perf.offloaded_tokens_per_s(LLAMA_70B, 81) > 5 * perf.offloaded_tokens_per_s(
         LLAMA_70B, 40
@@ -189,8 +192,15 @@ def test_offloaded_moe_reads_only_routed_experts():
     s = models.get("Mixtral-8x7B")
     all_on_gpu = perf.offloaded_tokens_per_s(s, s.n_layers + 1, "q4_k_m", 1008, 89.6, 4096, "fp16")
     bound = perf.decode_tokens_per_s(s, "q4_k_m", "fp16", 1, 4096, 1008)
-    # the decode bound also reads the (16-bit) embedding row, negligible: within 1%
-    assert all_on_gpu == pytest.approx(bound, rel=0.01)
+    assert all_on_gpu == pytest.approx(bound, rel=1e-12)  # one basis: the same bytes read
+
+
+def test_offloaded_with_everything_on_the_gpu_is_the_decode_bound():
+    """Every layer and the head on the GPU: exactly the decode bound, for 16-bit and 4-bit."""
+    for fmt in ("fp16", "int4", "q4_k_m"):
+        all_on_gpu = perf.offloaded_tokens_per_s(LLAMA_70B, 81, fmt, 1008, 89.6, 4096, "fp16")
+        bound = perf.decode_tokens_per_s(LLAMA_70B, fmt, "fp16", 1, 4096, 1008)
+        assert all_on_gpu == pytest.approx(bound, rel=1e-12)
 
 
 def test_mfu_allows_a_boosting_cards_headroom_and_no_more():

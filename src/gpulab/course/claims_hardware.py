@@ -17,6 +17,7 @@ from gpulab.course.derivations import (
     gpu,
     register,
 )
+from gpulab.estimate import basis
 
 __all__: list[str] = []  # nothing to import: the functions register themselves
 
@@ -27,8 +28,7 @@ ARTICLE_DDR5_GBS = 80  # "DDR5 ... about 80 GB/s" (claim 32)
 
 def _cpu_peaks() -> tuple[float, float, float]:
     """The i9-13900K's FP32 peak at base, all-core and (few-core) turbo clocks, in TFLOP/s."""
-    c = cpu_13900k()
-    return tuple(c.peak_fp32_flops(clock) / 1e12 for clock in ("base", "all-core", "turbo"))
+    return tuple(basis.cpu_peak_tflops(clocks=clock) for clock in ("base", "all-core", "turbo"))
 
 
 def _peak_ratios(dtype: str) -> tuple[float, float, float]:

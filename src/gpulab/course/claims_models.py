@@ -19,7 +19,7 @@ from gpulab.course.derivations import (
     register,
     weight_gb,
 )
-from gpulab.estimate import memory, perf
+from gpulab.estimate import basis, memory
 from gpulab.reference import models
 
 __all__: list[str] = []  # nothing to import: the functions register themselves
@@ -116,9 +116,9 @@ def llama2_7b_weights() -> Computed:
 def offload_slowdown_70b_on_4090() -> Computed:
     s, g = models.get("Llama-3-70B"), gpu("RTX 4090")
     ram = cpu_13900k().memory_bandwidth_gbs
-    n = memory.gpu_layers_that_fit(s, g.model_memory_bytes, "q4_k_m", seq_len=4096)
-    part = perf.offloaded_tokens_per_s(s, n, "q4_k_m", g.bandwidth_gbs, ram)
-    full = perf.offloaded_tokens_per_s(s, s.n_layers + 1, "q4_k_m", g.bandwidth_gbs, ram)
+    n = basis.gpu_layers("Llama-3-70B", "q4_k_m", "RTX 4090", 4096)
+    part = basis.offload_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", 4096, "Core i9-13900K")
+    full = basis.bound_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", context=4096)
     r = full / part
     return Computed(
         r,
@@ -319,9 +319,8 @@ def kv_cache_llama3_70b_128k() -> Computed:
 @register
 def full_finetune_7b_states() -> Computed:
     s = models.get("Llama-2-7B")
-    b = memory.estimate_training(s, precision="bf16-mixed", optimizer="adamw", batch=1, seq_len=1)
-    states = (b.weights + b.gradients + b.optimizer) / GB
-    per_param = (b.weights + b.gradients + b.optimizer) / s.n_params
+    states = basis.full_finetune_gb("Llama-2-7B", "bf16-mixed", "adamw")
+    per_param = states * GB / s.n_params
     return Computed(
         states,
         "GB",

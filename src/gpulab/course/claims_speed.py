@@ -8,7 +8,6 @@ in. A decode bound is a card's (or a RAM's) bandwidth over the bytes one token r
 
 from __future__ import annotations
 
-from gpulab.core.units import GB
 from gpulab.course.claims_models import usable_gb
 from gpulab.course.derivations import (
     BERT_BASE_PARAMS,
@@ -17,13 +16,14 @@ from gpulab.course.derivations import (
     GTX1650_GDDR6_GBS,
     LLAMACPP_4090_LLAMA2_7B_TOK_S,
     SD35,
+    SD35_MEDIUM,
     Computed,
     cpu_13900k,
     gpu,
     register,
     weight_gb,
 )
-from gpulab.estimate import memory, perf
+from gpulab.estimate import basis, perf
 from gpulab.reference import models
 
 __all__: list[str] = []  # nothing to import: the functions register themselves
@@ -36,15 +36,15 @@ ARTICLE_SD_S = {"cpu": 45, "gpu": 0.8}  # "CPU 45 s -> GPU 0.8 s" (claim 75)
 
 
 def read_gb(model: str, fmt: str) -> float:
-    """GB one decoding step reads for one short sequence (gpulab.perf.decode_bytes_per_step)."""
-    return perf.decode_bytes_per_step(models.get(model), fmt, "fp16", 1, 1) / GB
+    """GB one decoding step reads with an empty cache (gpulab.estimate.basis.read_gb)."""
+    return basis.read_gb(model, fmt)
 
 
 @register
 def cpu_7b_4bit_decode_bound() -> Computed:
     ram = cpu_13900k().memory_bandwidth_gbs
     w = read_gb("Llama-2-7B", "q4_k_m")
-    v = ram / w
+    v = basis.bound_tok_s("Llama-2-7B", "q4_k_m", "Core i9-13900K")
     return Computed(
         v,
         "tokens/s",
@@ -54,11 +54,13 @@ def cpu_7b_4bit_decode_bound() -> Computed:
     )
 
 
-def _decode_bound(bandwidth: float, label: str, claimed: float) -> Computed:
-    """Llama-2-7B's decode bound at `bandwidth` in FP16 and Q4_0, against the article's
+def _decode_bound(device: str, label: str, claimed: float) -> Computed:
+    """Llama-2-7B's decode bound on `device` in FP16 and Q4_0, against the article's
     `claimed`."""
+    bandwidth = basis.bandwidth_gbs(device)
     w16, w4 = read_gb("Llama-2-7B", "fp16"), read_gb("Llama-2-7B", "q4_0")
-    b16, b4 = bandwidth / w16, bandwidth / w4
+    b16 = basis.bound_tok_s("Llama-2-7B", "fp16", device)
+    b4 = basis.bound_tok_s("Llama-2-7B", "q4_0", device)
     return Computed(
         b16,
         "tokens/s",
@@ -79,7 +81,7 @@ def _decode_bound(bandwidth: float, label: str, claimed: float) -> Computed:
 @register
 def decode_bound_llama2_7b_rtx4090() -> Computed:
     claimed = ARTICLE_DECODE_TOK_S["rtx4090"]
-    r = _decode_bound(gpu("RTX 4090").bandwidth_gbs, "RTX 4090", claimed)
+    r = _decode_bound("RTX 4090", "RTX 4090", claimed)
     f16, q4 = LLAMACPP_4090_LLAMA2_7B_TOK_S["f16"], LLAMACPP_4090_LLAMA2_7B_TOK_S["q4_0"]
     return Computed(
         r.value,
@@ -98,24 +100,18 @@ def decode_bound_llama2_7b_rtx4090() -> Computed:
 
 @register
 def decode_bound_llama2_7b_rx7900xtx() -> Computed:
-    return _decode_bound(
-        gpu("AMD Radeon RX 7900 XTX").bandwidth_gbs,
-        "RX 7900 XTX",
-        ARTICLE_DECODE_TOK_S["rx7900xtx"],
-    )
+    return _decode_bound("AMD Radeon RX 7900 XTX", "RX 7900 XTX", ARTICLE_DECODE_TOK_S["rx7900xtx"])
 
 
 @register
 def decode_bound_llama2_7b_m3_ultra() -> Computed:
-    return _decode_bound(
-        gpu("Apple M3 Ultra").bandwidth_gbs, "M3 Ultra", ARTICLE_DECODE_TOK_S["m3_ultra"]
-    )
+    return _decode_bound("Apple M3 Ultra", "M3 Ultra", ARTICLE_DECODE_TOK_S["m3_ultra"])
 
 
 def _too_big_bound(model: str, fmt: str) -> tuple[float, float]:
-    """(tokens/s bound, weight GB) on an RTX 4090 for a model that would not fit in its memory."""
-    bw, w = gpu("RTX 4090").bandwidth_gbs, read_gb(model, fmt)
-    return bw / w, w
+    """(tokens/s bound, GB read per token) on an RTX 4090 for a model that would not fit in its
+    memory."""
+    return basis.bound_tok_s(model, fmt, "RTX 4090"), read_gb(model, fmt)
 
 
 @register
@@ -130,7 +126,8 @@ def decode_bound_llama3_70b_rtx4090() -> Computed:
         f"{bw:g} GB/s / {w:.1f} GB read per token",
         {
             "bound": v,
-            "int4_gb": w,
+            "int4_read_gb": w,
+            "int4_gb": weight_gb("Llama-3-70B", "int4"),
             "q4km_gb": weight_gb("Llama-3-70B", "q4_k_m"),
             "card_gb": usable_gb("RTX 4090"),
             "bw": bw,
@@ -140,12 +137,9 @@ def decode_bound_llama3_70b_rtx4090() -> Computed:
 
 
 def _offload_bound() -> float:
-    """Llama-3-70B Q4_K_M decode bound on one RTX 4090 with the rest in DDR5-5600 RAM."""
-    s, g = models.get("Llama-3-70B"), gpu("RTX 4090")
-    n = memory.gpu_layers_that_fit(s, g.model_memory_bytes, "q4_k_m", seq_len=4096)
-    return perf.offloaded_tokens_per_s(
-        s, n, "q4_k_m", g.bandwidth_gbs, cpu_13900k().memory_bandwidth_gbs
-    )
+    """Llama-3-70B Q4_K_M decode bound on one RTX 4090 with the rest in DDR5-5600 RAM, as
+    Ollama splits it with a 4K context."""
+    return basis.offload_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", 4096, "Core i9-13900K")
 
 
 @register
@@ -156,14 +150,18 @@ def decode_bound_qwen72b_fp16_rtx4090() -> Computed:
         "tokens/s",
         f"{v:.1f} tokens/s",
         f"if it fitted: {gpu('RTX 4090').bandwidth_gbs:g} GB/s / {w:.1f} GB",
-        {"bound": v, "fp16_gb": w, "card_gb": usable_gb("RTX 4090")},
+        {
+            "bound": v,
+            "fp16_gb": weight_gb("Qwen2.5-72B", "fp16"),
+            "read_gb": w,
+            "card_gb": usable_gb("RTX 4090"),
+        },
     )
 
 
 @register
 def r1_vs_70b_bytes_per_token() -> Computed:
-    r1 = perf.decode_bytes_per_step(models.get("DeepSeek-R1"), "int4", "bf16", 1, 1) / GB
-    d70 = perf.decode_bytes_per_step(models.get("Llama-3-70B"), "int4", "bf16", 1, 1) / GB
+    r1, d70 = basis.read_gb("DeepSeek-R1", "int4"), basis.read_gb("Llama-3-70B", "int4")
     hop = models.get("DeepSeek-R1").hidden_size * 2
     return Computed(
         r1,
@@ -201,14 +199,17 @@ def laptop_cpu_decode_bound() -> Computed:
 def gtx1650_vs_laptop_ratio() -> Computed:
     gddr5 = gpu("GTX 1650 GDDR5").bandwidth_gbs
     lo, hi = gddr5 / DDR5_4800_DUAL_GBS, GTX1650_GDDR6_GBS / DDR4_3200_DUAL_GBS
-    w = read_gb("Phi-3-mini", "q4_k_m")
     return Computed(
         hi,
         "x",
         f"{lo:.1f}–{hi:.2f}x",
         f"GTX 1650 {gddr5:g} (GDDR5) to {GTX1650_GDDR6_GBS:g} GB/s (GDDR6) over a "
         f"dual-channel laptop's {DDR4_3200_DUAL_GBS:g}-{DDR5_4800_DUAL_GBS:g} GB/s",
-        {"lo": lo, "hi": hi, "phi3_bound": gddr5 / w},
+        {
+            "lo": lo,
+            "hi": hi,
+            "phi3_bound": basis.bound_tok_s("Phi-3-mini", "q4_k_m", "GTX 1650 GDDR5"),
+        },
     )
 
 
@@ -241,17 +242,21 @@ def sd_steps_fit() -> Computed:
 def sd35_flops_vs_claimed_times() -> Computed:
     matmul, attention = SD35.pass_flops()
     per_pass = matmul + attention
-    large = per_pass * 2 * SD35.large_steps  # classifier-free guidance doubles each step
+    large = per_pass * 2 * SD35.steps  # classifier-free guidance doubles each step
     turbo = per_pass * SD35.turbo_steps
+    medium = sum(SD35_MEDIUM.pass_flops()) * 2 * SD35_MEDIUM.steps
     g = gpu("RTX 4090").peak_flops("bf16")  # diffusers runs SD 3.5 in bf16 (FP32 accumulate)
-    c = cpu_13900k().peak_fp32_flops("turbo")
+    c = basis.cpu_peak_tflops() * 1e12  # the i9-13900K at its all-core turbo: its real peak
     v = {
         "large_tflop": large / 1e12,
+        "medium_tflop": medium / 1e12,
         "gpu_large_s": large / g,
+        "gpu_medium_s": medium / g,
         "gpu_turbo_s": turbo / g,
         "cpu_large_s": large / c,
+        "cpu_medium_s": medium / c,
         "cpu_turbo_s": turbo / c,
-        "steps": SD35.large_steps,
+        "steps": SD35.steps,
     }
     return Computed(
         v["gpu_turbo_s"],
@@ -260,8 +265,10 @@ def sd35_flops_vs_claimed_times() -> Computed:
         f"MMDiT, {SD35.depth} blocks of width {SD35.width}: {matmul / 1e12:.1f} TFLOP of "
         f"matrices + {attention / 1e12:.1f} of attention over "
         f"{SD35.image_tokens} + {SD35.text_tokens} tokens per pass; Large: x 2 (guidance) x "
-        f"{SD35.large_steps} steps, Turbo: x {SD35.turbo_steps}; at the RTX 4090's "
-        f"{g / 1e12:g} TFLOP/s (bf16) and the i9-13900K's {c / 1e12:.2f} TFLOP/s",
+        f"{SD35.steps} steps, Turbo: x {SD35.turbo_steps}; Medium ({SD35_MEDIUM.depth} blocks "
+        f"of width {SD35_MEDIUM.width}, {SD35_MEDIUM.dual_attention_layers} with a second "
+        f"attention): {medium / 1e12:.0f} TFLOP for the same steps; at the RTX 4090's "
+        f"{g / 1e12:g} TFLOP/s (bf16) and the i9-13900K's {c / 1e12:.2f} TFLOP/s (all-core)",
         v,
     )
 

@@ -19,8 +19,8 @@ from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import GB
-from gpulab.estimate import memory
-from gpulab.reference import models, specs
+from gpulab.estimate import basis
+from gpulab.reference import specs
 from gpulab.reference.formats import bits_per_weight
 
 __all__ = [
@@ -34,6 +34,7 @@ __all__ = [
     "REGISTRY",
     "RTX4090_MIN_PSU_W",
     "SD35",
+    "SD35_MEDIUM",
     "Computed",
     "Prices",
     "SD35Config",
@@ -120,21 +121,29 @@ PRICES = Prices()
 
 @dataclass(frozen=True)
 class SD35Config:
-    """Stable Diffusion 3.5 at 1024 x 1024 (diffusers defaults).
+    """A Stable Diffusion 3.5 MMDiT at 1024 x 1024, as diffusers runs it by default.
 
-    Source: https://huggingface.co/blog/sd3-5
+    Sources: https://huggingface.co/blog/sd3-5 (Large: "8.1 billion parameters", Large Turbo: 4
+    steps); https://huggingface.co/stabilityai/stable-diffusion-3.5-medium (Medium: 2.5 billion
+    parameters, MMDiT-X); each model's transformer/config.json for the shapes. Steps:
+    diffusers' StableDiffusion3Pipeline calls the model 28 times with classifier-free guidance
+    (its defaults, num_inference_steps=28, guidance_scale=7.0), for Large and Medium alike.
     """
 
-    large_params: float = 8.1e9  # the MMDiT of SD 3.5 Large ("8.1 billion parameters")
-    large_steps: int = 28  # diffusers' default for Large, with classifier-free guidance
+    params: float = 8.1e9  # the MMDiT's published parameter count
+    steps: int = 28  # diffusers' default number of steps, each with classifier-free guidance
     turbo_steps: int = 4  # Large Turbo: 4 steps, no guidance
     image_tokens: int = (1024 // 8 // 2) ** 2  # VAE downsamples 8x, 2x2 patches: 64 x 64
     text_tokens: int = 77 + 256  # CLIP context plus T5 (max_sequence_length 256)
-    # The MMDiT's shapes (Esser et al. 2024, arXiv:2403.03206; the model's transformer/config.json:
-    # num_layers 38, num_attention_heads 38, attention_head_dim 64): one weight set per modality.
+    # The MMDiT's shapes (Esser et al. 2024, arXiv:2403.03206; transformer/config.json of
+    # Large: num_layers 38, num_attention_heads 38, attention_head_dim 64): one weight set per
+    # modality.
     depth: int = 38
     heads: int = 38
     head_dim: int = 64
+    # MMDiT-X (Medium: dual_attention_layers 0 to 12): these blocks add a second attention over
+    # the image tokens alone, with its own QKV and output weights
+    dual_attention_layers: int = 0
 
     @property
     def width(self) -> int:
@@ -146,15 +155,20 @@ class SD35Config:
 
         Each token goes through its own modality's stream (12 x width^2 weights a block: QKV,
         output, a 4x MLP), 2 FLOPs per weight; joint attention over all tokens costs
-        Q K^T and scores x V, 2 x tokens^2 x width each, per block.
+        Q K^T and scores x V, 2 x tokens^2 x width each, per block. A dual-attention block adds
+        4 x width^2 weights and an attention over the image tokens. Within 1% of PyTorch's
+        FlopCounterMode on diffusers' SD3Transformer2DModel (tests/unit/test_figures_ch03.py).
         """
-        tokens = self.image_tokens + self.text_tokens
+        tokens, image = self.image_tokens + self.text_tokens, self.image_tokens
         matmul = 2 * 12 * self.width**2 * self.depth * tokens
         attention = 4 * self.depth * tokens**2 * self.width
+        matmul += 2 * 4 * self.width**2 * self.dual_attention_layers * image
+        attention += 4 * self.dual_attention_layers * image**2 * self.width
         return float(matmul), float(attention)
 
 
-SD35 = SD35Config()
+SD35 = SD35Config()  # Large
+SD35_MEDIUM = SD35Config(params=2.5e9, depth=24, heads=24, head_dim=64, dual_attention_layers=13)
 
 
 def gpu(name: str) -> specs.GPUSpec:
@@ -168,8 +182,8 @@ def cpu_13900k() -> specs.CPUSpec:
 
 
 def weight_gb(model: str, fmt: str) -> float:
-    """Weight bytes of a catalogue model in a format, in GB."""
-    return memory.weight_bytes(models.get(model), fmt) / GB
+    """Weight bytes of a catalogue model in a format, in GB (gpulab.estimate.basis)."""
+    return basis.weights_gb(model, fmt)
 
 
 def nominal_weight_gb(params: float, fmt: str) -> float:

@@ -14,6 +14,8 @@ __all__ = ["FORMATS", "default_format"]
 FORMATS: dict[str, tuple[str, ...]] = {
     ".1f": tuple(
         """
+        sd35m_params_b sd35m_pass_tflop sd35m_rtx4090_min_s claim75_medium_gpu_needs_x_peak
+        claim75_medium_cpu_needs_x_peak
         a100_40_usable_gb a100_80_usable_gb a100_vs_4090_bandwidth_x act_ckpt_batch_gb act_full_gb
         act_fused_gb act_one_layer_batch_gb article_4090_cny_h article_bw_ratio article_kwh_cny
         article_week_hours_h attn_ctx2_gflop attn_ctx2_vs_2n batch_b1_mem_ms batch_b64_compute_ms
@@ -25,7 +27,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         comfyui_before_s comfyui_ratio company30_kv_gb company30_needed_gb company5_kv_gb
         company5_needed_gb company_weights_gb cuda_context_gib ddr4_3200_gbs ddr5_4800_gbs
         ddr5_5600_gbs ddr5_channel_low_gbs decode_ddr5_tok_s decode_rtx4090_ms
-        decode_rtx4090_tok_s ecore_allcore_ghz ecore_base_ghz ecore_maxturbo_ghz
+        llama8_bf16_rtx4090_bound_tok_s ecore_allcore_ghz ecore_base_ghz ecore_maxturbo_ghz
         electricity_day_cny electricity_year_board_power_cny electricity_year_cny
         embed_10000_pflop embed_50000_pflop epyc_gbs eth100_gbs fa3_fp8_pflops fa3_speedup_high_x
         fa3_speedup_low_x gtx1650_gddr5_ratio_hi gtx1650_gddr5_ratio_lo gtx1650_gddr6_ratio_lo
@@ -41,31 +43,31 @@ FORMATS: dict[str, tuple[str, ...]] = {
         llama70_handover_pcie4_us llama70_head_norm_gb llama70_int4_2k_need_gb
         llama70_int4_2k_offload_tok_s llama70_int4_2k_two_3090_tok_s llama70_int4_gb
         llama70_int4_matrices_gb llama70_int4_need_gb llama70_int4_offload_tok_s
-        llama70_int4_per_card_gb llama70_int4_read_gb llama70_int4_read_per_token_gb
+        llama70_int4_per_card_gb llama70_int4_read_gb llama70_int4_4k_read_gb
         llama70_int4_rtx4090_bound_tok_s llama70_int4_two_3090_tok_s llama70_kept16_at_int4_gb
         llama70_kept16_gb llama70_kv_128k_gb llama70_kv_8k_mha_gb llama70_kv_users_gb
         llama70_kv_users_over_q4km llama70_over_r1_kv llama70_pair_margin_gb llama70_pair_max_gb
         llama70_pair_min_gb llama70_pair_vs_one_max_x llama70_pair_vs_one_min_x
         llama70_q4km_2k_need_gb llama70_q4km_2k_offload_tok_s llama70_q4km_2k_two_3090_tok_s
-        llama70_q4km_4k_read_gb llama70_q4km_4k_rtx4090_bound_tok_s llama70_q4km_gb
+        llama70_q4km_4k_read_gb llama70_q4km_rtx4090_4k_bound_tok_s llama70_q4km_gb
         llama70_q4km_layer_mb llama70_q4km_layer_read_mb llama70_q4km_left_two_3090_gb
         llama70_q4km_need_gb llama70_q4km_offload_tok_s llama70_q4km_read_gb
         llama70_q4km_two_3090_tok_s llama70_split_vs_offload llama70_tp2_nvlink_tok_s
         llama70_tp2_pcie_tok_s llama7_forward_gflop_per_token llama7_fp16_ddr5_bound_tok_s
         llama7_fp16_m3max_bound_tok_s llama7_fp16_m3ultra_bound_tok_s llama7_fp16_need_gb
-        llama7_fp16_rtx4090_bound_tok_s llama7_fp16_rtx4090_ctx_bound_tok_s
-        llama7_fp16_rtx4090_perf_tok_s llama7_fp16_rx7900xtx_bound_tok_s llama7_grad_gb
+        llama7_fp16_rtx4090_bound_tok_s llama7_fp16_rtx4090_1k_bound_tok_s
+        llama7_fp16_rtx4090_2k_bound_tok_s llama7_fp16_rx7900xtx_bound_tok_s llama7_grad_gb
         llama7_q4km_ddr5_bound_tok_s llama7_q4km_m3max_bound_tok_s llama7_q4km_need_gb
         llama8_2n_gflop llamacpp_f16_tok_s llamacpp_q4_0_tok_s loader_per_worker_ms lora_nvlink_ms
         lora_params_m lora_pcie4_ms mi300x_usable_gb mxfp4_shrink nf4_plain_bits ngl_fit_float
-        ngl_fit_reported_float nvfp4_bpw nvfp4_shrink nvme4_70b_s nvme4_7b_s offload_cpu_read_gb
-        offload_full_ms offload_full_tok_s offload_gpu_ms offload_gpu_read_gb offload_gpu_read_ms
-        offload_pcie_tok_s offload_slowdown offload_slowdown_x offload_tok_s offload_w_gb
+        ngl_fit_reported_float nvfp4_bpw nvfp4_shrink nvme4_70b_s nvme4_7b_s offload_from_ram_gb
+        offload_full_ms offload_gpu_ms offload_from_vram_gb offload_gpu_read_ms
+        offload_pcie_tok_s offload_slowdown offload_slowdown_x offload_tok_s
         offload_wc_gb offload_wg_gb pcie3_x16_gbs pcie4_x16_gbs pcie5_x16_gbs pcore_allcore_ghz
         pcore_base_ghz pcore_maxturbo_ghz peak_usable_gb personal_needed_gb
         phi3_gtx1650_bound_tok_s prefill_matmul_tflop q4k_bits q8_bits qwen72_fp16_gb
         qwen72_fp16_need_gb qwen72_fp16_read_gb qwen72_fp16_rtx4090_bound_tok_s r1_active_b
-        r1_int4_gb r1_int4_read_gb r1_int4_read_per_token_gb r1_kv_128k_gb r1_kv_expanded_8k_gb
+        r1_int4_gb r1_int4_read_gb r1_kv_128k_gb r1_kv_expanded_8k_gb
         r1_kv_expanded_mb_per_token ratio_fp16_int4 ratio_fp16_q4km rent4090_week_cny
         rtx3060_bf16_derived_tflops rtx3060_bf16_tflops rtx3090_bf16_tflops
         rtx3090_fp16_fp16acc_tflops rtx3090_fp16_tflops rtx3090_nvlink_both_gbs
@@ -80,7 +82,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         team_needed_gb tier14_fp16_gb tier14_plain4_gb tier14_q4km_gb tier32_fp16_gb
         tier32_int4_gb tier32_left_hi_gb tier32_left_lo_gb tier32_plain4_gb tier32_q4km_gb
         tier3_fp16_gb tier3_plain4_gb tier3_q4km_gb tier671_plain4_gb tier70_int4_gb
-        tier70_plain4_gb tier70_q4km_gb tier7_int4_left_gb tier7_plain4_gb tier7_q4km_gb
+        tier70_plain4_gb tier70_q4km_gb llama7_int4_left_gb tier7_plain4_gb tier7_q4km_gb
         timing_least_ms tinygrad_busbw_gbs tp2_nvlink_gain_pct tp_read_per_card_ms
         train_scores_8k_layer_gb two_3090_usable_gb two_4090_available_gb two_a100_usable_gb
         two_h100_usable_gb zero3_vs_dp_traffic_ratio
@@ -113,13 +115,13 @@ FORMATS: dict[str, tuple[str, ...]] = {
         llama70_int4_2k_two_4090_tensor_tok_s llama70_int4_h200_bound_tok_s llama70_q4km_head_mb
         llama70_q4km_two_4090_tok_s llama70_tp_message_kib llama7_full_finetune_gb
         llama7_q4km_m3ultra_bound_tok_s llama7_q4km_rtx4090_bound_tok_s
-        llama7_q4km_rtx4090_perf_tok_s llama7_q4km_rx7900xtx_bound_tok_s llama8_kv_kib_per_token
+        llama7_q4km_rtx4090_2k_bound_tok_s llama7_q4km_rx7900xtx_bound_tok_s llama8_kv_kib_per_token
         llamacpp_buffers_gb llm_bf16_gb llm_params_b lora_grad_mb matmul_n_fp16 mixed_adam8_bytes
         mixed_adamw_bytes offload_cpu_read_ms offload_cpu_total_ms offload_pcie_ms
         offload_pcie_total_ms offload_ram_ms offload_step_ms pcie3_gt_s pcie4_gt_s pcie4_gts
         pcie5_gt_s pcore_allcore_gflops personal_rtx3060_tok_s personal_rtx4060ti_tok_s
         pp_boundary_mb pretrain_days psu_min_for_peak_w psu_peak_w psu_sustained_w
-        r1_article_int4_bits r1_fp16_gb r1_fp8_gb r1_h200_bound_tok_s r1_h200_left_gb
+        r1_article_int4_bits r1_fp16_gb r1_fp8_gb r1_int4_h200_bound_tok_s r1_h200_left_gb
         r1_int4_need_gb r1_int4_rtx4090_bound_tok_s r1_kv_8k_mb r1_kv_expanded_ratio
         r1_kv_kb_per_token r1_params_b r1_q4km_35_layers_gb r1_q4km_gb rest_of_system_w
         ridge_4090_bf16 ridge_4090_fp32 ridge_h200_bf16 rtx3060_data_rate_gbps
@@ -139,18 +141,18 @@ FORMATS: dict[str, tuple[str, ...]] = {
     ".2f": tuple(
         """
         a100_80_driver_gb a100_80_runtime_gb act_ckpt_gb allreduce_factor_8 article_cpu_s
-        article_factor_lo article_power_kw attn_ctx0_gflop attn_ctx1_gflop batch_b1_read_gb
+        article_factor_lo article_power_kw attn_ctx0_gflop attn_ctx1_gflop
         cpu_allcore_tflops cpu_base_tflops cpu_maxturbo_tflops days_per_month embed_laptop_tflops
         gtx1650_gddr6_ratio_hi gtx1650_memory_gb gtx1650_usable_gb h100_bandwidth_tbs
         h100_driver_gb h100_runtime_gb l4_driver_gb l4_runtime_gb l4_usable_gb lane_gflops
         linear_cpu_us_per_sample linear_mflop_per_sample llama3b_prompt_cpu_s llama70_45_needs_tbs
         llama70_full_ft_states_tb llama70_head_norm_params_b llama70_kept16_params_b
         llama70_kv_4k_gb llama70_kv_8k_gb llama70_params_b llama70_quantized_params_b
-        llama7_fp16_gb llama7_fp16_read_gb llama7_fp16_rtx4090_ctx_read_gb llama7_grad_nvlink_s
-        llama7_grad_pcie4_s llama7_int4_512_need_gb llama7_int4_weights_gb llama7_matmul_params_b
+        llama7_fp16_gb llama7_fp16_read_gb llama7_fp16_1k_read_gb llama7_grad_nvlink_s
+        llama7_grad_pcie4_s llama7_int4_512_need_gb llama7_int4_gb llama7_matmul_params_b
         llama7_params_b llama7_q4km_512_need_gb llama7_q4km_gb llama7_q4km_read_gb
         llama7_train_flops_e22 llama8_allreduce_nvlink_s llama8_allreduce_pcie_s
-        llama8_bf16_read_gb llama8_bf16_weights_gb llama8_matmul_params_b
+        llama8_bf16_read_gb llama8_bf16_gb llama8_matmul_params_b
         m3ultra_article_vs_rtx4090 m3ultra_bw_vs_rtx4090 mxfp4_bpw nvme4_gbs pcie4_lane_gbs
         pcie5_lane_gbs phi3_params_b phi3_q4km_gb phi3_q4km_read_gb pretrain_seconds_e7 q4km_bits
         qwen72_params_b r1_fp16_over_eight_gb r1_hop_us rtx3090_driver_gb rtx3090_nvlink_gbs
@@ -197,6 +199,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
     ),
     ",.0f": tuple(
         """
+        sd35m_image_tflop sd35m_cpu_min_s
         a100_80_driver_mib a100_year_cny batch_b1_tok_s batch_b64_tok_s batch_full2048_tok_s
         batch_full8192_tok_s finetune_rtx4090_s ft70_peak_gb gtx1650_gddr5_gbs gtx1650_gddr6_gbs
         h100_driver_mib h100x8_bf16_tflops l4_driver_mib llama70_kv_bytes_per_token

@@ -18,7 +18,7 @@ from typing import Annotated, Any
 from gpulab.core.validate import OneOf, checked
 from gpulab.course.claims_hardware import ARTICLE_CPU_S, ARTICLE_DDR5_GBS, ARTICLE_GPU_S
 from gpulab.course.derivations import cpu_13900k, gpu, nominal_weight_gb
-from gpulab.estimate import roofline
+from gpulab.estimate import basis, roofline
 from gpulab.reference.formats import WeightFormat, bits_per_weight
 
 __all__ = [
@@ -58,6 +58,10 @@ CPU_CLOCKS: Mapping[str, str] = MappingProxyType(
     }
 )
 HEADLINE_CLOCKS = "all-core turbo"  # the realistic sustained figure the chapter leads with
+# each setting as gpulab.estimate.basis (and specs.CPUSpec) names it
+BASIS_CLOCKS = MappingProxyType(
+    {"base": "base", "all-core turbo": "all-core", "max turbo": "turbo"}
+)
 ClockSetting = Annotated[str, OneOf(tuple(CPU_CLOCKS), "clock setting")]
 
 
@@ -82,8 +86,9 @@ def cpu_peak_gflops_by_group(setting: ClockSetting) -> dict[str, float]:
 
 @checked
 def cpu_peak_flops(setting: ClockSetting = HEADLINE_CLOCKS) -> float:
-    """The i9-13900K's FP32 peak in FLOP/s at one clock setting."""
-    return sum(cpu_peak_gflops_by_group(setting).values()) * 1e9
+    """The i9-13900K's FP32 peak in FLOP/s at one clock setting (gpulab.estimate.basis); the
+    sum of cpu_peak_gflops_by_group, which shows its terms."""
+    return basis.cpu_peak_tflops("Core i9-13900K", BASIS_CLOCKS[setting]) * 1e12
 
 
 @checked
@@ -224,7 +229,7 @@ def _gpu_cores(v: dict[str, Any]) -> None:
 def _ratios(v: dict[str, Any]) -> None:
     """The CPU's peak at each clock setting and the GPU/CPU ratios the page compares."""
     for setting, key in _SETTING_KEYS.items():
-        peak = cpu_peak_flops(setting) / 1e12
+        peak = basis.cpu_peak_tflops("Core i9-13900K", BASIS_CLOCKS[setting])
         v[f"cpu_{key}_tflops"] = peak
         v[f"fp32_ratio_{key}"] = v["rtx4090_fp32_tflops"] / peak
         v[f"bf16_ratio_{key}"] = v["rtx4090_bf16_tflops"] / peak

@@ -16,7 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpulab.core.units import GB, GIB, MIB
-from gpulab.estimate import memory, perf
+from gpulab.estimate import basis, memory
 from gpulab.reference import formats, links, models, specs
 
 __all__ = ["capacity_bytes", "figures"]
@@ -97,7 +97,7 @@ def _formula() -> dict[str, Any]:
     usable = _usable_gb("RTX 4090")
     out["rtx4090_usable_gb"] = usable
     out["bits_for_70b_in_rtx4090"] = usable * GB * 8 / 70e9
-    out["tier70_int4_in_rtx4090"] = _fits(out["tier70_int4_gb"], usable)
+    out["tier70_plain4_in_rtx4090"] = _fits(out["tier70_plain4_gb"], usable)
     out["r1_fp16_over_eight_gb"] = out["tier671_fp16_gb"] / 8
     out["article_r1_int4_gb"] = ARTICLE_R1_INT4_GB
     out["r1_article_int4_bits"] = ARTICLE_R1_INT4_GB * GB * 8 / 671e9
@@ -131,9 +131,9 @@ def _llama70() -> dict[str, Any]:
         "llama70_quantized_params_b": (s.n_params - kept) / 1e9,
         "llama70_kept16_gb": kept * 2 / GB,
         "llama70_kept16_at_int4_gb": kept * formats.bits_per_weight("int4") / 8 / GB,
-        "llama70_fp16_gb": memory.weight_bytes(s, "fp16") / GB,
-        "llama70_int4_gb": memory.weight_bytes(s, "int4") / GB,
-        "llama70_q4km_gb": memory.weight_bytes(s, "q4_k_m") / GB,
+        "llama70_fp16_gb": basis.weights_gb("Llama-3-70B", "fp16"),
+        "llama70_int4_gb": basis.weights_gb("Llama-3-70B", "int4"),
+        "llama70_q4km_gb": basis.weights_gb("Llama-3-70B", "q4_k_m"),
     }
 
 
@@ -143,30 +143,34 @@ def _llama70() -> dict[str, Any]:
 def _verdicts(f: dict[str, Any]) -> dict[str, Any]:
     """What the verdict table's last column states, claim by claim."""
     r1, q72, phi = models.get("DeepSeek-R1"), models.get("Qwen2.5-72B"), models.get("Phi-3-mini")
-    llama = models.get("Llama-3-70B")
-    decode = perf.decode_bytes_per_step(llama, "q4_k_m", "bf16", 1, OFFLOAD_CONTEXT)
     bw = specs.get_gpu("RTX 4090").bandwidth_gbs
+    r1_int4 = basis.weights_gb("DeepSeek-R1", "int4")
+    q72_fp16 = basis.weights_gb("Qwen2.5-72B", "fp16")
+    phi_q4km = basis.weights_gb("Phi-3-mini", "q4_k_m")
     two_3090 = _usable_gb("RTX 3090", 2)
     a100s = _usable_gb("A100 80GB SXM", ARTICLE_R1_A100S)
     out = {
         "article_7b_int4_gb": ARTICLE_7B_INT4_GB,
-        "tier7_int4_left_gb": ARTICLE_7B_INT4_GB - f["tier7_q4km_gb"],
-        "llama70_q4km_4k_read_gb": decode / GB,
+        "llama7_params_b": models.get("Llama-2-7B").n_params / 1e9,
+        "llama7_fp16_gb": basis.weights_gb("Llama-2-7B", "fp16"),
+        "llama7_int4_gb": basis.weights_gb("Llama-2-7B", "int4"),
+        "llama7_q4km_gb": basis.weights_gb("Llama-2-7B", "q4_k_m"),
+        "llama7_int4_left_gb": ARTICLE_7B_INT4_GB - basis.weights_gb("Llama-2-7B", "q4_k_m"),
+        "llama7_full_finetune_gb": basis.full_finetune_gb("Llama-2-7B"),
+        "llama70_int4_read_gb": basis.read_gb("Llama-3-70B", "int4"),
         "rtx4090_gbs": bw,
-        "llama70_q4km_4k_rtx4090_bound_tok_s": perf.decode_tokens_per_s(
-            llama, "q4_k_m", "bf16", 1, OFFLOAD_CONTEXT, bw
-        ),
+        "llama70_int4_rtx4090_bound_tok_s": basis.bound_tok_s("Llama-3-70B", "int4", "RTX 4090"),
         "ratio_fp16_int4": formats.bits_per_weight("fp16") / f["int4_bits"],
         "ratio_fp16_q4km": formats.bits_per_weight("fp16") / f["q4km_bits"],
         "r1_params_b": r1.n_params / 1e9,
         "r1_active_b": r1.n_active_params / 1e9,
-        "r1_fp16_gb": memory.weight_bytes(r1, "fp16") / GB,
-        "r1_fp8_gb": memory.weight_bytes(r1, "fp8") / GB,
-        "r1_int4_gb": memory.weight_bytes(r1, "int4") / GB,
-        "r1_q4km_gb": memory.weight_bytes(r1, "q4_k_m") / GB,
+        "r1_fp16_gb": basis.weights_gb("DeepSeek-R1", "fp16"),
+        "r1_fp8_gb": basis.weights_gb("DeepSeek-R1", "fp8"),
+        "r1_int4_gb": r1_int4,
+        "r1_q4km_gb": basis.weights_gb("DeepSeek-R1", "q4_k_m"),
         "a100_count": ARTICLE_R1_A100S,
         "four_a100_usable_gb": a100s,
-        "r1_int4_in_a100s": _fits(memory.weight_bytes(r1, "int4") / GB, a100s),
+        "r1_int4_in_a100s": _fits(r1_int4, a100s),
         "a100_40_count_gb": ARTICLE_R1_A100S * specs.get_gpu("A100 40GB SXM").memory_gb,
         "box_vram_gb": ARTICLE_BOX_GB["vram"],
         "box_ram_gb": ARTICLE_BOX_GB["ram"],
@@ -174,10 +178,10 @@ def _verdicts(f: dict[str, Any]) -> dict[str, Any]:
         "box_gpu_layers": ARTICLE_GPU_LAYERS,
         "r1_layers": r1.n_layers,
         "qwen72_params_b": q72.n_params / 1e9,
-        "qwen72_fp16_gb": memory.weight_bytes(q72, "fp16") / GB,
+        "qwen72_fp16_gb": q72_fp16,
         "two_a100_usable_gb": _usable_gb("A100 80GB SXM", 2),
         "phi3_params_b": phi.n_params / 1e9,
-        "phi3_q4km_gb": memory.weight_bytes(phi, "q4_k_m") / GB,
+        "phi3_q4km_gb": phi_q4km,
         "two_3090_usable_gb": two_3090,
         "llama70_q4km_on_two_3090": _fits(f["llama70_q4km_gb"], two_3090),
         "llama70_q4km_left_two_3090_gb": two_3090 - f["llama70_q4km_gb"],
@@ -187,11 +191,9 @@ def _verdicts(f: dict[str, Any]) -> dict[str, Any]:
         "llama70_int4_in_rtx4090": _fits(f["llama70_int4_gb"], f["rtx4090_usable_gb"]),
         "article_tiny_card_gb": ARTICLE_TINY_CARD_GB,
         "article_small_card_gb": ARTICLE_SMALL_CARD_GB,
-        "phi3_in_tiny_card": _fits(memory.weight_bytes(phi, "q4_k_m") / GB, ARTICLE_TINY_CARD_GB),
+        "phi3_in_tiny_card": _fits(phi_q4km, ARTICLE_TINY_CARD_GB),
         "tier14_in_small_card": _fits(f["tier14_q4km_gb"], ARTICLE_SMALL_CARD_GB),
-        "qwen72_on_two_a100": _fits(
-            memory.weight_bytes(q72, "fp16") / GB, _usable_gb("A100 80GB SXM", 2)
-        ),
+        "qwen72_on_two_a100": _fits(q72_fp16, _usable_gb("A100 80GB SXM", 2)),
     }
     return out
 
@@ -254,7 +256,10 @@ def _kv() -> dict[str, Any]:
         "llama70_kv_128k_gb": memory.kv_cache_bytes(s, long_ctx, 1, "bf16") / GB,
         "kv_users": KV_USERS,
         "llama70_kv_users_gb": KV_USERS * one / GB,
-        "llama70_kv_users_over_q4km": KV_USERS * one / memory.weight_bytes(s, "q4_k_m"),
+        "llama70_kv_users_over_q4km": KV_USERS
+        * one
+        / GB
+        / basis.weights_gb("Llama-3-70B", "q4_k_m"),
         "r1_kv_lora_rank": r1.kv_lora_rank,
         "r1_rope_dim": r1.qk_rope_head_dim,
         "r1_kv_bytes_per_token": mla,
@@ -301,16 +306,17 @@ def _offload() -> dict[str, Any]:
     s, g = models.get("Llama-3-70B"), specs.get_gpu("RTX 4090")
     cpu = specs.get_cpu("Core i9-13900K")
     ram, pcie = cpu.memory_bandwidth_gbs, links.pcie(4, 16).bytes_per_s / 1e9
-    n = memory.gpu_layers_that_fit(s, g.model_memory_bytes, "q4_k_m", seq_len=OFFLOAD_CONTEXT)
+    case = ("Llama-3-70B", "q4_k_m")
+    n = basis.gpu_layers(*case, "RTX 4090", OFFLOAD_CONTEXT)
     sizes = memory.layer_bytes(s, "q4_k_m", OFFLOAD_CONTEXT)
     parts = s.params_by_component()
     head = (parts["lm_head"] or parts["embedding"]) * formats.bits_per_weight("q4_k_m") / 8
-    w_g, w_c = sum(sizes[:n]) / GB, (sum(sizes[n:]) + head) / GB
-    full = perf.offloaded_tokens_per_s(
-        s, s.n_layers + 1, "q4_k_m", g.bandwidth_gbs, ram, OFFLOAD_CONTEXT
-    )
-    on_cpu = perf.offloaded_tokens_per_s(s, n, "q4_k_m", g.bandwidth_gbs, ram, OFFLOAD_CONTEXT)
-    on_pcie = perf.offloaded_tokens_per_s(s, n, "q4_k_m", g.bandwidth_gbs, pcie, OFFLOAD_CONTEXT)
+    read = basis.read_gb(*case, context=OFFLOAD_CONTEXT)  # what a token reads, wherever it is
+    w_c = (sum(sizes[n:]) + head) / GB  # the layers left in RAM and the output head
+    w_g = read - w_c  # the GPU's layers, the embedding row and the final norm
+    full = basis.bound_tok_s(*case, "RTX 4090", context=OFFLOAD_CONTEXT)
+    on_cpu = basis.offload_tok_s(*case, "RTX 4090", OFFLOAD_CONTEXT)
+    on_pcie = basis.offload_tok_s(*case, "RTX 4090", OFFLOAD_CONTEXT, ram=pcie)
     r = g.bandwidth_gbs / ram
     lo, hi = (1 / (1 - d) for d in ARTICLE_OFFLOAD_DROP)
     return {
@@ -324,11 +330,11 @@ def _offload() -> dict[str, Any]:
         "offload_context": OFFLOAD_CONTEXT,
         "offload_gpu_layers": n,
         "offload_total_layers": s.n_layers,
-        "offload_w_gb": w_g + w_c,
+        "llama70_q4km_4k_read_gb": read,
         "offload_wg_gb": w_g,
         "offload_wc_gb": w_c,
         "offload_full_ms": 1e3 / full,
-        "offload_full_tok_s": full,
+        "llama70_q4km_rtx4090_4k_bound_tok_s": full,
         "offload_gpu_ms": w_g / g.bandwidth_gbs * 1e3,
         "offload_ram_ms": w_c / ram * 1e3,
         "offload_cpu_total_ms": 1e3 / on_cpu,

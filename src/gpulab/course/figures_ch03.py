@@ -22,7 +22,7 @@ from gpulab.course.derivations import (
 )
 from gpulab.course.figures_ch03_images import ARTICLE_BATCH_IMAGES, ARTICLE_SD_STEPS
 from gpulab.course.figures_ch03_images import figures as _image_figures
-from gpulab.estimate import memory, perf
+from gpulab.estimate import basis, memory, perf
 from gpulab.reference import links, models, specs
 
 # the notebooks read the articles' image figures here, beside the others
@@ -46,7 +46,7 @@ ATTENTION_CONTEXTS = (2048, 8192, 131072)
 PROMPT_TOKENS = 4096
 BATCH_CONTEXTS = (2048, 8192)
 BATCH_EXAMPLE = 64
-KV_EXAMPLE_CONTEXT = 1000  # the context at which the page adds Llama-2-7B's KV cache to its bound
+KV_EXAMPLE_CONTEXT = 1024  # the context at which the page adds Llama-2-7B's KV cache to its bound
 
 
 def _gb(nbytes: float) -> float:
@@ -54,12 +54,9 @@ def _gb(nbytes: float) -> float:
     return nbytes / GB
 
 
-def _bound(model: str, fmt: str, gpu: str | float, kv: str = "bf16") -> tuple[float, float]:
-    """(GB read per token, decode bound tokens/s) at batch 1, KV cache left out (one token)."""
-    s = models.get(model)
-    bw = gpu if isinstance(gpu, float) else specs.get_gpu(gpu).bandwidth_gbs
-    read = perf.decode_bytes_per_step(s, fmt, kv, 1, 1)
-    return _gb(read), perf.decode_tokens_per_s(s, fmt, kv, 1, 1, bw)
+def _bound(model: str, fmt: str, device: str | float) -> tuple[float, float]:
+    """(GB read per token, decode bound tokens/s) at batch 1 with an empty cache (basis)."""
+    return basis.read_gb(model, fmt), basis.bound_tok_s(model, fmt, device)
 
 
 def _fits(
@@ -106,9 +103,6 @@ def _training() -> dict[str, Any]:
     seconds = flops / (MFU * cluster)
     per_token = perf.training_flops(l7, 1)
     ft_s = perf.training_flops(l7, FINETUNE_TOKENS) / (MFU * r4090.peak_flops("bf16"))
-    states = memory.estimate_training(
-        l7, precision="bf16-mixed", optimizer="adamw", batch=1, seq_len=1
-    )
     return {
         "llama7_train_flops_e22": flops / 1e22,
         "h100_bf16_tflops": h100.peak_tflops["bf16"],
@@ -123,7 +117,7 @@ def _training() -> dict[str, Any]:
         "finetune_rtx4090_s": ft_s,
         "finetune_rtx4090_h": ft_s / 3600,
         "finetune_lora_rtx4090_h": ft_s * 4 / 6 / 3600,
-        "llama7_full_finetune_gb": _gb(states.weights + states.gradients + states.optimizer),
+        "llama7_full_finetune_gb": basis.full_finetune_gb("Llama-2-7B"),
     }
 
 
@@ -135,19 +129,19 @@ def _prefill_decode() -> dict[str, Any]:
     s, g = models.get("Llama-3-8B"), specs.get_gpu("RTX 4090")
     matmul = perf.forward_flops(s, PROMPT_TOKENS)
     prefill_s = perf.prefill_seconds(s, PROMPT_TOKENS, g.peak_tflops["bf16"], "bf16")
-    read = perf.decode_bytes_per_step(s, "bf16", "bf16", 1, 1)
-    step_s = read / g.bandwidth_bytes_per_s
+    read, bound = _bound("Llama-3-8B", "bf16", "RTX 4090")
+    step_s = 1 / bound
     return {
-        "llama8_bf16_weights_gb": _gb(memory.weight_bytes(s, "bf16")),
+        "llama8_bf16_gb": basis.weights_gb("Llama-3-8B", "bf16"),
         "prefill_matmul_tflop": matmul / 1e12,
         "prefill_attention_share": perf.attention_flops_per_token(s, PROMPT_TOKENS)
         / (2 * perf.matmul_params(s)),
         "prefill_rtx4090_s": prefill_s,
         "prefill_rtx4090_ms_per_token": prefill_s / PROMPT_TOKENS * 1e3,
-        "llama8_bf16_read_gb": _gb(read),
+        "llama8_bf16_read_gb": read,
         "rtx4090_gbs": g.bandwidth_gbs,
         "decode_rtx4090_ms": step_s * 1e3,
-        "decode_rtx4090_tok_s": 1 / step_s,
+        "llama8_bf16_rtx4090_bound_tok_s": bound,
         "decode_vs_prefill_per_token": step_s / (prefill_s / PROMPT_TOKENS),
         "ridge_4090_bf16": g.peak_flops("bf16") / g.bandwidth_bytes_per_s,
     }
@@ -187,7 +181,7 @@ def _decode_claims() -> dict[str, Any]:
             f"{case}_{card}_fits": fits,
             f"{case}_{card}_claim_share": ARTICLE_DECODE_TOK_S[cid] / bound,
         }
-    out["llama7_fp16_gb"] = _gb(memory.weight_bytes(l7, "fp16"))
+    out["llama7_fp16_gb"] = basis.weights_gb("Llama-2-7B", "fp16")
     out |= {
         "llama7_layers": l7.n_layers,
         "llama7_hidden": l7.hidden_size,
@@ -201,30 +195,29 @@ def _decode_claims() -> dict[str, Any]:
     out["llama7_kv_bytes_per_token"] = memory.kv_cache_bytes(l7, 1, 1, "fp16")
     ctx = KV_EXAMPLE_CONTEXT
     out["llama7_kv_ctx"] = ctx
-    read_ctx = perf.decode_bytes_per_step(l7, "fp16", "fp16", 1, ctx)
-    out["llama7_fp16_rtx4090_ctx_read_gb"] = _gb(read_ctx)
-    out["llama7_fp16_rtx4090_ctx_bound_tok_s"] = r4090.bandwidth_bytes_per_s / read_ctx
+    out["llama7_fp16_1k_read_gb"] = basis.read_gb("Llama-2-7B", "fp16", context=ctx)
+    out["llama7_fp16_rtx4090_1k_bound_tok_s"] = basis.bound_tok_s(
+        "Llama-2-7B", "fp16", "RTX 4090", context=ctx
+    )
     return out | _llama70() | _r1() | _laptop_and_small_gpus()
 
 
 def _llama70() -> dict[str, Any]:
     """Llama-3-70B at 4 bits: the bandwidth 45 tokens/s needs, an H200, and offloading."""
-    s, r4090 = models.get("Llama-3-70B"), specs.get_gpu("RTX 4090")
-    read = perf.decode_bytes_per_step(s, "int4", "bf16", 1, 1)
+    s = models.get("Llama-3-70B")
+    read = basis.read_gb("Llama-3-70B", "int4")
     h200 = specs.get_gpu("H200")
     ram = specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
-    layers = memory.gpu_layers_that_fit(s, r4090.model_memory_bytes, "q4_k_m", seq_len=FIT_CONTEXT)
+    layers = basis.gpu_layers("Llama-3-70B", "q4_k_m", "RTX 4090", FIT_CONTEXT)
     return {
-        "llama70_45_needs_tbs": ARTICLE_DECODE_TOK_S[74] * read / 1e12,
-        "llama70_int4_h200_bound_tok_s": perf.decode_tokens_per_s(
-            s, "int4", "bf16", 1, 1, h200.bandwidth_gbs
-        ),
+        "llama70_45_needs_tbs": ARTICLE_DECODE_TOK_S[74] * read * GB / 1e12,
+        "llama70_int4_h200_bound_tok_s": basis.bound_tok_s("Llama-3-70B", "int4", "H200"),
         "h200_gbs": h200.bandwidth_gbs,
         "ddr5_5600_gbs": ram,
         "llama70_offload_gpu_layers": layers,
         "llama70_layers": s.n_layers,
-        "llama70_q4km_offload_tok_s": perf.offloaded_tokens_per_s(
-            s, layers, "q4_k_m", r4090.bandwidth_gbs, ram, seq_len=FIT_CONTEXT
+        "llama70_q4km_offload_tok_s": basis.offload_tok_s(
+            "Llama-3-70B", "q4_k_m", "RTX 4090", FIT_CONTEXT
         ),
         "claim74_ratio": ARTICLE_DECODE_TOK_S[74] / ARTICLE_DECODE_TOK_S[67],
     }
@@ -234,21 +227,19 @@ def _r1() -> dict[str, Any]:
     """DeepSeek-R1: active bytes per token, resident bytes, the cards that hold it, and a layer
     split's traffic."""
     s, h200, a80 = models.get("DeepSeek-R1"), specs.get_gpu("H200"), specs.get_gpu("A100 80GB SXM")
-    resident = memory.weight_bytes(s, "int4")
+    resident = basis.weights_gb("DeepSeek-R1", "int4") * GB
     n_h200 = math.ceil(resident / h200.model_memory_bytes)
     hop = s.hidden_size * 2  # one bf16 hidden state
     pcie = links.pcie(4, 16)
     return {
         "r1_params_b": s.n_params / 1e9,
         "r1_active_b": s.n_active_params / 1e9,
-        "r1_int4_gb": _gb(resident),
+        "r1_int4_gb": basis.weights_gb("DeepSeek-R1", "int4"),
         "h200_usable_gb": _gb(h200.model_memory_bytes),
         "r1_h200_count": n_h200,
         "r1_h200_left_gb": _gb(n_h200 * h200.model_memory_bytes - resident),
         "r1_80gb_count": math.ceil(resident / a80.model_memory_bytes),
-        "r1_h200_bound_tok_s": perf.decode_tokens_per_s(
-            s, "int4", "bf16", 1, 1, h200.bandwidth_gbs
-        ),
+        "r1_int4_h200_bound_tok_s": basis.bound_tok_s("DeepSeek-R1", "int4", "H200"),
         "r1_hidden": s.hidden_size,
         "r1_hop_bytes": hop,
         "pcie4_x16_gbs": pcie.bytes_per_s / 1e9,
@@ -266,24 +257,24 @@ def _laptop_and_small_gpus() -> dict[str, Any]:
     g5 = gtx.bandwidth_gbs
     need_i4, fits_i4 = _fits("Llama-2-7B", "int4", gtx.model_memory_bytes, GTX1650_CONTEXT)
     need_k, fits_k = _fits("Llama-2-7B", "q4_k_m", gtx.model_memory_bytes, GTX1650_CONTEXT)
-    phi_read, phi_bound = _bound("Phi-3-mini", "q4_k_m", float(g5))
+    phi_read, phi_bound = _bound("Phi-3-mini", "q4_k_m", "GTX 1650 GDDR5")
     ram = specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
     cards = {"rtx4060ti": "RTX 4060 Ti 16GB", "rtx4090": "RTX 4090"}
     need_cpu, fits_cpu = _fits("Llama-2-7B", "fp16", ARTICLE_LAPTOP["ram_gb"] * GB, device="cpu")
     out = {
         "ddr4_3200_gbs": lo,
         "ddr5_4800_gbs": hi,
-        "laptop_fp16_bound_lo": lo / w16,
-        "laptop_fp16_bound_hi": hi / w16,
-        "laptop_q4km_bound_lo": lo / w4,
-        "laptop_q4km_bound_hi": hi / w4,
+        "laptop_fp16_bound_lo": basis.bound_tok_s("Llama-2-7B", "fp16", lo),
+        "laptop_fp16_bound_hi": basis.bound_tok_s("Llama-2-7B", "fp16", hi),
+        "laptop_q4km_bound_lo": basis.bound_tok_s("Llama-2-7B", "q4_k_m", lo),
+        "laptop_q4km_bound_hi": basis.bound_tok_s("Llama-2-7B", "q4_k_m", hi),
         "llama7_q4km_read_gb": w4,
         "llama7_fp16_need_gb": need_cpu,
         "laptop_fits": fits_cpu,
         "laptop_claim_share": ARTICLE_DECODE_TOK_S[67] * w16 / lo,
         "laptop_claim_share_q4km": ARTICLE_DECODE_TOK_S[67] * w4 / lo,
-        "llama7_int4_weights_gb": _gb(memory.weight_bytes(models.get("Llama-2-7B"), "int4")),
-        "llama7_q4km_gb": _gb(memory.weight_bytes(models.get("Llama-2-7B"), "q4_k_m")),
+        "llama7_int4_gb": basis.weights_gb("Llama-2-7B", "int4"),
+        "llama7_q4km_gb": basis.weights_gb("Llama-2-7B", "q4_k_m"),
         "gtx1650_gddr6_gbps": GTX1650_GDDR6_GBS / (gtx.memory_bus_bits / 8),
         "gtx1650_memory_gib": gtx.memory_bytes / 2**30,
         "gtx1650_fit_context": GTX1650_CONTEXT,
@@ -328,7 +319,7 @@ def _batching() -> dict[str, Any]:
     """Llama-3-8B in BF16 on an H100 SXM: how many sequences fit, and the step time of each
     batch."""
     s, g = models.get("Llama-3-8B"), specs.get_gpu("H100 SXM")
-    weights = memory.weight_bytes(s, "bf16")
+    weights = basis.weights_gb("Llama-3-8B", "bf16") * GB
     kv = memory.kv_cache_bytes(s, 1, 1, "bf16")
     free = g.model_memory_bytes - weights
     ridge = g.peak_flops("bf16") / g.bandwidth_bytes_per_s
@@ -347,24 +338,25 @@ def _batching() -> dict[str, Any]:
         "batch_limit_order": "before" if fit[2048] < ridge else "after",
     }
     cases = {
-        "b1": (1, 1),
+        "b1": (1, basis.EMPTY_CACHE),
         "b64": (BATCH_EXAMPLE, 2048),
         "full2048": (fit[2048], 2048),
         "full8192": (fit[8192], 8192),
     }
     for key, (batch, ctx) in cases.items():
-        read = perf.decode_bytes_per_step(s, "bf16", "bf16", batch, ctx)
-        mem_s = read / g.bandwidth_bytes_per_s
+        read = basis.read_gb("Llama-3-8B", "bf16", context=ctx, batch=batch)
+        mem_s = read * GB / g.bandwidth_bytes_per_s
         comp_s = perf.forward_flops(s, batch, ctx) / g.peak_flops("bf16")
         out |= {
             f"batch_{key}": batch,
             f"batch_{key}_ctx": ctx,
             f"batch_{key}_kv_gb": _gb(memory.kv_cache_bytes(s, ctx, batch, "bf16")),
-            f"batch_{key}_read_gb": _gb(read),
+            f"batch_{key}_read_gb": read,
             f"batch_{key}_mem_ms": mem_s * 1e3,
             f"batch_{key}_compute_ms": comp_s * 1e3,
             f"batch_{key}_tok_s": batch / max(mem_s, comp_s),
         }
+    del out["batch_b1_read_gb"]  # one token, one sequence: the page pastes llama8_bf16_read_gb
     out["batch_gain"] = out["batch_full2048_tok_s"] / out["batch_b1_tok_s"]
     out["batch_full2048_user_tok_s"] = out["batch_full2048_tok_s"] / fit[2048]
     return out

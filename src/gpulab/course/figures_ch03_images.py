@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpulab.course.derivations import BERT_BASE_PARAMS, SD35
+from gpulab.course.derivations import BERT_BASE_PARAMS, SD35, SD35_MEDIUM
+from gpulab.estimate import basis
 from gpulab.reference import specs
 
 __all__ = ["figures"]
@@ -91,12 +92,14 @@ def _sd35() -> dict[str, Any]:
     tokens = SD35.image_tokens + SD35.text_tokens
     matmul, attention = SD35.pass_flops()  # the one count, shared with the fact-check
     per_pass = matmul + attention
-    guided = per_pass * 2 * SD35.large_steps  # classifier-free guidance: a batch of 2 per step
+    guided = per_pass * 2 * SD35.steps  # classifier-free guidance: a batch of 2 per step
     turbo = per_pass * SD35.turbo_steps  # Large Turbo: no guidance
-    r4090, cpu = specs.get_gpu("RTX 4090"), specs.get_cpu("Core i9-13900K")
-    gpu_peak, cpu_peak = r4090.peak_flops("bf16"), cpu.peak_fp32_flops("turbo")
+    r4090 = specs.get_gpu("RTX 4090")
+    cpu_tflops = basis.cpu_peak_tflops()  # every core at its all-core turbo (chapter 1)
+    gpu_peak, cpu_peak = r4090.peak_flops("bf16"), cpu_tflops * 1e12
+    medium = sum(SD35_MEDIUM.pass_flops()) * 2 * SD35_MEDIUM.steps  # guided, diffusers' steps
     return {
-        "sd35_params_b": SD35.large_params / 1e9,
+        "sd35_params_b": SD35.params / 1e9,
         "sd35_depth": SD35.depth,
         "sd35_heads": SD35.heads,
         "sd35_head_dim": SD35.head_dim,
@@ -111,12 +114,12 @@ def _sd35() -> dict[str, Any]:
         "sd35_matmul_tflop": matmul / 1e12,
         "sd35_attention_tflop": attention / 1e12,
         "sd35_pass_tflop": per_pass / 1e12,
-        "sd35_steps": SD35.large_steps,
+        "sd35_steps": SD35.steps,
         "sd35_turbo_steps": SD35.turbo_steps,
         "sd35_image_tflop": guided / 1e12,
         "sd35_turbo_image_tflop": turbo / 1e12,
         "rtx4090_fp16_fp16acc_tflops": r4090.peak_tflops["fp16_fp16acc"],
-        "cpu_maxturbo_tflops": cpu_peak / 1e12,
+        "cpu_allcore_tflops": cpu_tflops,
         "sd35_rtx4090_min_s": guided / gpu_peak,
         "sd35_rtx4090_fp16acc_min_s": guided / (r4090.peak_tflops["fp16_fp16acc"] * 1e12),
         "sd35_cpu_min_s": guided / cpu_peak,
@@ -128,7 +131,17 @@ def _sd35() -> dict[str, Any]:
         "claim75_turbo_gpu_share": turbo / ARTICLE_SD35_S["gpu"] / gpu_peak,
         "claim75_turbo_cpu_share": turbo / ARTICLE_SD35_S["cpu"] / cpu_peak,
         "claim75_ratio": ARTICLE_SD35_S["cpu"] / ARTICLE_SD35_S["gpu"],
-        "bf16_ratio_maxturbo": gpu_peak / cpu_peak,
+        "bf16_ratio_allcore": r4090.peak_tflops["bf16"] / cpu_tflops,  # as chapter 1 has it
+        "sd35m_params_b": SD35_MEDIUM.params / 1e9,
+        "sd35m_depth": SD35_MEDIUM.depth,
+        "sd35m_width": SD35_MEDIUM.width,
+        "sd35m_dual_layers": SD35_MEDIUM.dual_attention_layers,
+        "sd35m_pass_tflop": sum(SD35_MEDIUM.pass_flops()) / 1e12,
+        "sd35m_image_tflop": medium / 1e12,
+        "sd35m_rtx4090_min_s": medium / gpu_peak,
+        "sd35m_cpu_min_s": medium / cpu_peak,
+        "claim75_medium_gpu_needs_x_peak": medium / ARTICLE_SD35_S["gpu"] / gpu_peak,
+        "claim75_medium_cpu_needs_x_peak": medium / ARTICLE_SD35_S["cpu"] / cpu_peak,
     }
 
 
@@ -138,7 +151,6 @@ def _embeddings() -> dict[str, Any]:
     matrices = BERT_LAYERS * (4 * BERT_HIDDEN**2 + 2 * BERT_HIDDEN * 4 * BERT_HIDDEN)
     attention = BERT_LAYERS * 4 * CHUNK_TOKENS * BERT_HIDDEN  # per token, full square
     exact = (2 * matrices + attention) * CHUNK_TOKENS
-    cpu = specs.get_cpu("Core i9-13900K")
     out = {
         "bert_params_m": BERT_BASE_PARAMS / 1e6,
         "bert_layers": BERT_LAYERS,
@@ -147,8 +159,8 @@ def _embeddings() -> dict[str, Any]:
         "bert_chunk_gflop": per_chunk / 1e9,
         "bert_matrix_params_m": matrices / 1e6,
         "bert_chunk_exact_gflop": exact / 1e9,
-        "embed_desktop_share_lo": EMBED_TFLOPS["desktop"] * 1e12 / cpu.peak_fp32_flops("turbo"),
-        "embed_desktop_share_hi": EMBED_TFLOPS["desktop"] * 1e12 / cpu.peak_fp32_flops("base"),
+        "embed_desktop_share_lo": EMBED_TFLOPS["desktop"] / basis.cpu_peak_tflops(clocks="turbo"),
+        "embed_desktop_share_hi": EMBED_TFLOPS["desktop"] / basis.cpu_peak_tflops(clocks="base"),
         "embed_gpu_share": EMBED_TFLOPS["gpu"] / specs.get_gpu("RTX 4090").peak_tflops["bf16"],
         "embed_ratio_lo": EMBED_TFLOPS["gpu"] / EMBED_TFLOPS["desktop"],
         "embed_ratio_hi": EMBED_TFLOPS["gpu"] / EMBED_TFLOPS["laptop"],

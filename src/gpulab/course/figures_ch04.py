@@ -13,7 +13,7 @@ from gpulab.core.units import GB
 from gpulab.course import claims_hardware, derivations  # noqa: F401 (registers its derivations)
 from gpulab.course.claims_models import ARTICLE_GPU_LAYERS
 from gpulab.course.claims_speed import ARTICLE_DECODE_TOK_S
-from gpulab.estimate import memory, perf
+from gpulab.estimate import basis, memory, perf
 from gpulab.reference import models, specs
 from gpulab.reference.formats import ACTIVATION_BYTES, KV_FORMATS, bits_per_weight
 
@@ -57,8 +57,8 @@ def _ram_gbs() -> float:
 def _backend_table() -> dict[str, Any]:
     """Llama-2-7B's weight bytes and its decode bound (bandwidth / weights) on five devices."""
     s = models.get("Llama-2-7B")
-    fp16_gb = memory.weight_bytes(s, "fp16") / GB
-    q4_gb = memory.weight_bytes(s, "q4_k_m") / GB
+    fp16_gb = basis.weights_gb("Llama-2-7B", "fp16")
+    q4_gb = basis.weights_gb("Llama-2-7B", "q4_k_m")
     out: dict[str, Any] = {
         "llama7_params": s.n_params,
         "llama7_params_b": s.n_params / 1e9,
@@ -67,18 +67,19 @@ def _backend_table() -> dict[str, Any]:
         "llama7_fp16_gb": fp16_gb,
         "llama7_q4km_gb": q4_gb,
     }
-    devices = {
-        "rtx4090": _gpu("RTX 4090").bandwidth_gbs,
-        "rx7900xtx": _gpu("AMD Radeon RX 7900 XTX").bandwidth_gbs,
-        "m3ultra": _gpu("Apple M3 Ultra").bandwidth_gbs,
-        "m3max": _gpu("Apple M3 Max").bandwidth_gbs,
-        "ddr5": _ram_gbs(),
+    names = {
+        "rtx4090": "RTX 4090",
+        "rx7900xtx": "AMD Radeon RX 7900 XTX",
+        "m3ultra": "Apple M3 Ultra",
+        "m3max": "Apple M3 Max",
+        "ddr5": "Core i9-13900K",  # its dual-channel DDR5-5600
     }
+    devices = {key: basis.bandwidth_gbs(name) for key, name in names.items()}
     for key, bw in devices.items():
         out["ddr5_5600_gbs" if key == "ddr5" else f"{key}_gbs"] = bw  # the RAM's, by its speed
         for fmt in ("q4_k_m", "fp16"):  # a token reads every weight but the embedding table's
-            out[f"llama7_{fmt.replace('_', '')}_{key}_bound_tok_s"] = perf.decode_tokens_per_s(
-                s, fmt, "bf16", 1, 1, bw
+            out[f"llama7_{fmt.replace('_', '')}_{key}_bound_tok_s"] = basis.bound_tok_s(
+                "Llama-2-7B", fmt, names[key]
             )
     article = {
         "rtx4090": ARTICLE_DECODE_TOK_S["rtx4090"],
@@ -98,10 +99,10 @@ def _backend_table() -> dict[str, Any]:
     out["article_share_of_fp16_bound_max"] = max(shares16)
     out["article_share_of_q4km_bound_min"] = min(shares4)
     out["article_share_of_q4km_bound_max"] = max(shares4)
-    # what gpulab.perf says for the same model: it adds the KV cache of a 2048-token context
+    # the same bound with the KV cache of a 2048-token context
     for fmt in ("q4_k_m", "fp16"):
-        out[f"llama7_{fmt.replace('_', '')}_rtx4090_perf_tok_s"] = perf.decode_tokens_per_s(
-            s, fmt, "fp16", 1, 2048, devices["rtx4090"]
+        out[f"llama7_{fmt.replace('_', '')}_rtx4090_2k_bound_tok_s"] = basis.bound_tok_s(
+            "Llama-2-7B", fmt, "RTX 4090", context=2048
         )
     out["perf_context_tokens"] = 2048
     return out
@@ -190,18 +191,15 @@ def _layers() -> dict[str, Any]:
     n_float = (card - LLAMACPP_BUFFERS_BYTES - kv) / layer_bytes
     n_reported_float = (reported - LLAMACPP_BUFFERS_BYTES - kv) / layer_bytes
     n = math.floor(n_float)
-    n_gpulab = memory.gpu_layers_that_fit(s, g.model_memory_bytes, "q4_k_m", seq_len=CONTEXT)
+    n_gpulab = basis.gpu_layers("Llama-3-70B", "q4_k_m", "RTX 4090", CONTEXT)
     # the cost of the layers left in RAM: each layer's weights and KV cache, the head on the CPU
     per_layer_read = memory.layer_bytes(s, "q4_k_m", CONTEXT, "fp16")[0]
     head = s.params_by_component()["lm_head"] * bits / 8
-    gpu_read = n * per_layer_read
-    cpu_read = (s.n_layers - n) * per_layer_read + head
+    gpu_read, cpu_read = perf.offloaded_bytes(s, n, "q4_k_m", CONTEXT)
     t_gpu, t_cpu = gpu_read / (g.bandwidth_gbs * 1e9), cpu_read / (_ram_gbs() * 1e9)
-    offloaded = perf.offloaded_tokens_per_s(
-        s, n, "q4_k_m", g.bandwidth_gbs, _ram_gbs(), CONTEXT, "fp16"
-    )
-    step = perf.decode_bytes_per_step(s, "q4_k_m", "fp16", 1, CONTEXT)
-    fitted = perf.decode_tokens_per_s(s, "q4_k_m", "fp16", 1, CONTEXT, g.bandwidth_gbs)
+    offloaded = basis.offload_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", CONTEXT, layers_on_gpu=n)
+    step = basis.read_gb("Llama-3-70B", "q4_k_m", context=CONTEXT)
+    fitted = basis.bound_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", context=CONTEXT)
     return {
         "llama70_hidden": h,
         "llama70_heads": s.n_heads,
@@ -218,7 +216,7 @@ def _layers() -> dict[str, Any]:
         "llama70_layer_params": layer,
         "llama70_params": s.n_params,
         "llama70_q4km_layer_mb": layer_bytes / 1e6,
-        "llama70_q4km_gb": memory.weight_bytes(s, "q4_k_m") / GB,
+        "llama70_q4km_gb": basis.weights_gb("Llama-3-70B", "q4_k_m"),
         "llama70_kv_bytes_per_token": kv_tok,
         "ngl_context_tokens": CONTEXT,
         "llama70_kv_4k_gb": kv / GB,
@@ -237,15 +235,15 @@ def _layers() -> dict[str, Any]:
         "ngl_layers_in_ram": s.n_layers - n,
         "llama70_q4km_layer_read_mb": per_layer_read / 1e6,
         "llama70_q4km_head_mb": head / 1e6,
-        "offload_gpu_read_gb": gpu_read / GB,
-        "offload_cpu_read_gb": cpu_read / GB,
+        "offload_from_vram_gb": gpu_read / GB,
+        "offload_from_ram_gb": cpu_read / GB,
         "offload_gpu_read_ms": t_gpu * 1e3,
         "offload_cpu_read_ms": t_cpu * 1e3,
         "offload_step_ms": (t_gpu + t_cpu) * 1e3,
         "offload_tok_s": offloaded,
         "offload_ram_share": cpu_read / (gpu_read + cpu_read),
-        "llama70_q4km_4k_read_gb": step / GB,
-        "llama70_q4km_4k_rtx4090_bound_tok_s": fitted,
+        "llama70_q4km_4k_read_gb": step,
+        "llama70_q4km_rtx4090_4k_bound_tok_s": fitted,
         "offload_slowdown_x": fitted / offloaded,
     }
 
@@ -256,7 +254,7 @@ def _deepseek() -> dict[str, Any]:
     bits = bits_per_weight("q4_k_m")
     on_gpu = ARTICLE_GPU_LAYERS  # the article's OLLAMA_GPU_LAYERS=35 (claims 17, 72)
     return {
-        "r1_q4km_gb": memory.weight_bytes(s, "q4_k_m") / GB,
+        "r1_q4km_gb": basis.weights_gb("DeepSeek-R1", "q4_k_m"),
         "r1_layers": s.n_layers,
         "article_gpu_layers": on_gpu,
         "r1_q4km_35_layers_gb": sum(s.layer_params(i) for i in range(on_gpu)) * bits / 8 / GB,

@@ -16,7 +16,7 @@ from typing import Any
 
 from gpulab.core.units import GB
 from gpulab.course import claims_buying as article
-from gpulab.estimate import choose, collectives, cost, memory, perf, power, serving
+from gpulab.estimate import basis, choose, collectives, cost, memory, perf, power, serving
 from gpulab.estimate.choose import Workload
 from gpulab.reference import links, models, specs
 from gpulab.reference.modelspec import ModelSpec
@@ -198,11 +198,8 @@ def _s70() -> ModelSpec:
 
 def _offload_4090(fmt: str, ctx: int) -> tuple[int, float]:
     """Layers of Llama-3-70B that fit one RTX 4090, and the decode bound with the rest in RAM."""
-    g, cpu = _gpu("RTX 4090"), specs.get_cpu(CPU)
-    ngl = memory.gpu_layers_that_fit(_s70(), g.model_memory_bytes, fmt, ctx, "fp16")
-    return ngl, perf.offloaded_tokens_per_s(
-        _s70(), ngl, fmt, g.bandwidth_gbs, cpu.memory_bandwidth_gbs, ctx, "fp16"
-    )
+    ngl = basis.gpu_layers("Llama-3-70B", fmt, "RTX 4090", ctx)
+    return ngl, basis.offload_tok_s("Llama-3-70B", fmt, "RTX 4090", ctx, CPU)
 
 
 def _misconceptions() -> dict[str, Any]:
@@ -212,14 +209,13 @@ def _misconceptions() -> dict[str, Any]:
     two = choose.evaluate(Workload("Llama-3-70B", "int4", 2048), "RTX 4090", 2)
     pcie = links.gpu_link("RTX 4090", "pcie")
 
-    def decode(bandwidth_gbs: float) -> float:
-        return perf.decode_tokens_per_s(s3, "q4_k_m", "fp16", 1, 4096, bandwidth_gbs)
+    def decode(device: str) -> float:
+        return basis.bound_tok_s("Llama-3.2-3B", "q4_k_m", device, context=4096)
 
-    cpu_tps, gpu_tps, big_tps = (
-        decode(bw) for bw in (cpu.memory_bandwidth_gbs, g4060.bandwidth_gbs, g4090.bandwidth_gbs)
-    )
+    cpu_tps, gpu_tps, big_tps = (decode(d) for d in (CPU, "RTX 4060 Ti 16GB", "RTX 4090"))
     flops = perf.forward_flops(s3, PROMPT_TOKENS, PROMPT_TOKENS)
-    prompt_cpu, prompt_gpu = flops / cpu.peak_fp32_flops("turbo"), flops / g4060.peak_flops("bf16")
+    prompt_cpu = flops / (basis.cpu_peak_tflops(CPU) * 1e12)  # the realistic all-core peak
+    prompt_gpu = flops / g4060.peak_flops("bf16")
     team = choose.evaluate(Workload("Qwen2.5-7B", "int4", 4096, 10, prefill_batch=1), "RTX 4090")
     ngl, offloaded = _offload_4090("q4_k_m", 4096)
     bws = [g4090.bandwidth_gbs] * 2

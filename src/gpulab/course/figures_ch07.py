@@ -16,7 +16,7 @@ from typing import Any
 
 from gpulab.core.units import GB, GIB, MIB
 from gpulab.course.claims_models import ARTICLE_TEST_BOX
-from gpulab.estimate import collectives, memory, parallel, perf, serving
+from gpulab.estimate import basis, collectives, memory, parallel, serving
 from gpulab.machine import rules
 from gpulab.reference import links, models, specs
 from gpulab.reference.formats import (
@@ -164,7 +164,7 @@ def allreduce_figures() -> dict[str, Any]:
         "llama7_layers": spec.n_layers,
         "lora_attention_io": spec.hidden_size + q,  # inputs + outputs of q (and of k, v, o: MHA)
         "lora_mlp_io": spec.hidden_size + spec.intermediate_size,  # of gate, up and down
-        "llama7_full_finetune_gb": _gb(states),
+        "llama7_full_finetune_gb": basis.full_finetune_gb(SMALL, RECIPE, OPTIMIZER),
         "two_3090_usable_gb": _gb(pair),
         "llama7_full_ft_two_3090_fit": "fits" if states <= pair / 2 else "fits in no split",
         "tinygrad_gpus": TINYGRAD_ALLREDUCE["gpus"],
@@ -225,7 +225,7 @@ def _decode_parts(spec: ModelSpec, fmt: str, context: int) -> dict[str, float]:
     parts = spec.params_by_component()
     kept = parts["lm_head"] + parts["norms"]
     quantized = spec.n_params - parts["embedding"] - kept
-    total = perf.decode_bytes_per_step(spec, fmt, "bf16", 1, context)
+    total = basis.read_gb(spec.name, fmt, context=context) * GB
     matrices = quantized * bits_per_weight(fmt) / 8
     head = kept * DTYPE_BYTES["bf16"]
     kv = memory.kv_cache_bytes(spec, context, 1, "bf16")
@@ -261,12 +261,8 @@ def two_card_figures() -> dict[str, Any]:
         spec, [s3090.bandwidth_gbs] * 2, "int4", seq_len=CONTEXT
     )
     ram = specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
-    on_gpu = memory.gpu_layers_that_fit(
-        spec, s4090.model_memory_bytes, "int4", seq_len=CONTEXT, kv_cache="bf16"
-    )
-    offloaded = perf.offloaded_tokens_per_s(
-        spec, min(on_gpu, spec.n_layers), "int4", s4090.bandwidth_gbs, ram, CONTEXT, "bf16"
-    )
+    on_gpu = basis.gpu_layers(BIG, "int4", "RTX 4090", CONTEXT)
+    offloaded = basis.offload_tok_s(BIG, "int4", "RTX 4090", CONTEXT)
     calls = 2 * spec.n_layers
     read_per_card = d["total"] / 2 / (s3090.bandwidth_gbs * 1e9)
     return {
@@ -282,9 +278,9 @@ def two_card_figures() -> dict[str, Any]:
         "llama70_head_norm_gb": _gb(d["head"]),
         "llama70_embedding_read_words": _embedding_words(d["embedding"], handover),
         "llama70_kv_4k_gb": _gb(d["kv"]),
-        "llama70_int4_read_per_token_gb": _gb(d["total"]),
-        "llama70_int4_gb": _gb(memory.weight_bytes(spec, "int4")),
-        "llama70_q4km_gb": _gb(memory.weight_bytes(spec, "q4_k_m")),
+        "llama70_int4_4k_read_gb": basis.read_gb(BIG, "int4", context=CONTEXT),
+        "llama70_int4_gb": basis.weights_gb(BIG, "int4"),
+        "llama70_q4km_gb": basis.weights_gb(BIG, "q4_k_m"),
         "rtx3090_gbs": s3090.bandwidth_gbs,
         "llama70_int4_two_3090_tok_s": split,
         "llama70_int4_per_card_gb": _gb(per_card),
@@ -310,17 +306,17 @@ def two_card_figures() -> dict[str, Any]:
 
 def moe_figures() -> dict[str, Any]:
     """DeepSeek-R1 against the dense 70B: bytes read per token, and its weights at int4."""
-    r1, dense = models.get(MOE), models.get(BIG)
-    r1_read = perf.decode_bytes_per_step(r1, "int4", "bf16", 1, CONTEXT)
-    dense_read = perf.decode_bytes_per_step(dense, "int4", "bf16", 1, CONTEXT)
-    weights = memory.weight_bytes(r1, "int4")
+    r1 = models.get(MOE)
+    # an empty cache, as chapter 3 and the fact-check compare the two (claim 58)
+    r1_read, dense_read = basis.read_gb(MOE, "int4"), basis.read_gb(BIG, "int4")
     a100 = specs.get_gpu("A100 80GB SXM")
     return {
         "r1_active_b": r1.n_active_params / 1e9,
         "r1_params_b": r1.n_params / 1e9,
-        "r1_int4_read_per_token_gb": _gb(r1_read),
+        "r1_int4_read_gb": r1_read,
+        "llama70_int4_read_gb": dense_read,
         "r1_vs_dense_read": r1_read / dense_read,
-        "r1_int4_gb": _gb(weights),
+        "r1_int4_gb": basis.weights_gb(MOE, "int4"),
         "article_vram_gb": ARTICLE_TEST_BOX["vram_gb"],
         "article_ram_gb": ARTICLE_TEST_BOX["ram_gb"],
         "four_a100_usable_gb": _gb(4 * a100.model_memory_bytes),

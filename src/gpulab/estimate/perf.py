@@ -28,6 +28,7 @@ __all__ = [
     "attention_flops_per_token",
     "decode_bytes_per_step",
     "decode_tokens_per_s",
+    "offloaded_bytes",
     "offloaded_tokens_per_s",
     "forward_flops",
     "matmul_params",
@@ -193,21 +194,20 @@ def prefill_seconds(
 
 
 @checked
-def offloaded_tokens_per_s(
+def offloaded_bytes(
     spec: ModelSpec,
     gpu_layers: NonNegativeInt,
     weights: WeightFormatName = "q4_k_m",
-    gpu_bandwidth_gbs: PositiveFloat = 1008,
-    cpu_bandwidth_gbs: PositiveFloat = 89.6,
     seq_len: PositiveInt = 4096,
     kv_cache: KVFormat = "fp16",
-) -> float:
-    """Decode bound with the first `gpu_layers` layers on the GPU and the rest read from RAM.
+) -> tuple[float, float]:
+    """(bytes a token reads on the GPU, bytes it reads from RAM) with the first `gpu_layers`
+    layers on the GPU: together what `decode_bytes_per_step` counts.
 
-    Each token reads the GPU's layers at its bandwidth and the others at the CPU's (RAM)
-    bandwidth, one after the other; the output head counts on the GPU side when every layer
-    is there (gpu_layers > n_layers), else on the CPU side. In a mixture-of-experts layer a
-    token reads only the experts it is routed to, as in `decode_bytes_per_step`.
+    The layers left in RAM (their weights and KV cache) are read there; the output head too,
+    unless every layer is on the GPU (gpu_layers > n_layers); the embedding row and the final
+    norm stay on the GPU. In a mixture-of-experts layer a token reads only the experts it is
+    routed to.
     """
     if gpu_layers > spec.n_layers + 1:
         raise GpulabConfigError(
@@ -226,12 +226,29 @@ def offloaded_tokens_per_s(
         size - (unread if spec.is_moe and spec.is_moe_layer(i) else 0)
         for i, size in enumerate(layer_bytes(spec, weights, seq_len, kv_cache))
     ]
-    on_gpu = sum(layers[:gpu_layers])
-    on_cpu = sum(layers[gpu_layers:])
+    fmt = weight_format(weights)
+    per_head_param = 2 if fmt.keeps_embeddings_16bit else fmt.bits_per_weight / 8
     parts = spec.params_by_component()
-    head = (parts["lm_head"] or parts["embedding"]) * bits_per_weight(weights) / 8
-    if gpu_layers > spec.n_layers:
-        on_gpu += head
-    else:
-        on_cpu += head
+    head = (parts["lm_head"] or parts["embedding"]) * per_head_param
+    on_cpu = sum(layers[gpu_layers:]) + (head if gpu_layers <= spec.n_layers else 0)
+    return decode_bytes_per_step(spec, weights, kv_cache, 1, seq_len) - on_cpu, on_cpu
+
+
+@checked
+def offloaded_tokens_per_s(
+    spec: ModelSpec,
+    gpu_layers: NonNegativeInt,
+    weights: WeightFormatName = "q4_k_m",
+    gpu_bandwidth_gbs: PositiveFloat = 1008,
+    cpu_bandwidth_gbs: PositiveFloat = 89.6,
+    seq_len: PositiveInt = 4096,
+    kv_cache: KVFormat = "fp16",
+) -> float:
+    """Decode bound with the first `gpu_layers` layers on the GPU and the rest read from RAM.
+
+    A token reads the two parts of `offloaded_bytes` one after the other, each at its device's
+    bandwidth. With every layer and the head on the GPU this is `decode_tokens_per_s` exactly:
+    one basis for a decode bound.
+    """
+    on_gpu, on_cpu = offloaded_bytes(spec, gpu_layers, weights, seq_len, kv_cache)
     return 1.0 / (on_gpu / (gpu_bandwidth_gbs * 1e9) + on_cpu / (cpu_bandwidth_gbs * 1e9))
