@@ -163,10 +163,10 @@ def test_sizes_finetune_and_cpu_peak_by_hand():
 
 def test_offloaded_bound_is_the_bound_when_every_layer_fits():
     every = 80 + 1  # Llama-3-70B's layers and its output head
-    full = basis.offload_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", 4096, layers_on_gpu=every)
+    full = basis.offload_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", 4096, gpu_layers=every)
     bound = basis.bound_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", context=4096)
     assert full == pytest.approx(bound, rel=1e-12)
-    assert basis.gpu_layers("Llama-3-70B", "q4_k_m", "RTX 4090") < 80
+    assert basis.layers_that_fit("Llama-3-70B", "q4_k_m", "RTX 4090") < 80
     assert basis.offload_tok_s("Llama-3-70B", "q4_k_m") < bound / 4
 
 

@@ -116,7 +116,7 @@ def llama2_7b_weights() -> Computed:
 def offload_slowdown_70b_on_4090() -> Computed:
     s, g = models.get("Llama-3-70B"), gpu("RTX 4090")
     ram = cpu_13900k().memory_bandwidth_gbs
-    n = basis.gpu_layers("Llama-3-70B", "q4_k_m", "RTX 4090", 4096)
+    n = basis.layers_that_fit("Llama-3-70B", "q4_k_m", "RTX 4090", 4096)
     part = basis.offload_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", 4096, "Core i9-13900K")
     full = basis.bound_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", context=4096)
     r = full / part

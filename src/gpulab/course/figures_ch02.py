@@ -307,7 +307,7 @@ def _offload() -> dict[str, Any]:
     cpu = specs.get_cpu("Core i9-13900K")
     ram, pcie = cpu.memory_bandwidth_gbs, links.pcie(4, 16).bytes_per_s / 1e9
     case = ("Llama-3-70B", "q4_k_m")
-    n = basis.gpu_layers(*case, "RTX 4090", OFFLOAD_CONTEXT)
+    n = basis.layers_that_fit(*case, "RTX 4090", OFFLOAD_CONTEXT)
     sizes = memory.layer_bytes(s, "q4_k_m", OFFLOAD_CONTEXT)
     parts = s.params_by_component()
     head = (parts["lm_head"] or parts["embedding"]) * formats.bits_per_weight("q4_k_m") / 8

@@ -208,7 +208,7 @@ def _llama70() -> dict[str, Any]:
     read = basis.read_gb("Llama-3-70B", "int4")
     h200 = specs.get_gpu("H200")
     ram = specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
-    layers = basis.gpu_layers("Llama-3-70B", "q4_k_m", "RTX 4090", FIT_CONTEXT)
+    layers = basis.layers_that_fit("Llama-3-70B", "q4_k_m", "RTX 4090", FIT_CONTEXT)
     return {
         "llama70_45_needs_tbs": ARTICLE_DECODE_TOK_S[74] * read * GB / 1e12,
         "llama70_int4_h200_bound_tok_s": basis.bound_tok_s("Llama-3-70B", "int4", "H200"),

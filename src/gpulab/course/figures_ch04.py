@@ -191,13 +191,13 @@ def _layers() -> dict[str, Any]:
     n_float = (card - LLAMACPP_BUFFERS_BYTES - kv) / layer_bytes
     n_reported_float = (reported - LLAMACPP_BUFFERS_BYTES - kv) / layer_bytes
     n = math.floor(n_float)
-    n_gpulab = basis.gpu_layers("Llama-3-70B", "q4_k_m", "RTX 4090", CONTEXT)
+    n_gpulab = basis.layers_that_fit("Llama-3-70B", "q4_k_m", "RTX 4090", CONTEXT)
     # the cost of the layers left in RAM: each layer's weights and KV cache, the head on the CPU
     per_layer_read = memory.layer_bytes(s, "q4_k_m", CONTEXT, "fp16")[0]
     head = s.params_by_component()["lm_head"] * bits / 8
     gpu_read, cpu_read = perf.offloaded_bytes(s, n, "q4_k_m", CONTEXT)
     t_gpu, t_cpu = gpu_read / (g.bandwidth_gbs * 1e9), cpu_read / (_ram_gbs() * 1e9)
-    offloaded = basis.offload_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", CONTEXT, layers_on_gpu=n)
+    offloaded = basis.offload_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", CONTEXT, gpu_layers=n)
     step = basis.read_gb("Llama-3-70B", "q4_k_m", context=CONTEXT)
     fitted = basis.bound_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", context=CONTEXT)
     return {

@@ -198,7 +198,7 @@ def _s70() -> ModelSpec:
 
 def _offload_4090(fmt: str, ctx: int) -> tuple[int, float]:
     """Layers of Llama-3-70B that fit one RTX 4090, and the decode bound with the rest in RAM."""
-    ngl = basis.gpu_layers("Llama-3-70B", fmt, "RTX 4090", ctx)
+    ngl = basis.layers_that_fit("Llama-3-70B", fmt, "RTX 4090", ctx)
     return ngl, basis.offload_tok_s("Llama-3-70B", fmt, "RTX 4090", ctx, CPU)
 
 

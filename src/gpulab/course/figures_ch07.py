@@ -261,7 +261,7 @@ def two_card_figures() -> dict[str, Any]:
         spec, [s3090.bandwidth_gbs] * 2, "int4", seq_len=CONTEXT
     )
     ram = specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
-    on_gpu = basis.gpu_layers(BIG, "int4", "RTX 4090", CONTEXT)
+    on_gpu = basis.layers_that_fit(BIG, "int4", "RTX 4090", CONTEXT)
     offloaded = basis.offload_tok_s(BIG, "int4", "RTX 4090", CONTEXT)
     calls = 2 * spec.n_layers
     read_per_card = d["total"] / 2 / (s3090.bandwidth_gbs * 1e9)

@@ -35,6 +35,7 @@ import inspect
 from collections.abc import Callable
 from typing import Annotated, Any
 
+from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import GB
 from gpulab.core.validate import NonNegativeInt, OneOf, PositiveFloat, PositiveInt, checked
 from gpulab.estimate import memory, perf
@@ -52,7 +53,7 @@ __all__ = [
     "bound_tok_s",
     "cpu_peak_tflops",
     "full_finetune_gb",
-    "gpu_layers",
+    "layers_that_fit",
     "offload_tok_s",
     "read_gb",
     "weights_gb",
@@ -117,11 +118,40 @@ def _kind(kind: str) -> Callable[[Callable[..., float]], Callable[..., Quantity]
 @checked
 def bandwidth_gbs(device: str | PositiveFloat) -> float:
     """GB/s of a device: a GPU's memory, a CPU's RAM at its peak, or the bandwidth given."""
+    return _bandwidth(device, "device")
+
+
+def _bandwidth(device: str | float, field: str) -> float:
+    """bandwidth_gbs, with an error that names the caller's `field`."""
     if not isinstance(device, str):
         return float(device)
     if device in specs.load_gpus():
         return specs.get_gpu(device).bandwidth_gbs
-    return specs.get_cpu(device).memory_bandwidth_gbs
+    try:
+        return specs.get_cpu(device).memory_bandwidth_gbs
+    except GpulabConfigError as err:
+        raise GpulabConfigError(
+            f"{field}={device!r} is neither a GPU of the spec table "
+            f"({', '.join(specs.sorted_gpu_names())}) nor a CPU ({_known_cpus(err)}), nor a "
+            "bandwidth in GB/s",
+            field,
+        ) from None
+
+
+def _known_cpus(err: GpulabConfigError) -> str:
+    """The CPU names a specs.get_cpu error lists."""
+    return str(err).rsplit("known: ", 1)[-1]
+
+
+def _gpu(name: str, field: str = "gpu") -> specs.GPUSpec:
+    """A GPU of the spec table, with an error that names the caller's `field`."""
+    if name not in specs.load_gpus():
+        raise GpulabConfigError(
+            f"{field}={name!r} is not a GPU of the spec table; choose one of: "
+            f"{', '.join(specs.sorted_gpu_names())}",
+            field,
+        )
+    return specs.get_gpu(name)
 
 
 @_kind("model size")
@@ -151,14 +181,16 @@ def bound_tok_s(
     batch: PositiveInt = 1,
 ) -> float:
     """Upper bound on tokens/s (all sequences together): batch x bandwidth / read_gb."""
-    return batch * bandwidth_gbs(device) / read_gb(model, fmt, context, batch)
+    return batch * _bandwidth(device, "device") / read_gb(model, fmt, context, batch)
 
 
 @checked
-def gpu_layers(model: str, fmt: WeightFormatName, gpu: str, context: PositiveInt = 4096) -> int:
+def layers_that_fit(
+    model: str, fmt: WeightFormatName, gpu: str, context: PositiveInt = 4096
+) -> int:
     """Decoder layers (+1 for the head) that fit on `gpu` with a KV cache of `context` tokens,
     as llama.cpp's -ngl and Ollama's automatic split count them (memory.gpu_layers_that_fit)."""
-    card = specs.get_gpu(gpu)
+    card = _gpu(gpu)
     return memory.gpu_layers_that_fit(models.get(model), card.model_memory_bytes, fmt, context)
 
 
@@ -170,12 +202,12 @@ def offload_tok_s(
     gpu: str = "RTX 4090",
     context: PositiveInt = 4096,
     ram: str | PositiveFloat = "Core i9-13900K",
-    layers_on_gpu: NonNegativeInt | None = None,
+    gpu_layers: NonNegativeInt | None = None,
 ) -> float:
     """Decode bound with the first layers on `gpu` and the rest computed by the CPU from `ram`
-    (perf.offloaded_tokens_per_s): as many as fit (gpu_layers) unless `layers_on_gpu` says."""
-    n = gpu_layers(model, fmt, gpu, context) if layers_on_gpu is None else layers_on_gpu
-    gpu_gbs, ram_gbs = bandwidth_gbs(gpu), bandwidth_gbs(ram)
+    (perf.offloaded_tokens_per_s): as many as fit (layers_that_fit) unless `gpu_layers` says."""
+    n = layers_that_fit(model, fmt, gpu, context) if gpu_layers is None else gpu_layers
+    gpu_gbs, ram_gbs = _gpu(gpu).bandwidth_gbs, _bandwidth(ram, "ram")
     spec = models.get(model)
     return perf.offloaded_tokens_per_s(spec, n, fmt, gpu_gbs, ram_gbs, context, KV_CACHE)
 
@@ -196,4 +228,10 @@ def full_finetune_gb(
 def cpu_peak_tflops(cpu: str = "Core i9-13900K", clocks: CpuClock = "all-core") -> float:
     """A CPU's FP32 peak in TFLOP/s at a clock setting (specs.CPUSpec.peak_fp32_flops); the
     all-core turbo is the realistic peak of a parallel kernel."""
-    return specs.get_cpu(cpu).peak_fp32_flops(clocks) / 1e12
+    try:
+        spec = specs.get_cpu(cpu)
+    except GpulabConfigError as err:
+        raise GpulabConfigError(
+            f"cpu={cpu!r} is not a CPU of the spec table; known: {_known_cpus(err)}", "cpu"
+        ) from None
+    return spec.peak_fp32_flops(clocks) / 1e12

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Annotated
 
+from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import OneOf, checked
 
 __all__ = [
@@ -22,6 +23,7 @@ __all__ = [
     "AUTOCAST_PRECISIONS",
     "DTYPE_BYTES",
     "KV_FORMATS",
+    "PUBLISHED_FILES",
     "TRAINING_PRECISIONS",
     "WEIGHT_FORMATS",
     "ActivationDtype",
@@ -31,6 +33,7 @@ __all__ = [
     "WeightFormat",
     "WeightFormatName",
     "bits_per_weight",
+    "published_file",
     "weight_format",
 ]
 
@@ -138,6 +141,18 @@ WEIGHT_FORMATS: dict[str, WeightFormat] = {
     ]
 }
 
+# Published quantized files whose size a format's bits per weight only approximate:
+# (catalogue model, format) -> (bytes of the file as published, where the figure is). A GGUF
+# k-quant mix gives some tensors more bits by their kind and layer, so its bits per weight depend
+# on the model: Q4_K_M's 4.84 is measured over the dense Llama-2-7B.
+PUBLISHED_FILES: dict[tuple[str, str], tuple[float, str]] = {
+    ("Mixtral-8x7B", "q4_k_m"): (
+        26.44e9,
+        "https://huggingface.co/TheBloke/Mixtral-8x7B-v0.1-GGUF, README 'Provided files' table: "
+        "mixtral-8x7b-v0.1.Q4_K_M.gguf, 26.44 GB",
+    ),
+}
+
 KV_FORMATS = {"fp32": 4.0, "fp16": 2.0, "bf16": 2.0, "fp8": 1.0, "int8": 1.0, "int4": 0.5}
 # Activations are held in the compute precision.
 ACTIVATION_BYTES = {"fp32": 4, "fp16": 2, "bf16": 2}
@@ -181,3 +196,13 @@ def weight_format(name: WeightFormatName) -> WeightFormat:
 def bits_per_weight(fmt: WeightFormatName) -> float:
     """Effective bits per weight of a named format, scales included (int4 -> 4.125)."""
     return WEIGHT_FORMATS[fmt.lower()].bits_per_weight
+
+
+@checked
+def published_file(model: str, fmt: WeightFormatName) -> tuple[float, str]:
+    """(bytes, source) of a published file of `model` in `fmt`, from PUBLISHED_FILES."""
+    key = (model, fmt.lower())
+    if key not in PUBLISHED_FILES:
+        known = ", ".join(f"{m} in {f}" for m, f in PUBLISHED_FILES)
+        raise GpulabConfigError(f"model={model!r}, fmt={fmt!r}: no published file; known: {known}")
+    return PUBLISHED_FILES[key]
