@@ -121,6 +121,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "claims_models",
         "claims_speed",
         "factcheck_claims",
+        "factcheck_rubric",
         "factcheck",
         "factcheck_words",
         "figures",

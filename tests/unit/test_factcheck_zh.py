@@ -52,6 +52,8 @@ def _english(entry: dict) -> dict[str, str]:
         out["reason"] = entry["reason"]
     if entry["derivation"].get("note"):
         out["note"] = entry["derivation"]["note"]
+    if entry.get("reading"):
+        out["reading"] = entry["reading"]
     return out
 
 
@@ -198,16 +200,19 @@ def test_the_english_markdown_of_a_claim_is_unchanged(claims):
     assert factcheck.markdown([claims[85]], lang="en") == factcheck.markdown([claims[85]])
     assert factcheck.rubric_markdown("en") == factcheck.rubric_markdown()
     assert factcheck.rubric_markdown().splitlines()[0] == (
-        "- **correct**: every part of the claim holds as stated (`correct.all-parts-hold`)."
+        "- **wrong**: every part of it is false (`wrong.false-any-reading`); or a part a reader "
+        "acts on is false, whatever else in it holds (`wrong.actionable-part-false`)."
     )
 
 
 def test_the_rubric_verdicts_sections_and_articles_in_chinese():
     text = factcheck.rubric_markdown("zh_CN")
-    assert (
-        text.splitlines()[0]
-        == "- **正确**：说法的每一部分都如其所述成立（`correct.all-parts-hold`）。"
+    assert text.splitlines()[3] == (
+        "- **正确**：每一部分都如其所述成立，没有留下未说明的条件（`correct.all-parts-hold`）。"
     )
+    # the rules under the list, each in Chinese
+    assert set(factcheck.RULE_WORDS["zh_CN"]) == set(factcheck.RULES)
+    assert all(factcheck.RULE_WORDS["zh_CN"][key] in text for key in factcheck.RULES)
     for verdict, clauses in factcheck.RUBRIC.items():
         assert f"- **{VERDICTS_ZH[verdict]}**：" in text
         assert all(

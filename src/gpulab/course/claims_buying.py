@@ -206,8 +206,8 @@ def h100_price_vs_claim() -> Computed:
     )
 
 
-def _per_million(usd_per_token: float, published: tuple[float, float]) -> Computed:
-    """The article's price per token as USD per 1M tokens, against a published (low, high) range."""
+def _per_million(usd_per_token: float, published: tuple[float, ...]) -> Computed:
+    """The article's price per token as USD per 1M tokens, against the published prices' range."""
     claimed = usd_per_token * 1e6
     p_lo, p_hi = min(published), max(published)
     lo, hi = claimed / p_hi, claimed / p_lo
@@ -235,7 +235,8 @@ def deepseek_r1_price_per_million() -> Computed:
 
 @register
 def llama3_70b_price_per_million() -> Computed:
-    return _per_million(ARTICLE_USD_PER_TOKEN["llama3_70b"], PRICES.llama3_70b_usd_per_m)
+    published = (*PRICES.llama3_70b_usd_per_m, PRICES.llama3_70b_bedrock_output_usd_per_m)
+    return _per_million(ARTICLE_USD_PER_TOKEN["llama3_70b"], published)
 
 
 @register

@@ -14,6 +14,7 @@ from gpulab.course.derivations import (
     DDR4_3200_DUAL_GBS,
     DDR5_4800_DUAL_GBS,
     GTX1650_GDDR6_GBS,
+    LLAMA_ZH_SAMPLE,
     LLAMACPP_4090_LLAMA2_7B_TOK_S,
     SD35,
     SD35_MEDIUM,
@@ -33,6 +34,7 @@ __all__: list[str] = []  # nothing to import: the functions register themselves
 ARTICLE_DECODE_TOK_S = {"rtx4090": 60, "rx7900xtx": 52, "m3_ultra": 38, "laptop": 2}
 EMBED_TFLOPS = {"cpu": 1, "gpu": 100}  # round rates for the embedding estimate (claim 118)
 ARTICLE_SD_S = {"cpu": 45, "gpu": 0.8}  # "CPU 45 s -> GPU 0.8 s" (claim 75)
+ARTICLE_ZH_CHARACTERS = 3000  # "写一篇3000字的文章" (claim 67): Chinese characters, not tokens
 
 
 def read_gb(model: str, fmt: str) -> float:
@@ -177,6 +179,8 @@ def laptop_cpu_decode_bound() -> Computed:
     w, w4 = read_gb("Llama-2-7B", "fp16"), read_gb("Llama-2-7B", "q4_k_m")
     lo, hi = DDR4_3200_DUAL_GBS / w, DDR5_4800_DUAL_GBS / w
     claimed = ARTICLE_DECODE_TOK_S["laptop"]
+    per_char = LLAMA_ZH_SAMPLE["llama_tokens"] / LLAMA_ZH_SAMPLE["characters"]
+    tokens = ARTICLE_ZH_CHARACTERS * per_char
     return Computed(
         lo,
         "tokens/s",
@@ -190,7 +194,14 @@ def laptop_cpu_decode_bound() -> Computed:
             "q4_hi": DDR5_4800_DUAL_GBS / w4,
             "share_f16": claimed / lo,
             "share_q4": claimed / (DDR4_3200_DUAL_GBS / w4),
-            "article_minutes": 3000 / claimed / 60,
+            "claimed_tok_s": claimed,
+            "characters": ARTICLE_ZH_CHARACTERS,
+            "minutes_one_per_char": ARTICLE_ZH_CHARACTERS / claimed / 60,  # the article's 25
+            "sample_characters": LLAMA_ZH_SAMPLE["characters"],
+            "sample_tokens": LLAMA_ZH_SAMPLE["llama_tokens"],
+            "tokens_per_char": per_char,
+            "tokens": tokens,
+            "minutes": tokens / claimed / 60,
         },
     )
 

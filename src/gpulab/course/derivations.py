@@ -30,6 +30,7 @@ __all__ = [
     "GTX1650_GDDR6_GBS",
     "LINEAR_BENCH_FLOP",
     "LLAMACPP_4090_LLAMA2_7B_TOK_S",
+    "LLAMA_ZH_SAMPLE",
     "PRICES",
     "REGISTRY",
     "RTX4090_MIN_PSU_W",
@@ -96,6 +97,11 @@ LINEAR_BENCH_FLOP = 2 * 10000 * 4096 * 4096  # the article's nn.Linear(4096, 409
 # table of https://github.com/XiongjieDai/GPU-Benchmarks-on-LLM-Inference (README, LLaMA 2 section)
 LLAMACPP_4090_LLAMA2_7B_TOK_S = {"f16": 60.78, "q4_0": 149.37}
 RTX4090_MIN_PSU_W = 850  # NVIDIA's power-supply requirement (sportskeeda, 2022-10-12)
+# Chinese text with LLaMA's tokenizer, which Llama 2 keeps (32,000 entries, fewer than a thousand
+# Chinese characters, the rest split into UTF-8 bytes): Cui, Yang and Yao 2023, "Efficient and
+# Effective Text Encoding for Chinese LLaMA and Alpaca", arXiv:2304.08177, section 2.2, Table 1:
+# a 28-character sentence is 35 tokens with LLaMA's tokenizer and 16 with their Chinese one.
+LLAMA_ZH_SAMPLE = MappingProxyType({"characters": 28, "llama_tokens": 35, "chinese_tokens": 16})
 
 
 @dataclass(frozen=True)
@@ -106,8 +112,13 @@ class Prices:
     # 2025-09-05: https://api-docs.deepseek.com/quick_start/pricing
     deepseek_r1_output_usd_per_m: float = 2.19
     # Llama 3 70B class, USD per 1M tokens: aigateway.sh (Llama-3.1-70B output) and
-    # docs.api.market (Meta-Llama-3-70B-Instruct), the low and high ends found
+    # docs.api.market (Meta-Llama-3-70B-Instruct), the low and high ends of the resellers found
     llama3_70b_usd_per_m: tuple[float, float] = (0.60, 1.20)
+    # AWS Bedrock, Meta Llama 3 70B Instruct (meta.llama3-70b-instruct-v1:0), on-demand, USD per
+    # 1M output tokens: "$0.0035" per 1,000 output tokens on https://aws.amazon.com/bedrock/pricing/
+    # (its 2024 list, US East; the page renders its prices in the browser, so the figure is the
+    # one public price tables transcribe from it, with $0.00265 per 1,000 input tokens)
+    llama3_70b_bedrock_output_usd_per_m: float = 3.50
     # Alibaba's qwen2-72b-instruct, CNY per 1,000 output tokens (the family's published list,
     # as reproduced at http://win7zhijia.cc/post/44101.html); no dated Qwen2.5-72B list was found
     qwen2_72b_output_cny_per_k: float = 0.01

@@ -27,10 +27,13 @@ Figures that are not in gpulab's tables (a GTX 1650's bandwidth, BERT-base's siz
 constants in ``gpulab.derivations``, each with the source it comes from.
 
 Every verdict is decided by one clause of the RUBRIC (``rubric_clause``, with ``rubric_why``,
-one sentence). The explanation fields (``correct_value``, ``reason``, a derivation's ``note``)
-are templates: ``{name:fmt}`` placeholders are filled from the computed derivation's
-``Computed.values`` by :func:`rendered`, so no figure in them is typed by hand (a literal brace
-is written ``{{`` or ``}}``). A placeholder the values lack raises GpulabConfigError naming the
+one sentence), and both are derived from the claim's stored parts by
+``gpulab.factcheck_rubric.derive`` (checked at loading); ``reading`` names the reading a claim is
+judged under where a mainstream default decides it. The explanation fields
+(``correct_value``, ``reason``, a derivation's ``note``) are templates: ``{name:fmt}``
+placeholders are filled from the computed derivation's ``Computed.values`` by
+:func:`rendered`, so no figure in them is typed by hand (a literal brace is written ``{{`` or
+``}}``). A placeholder the values lack raises GpulabConfigError naming the
 claim and the field. The other editions read the same registry: each translated language's
 words file (``data/words/<code>.json``, ``gpulab.reference.languages``) holds, by claim id, its
 translation of every claim's TRANSLATED_FIELDS (the English placeholders kept, no number in
@@ -52,6 +55,7 @@ from gpulab.course.factcheck_claims import (
     CHAPTERS,
     RUBRIC,
     RUBRIC_CLAUSES,
+    RULES,
     SECTIONS,
     SEED_FILES,
     TEMPLATE_FIELDS,
@@ -63,6 +67,7 @@ from gpulab.course.factcheck_claims import (
 from gpulab.course.factcheck_words import (
     LANGS,
     RUBRIC_WORDS,
+    RULE_WORDS,
     SECTION_TITLES,
     SHORT_NAMES,
     TRANSLATED_FIELDS,
@@ -84,6 +89,7 @@ __all__ = [
     "RUBRIC",
     "RUBRIC_CLAUSES",
     "RUBRIC_WORDS",
+    "RULES",
     "SECTIONS",
     "SECTION_TITLES",
     "SEED_FILES",
@@ -144,6 +150,7 @@ def _texts(claim: Claim, lang: str) -> dict[str, str]:
                     claim.correct_value,
                     claim.reason,
                     claim.derivation.get("note", ""),
+                    claim.reading,
                 ),
                 strict=True,
             )
@@ -279,7 +286,8 @@ def section_title(
 
 @checked
 def rubric_markdown(lang: Lang = "en") -> str:
-    """The rubric as a CommonMark list, one line per verdict with its clauses and their ids."""
+    """The rubric in CommonMark: one line per verdict, in precedence order, with its clauses and
+    their ids, then the rules that apply them (precedence, what a reader acts on, the reading)."""
     source = lang == languages.source()
     words = (
         {"line": "- **{}**: {}.", "join": "; or ", "clause": "{} (`{}`)"}
@@ -293,7 +301,8 @@ def rubric_markdown(lang: Lang = "en") -> str:
             clause.format(text if source else RUBRIC_WORDS[lang][cid], cid) for cid, text in clauses
         )
         lines.append(line.format(verdict_name(verdict, lang), wording))
-    return "\n".join(lines)
+    rules = RULES if source else RULE_WORDS[lang]
+    return "\n".join(lines) + "\n\n" + "\n\n".join(rules[key] for key in RULES)
 
 
 # An entry's words: the articles, "chapter N", the set-up page, then its lines; in English here,
@@ -308,6 +317,7 @@ _ENTRY_KEYS = (
     "source",
     "note",
     "reason",
+    "reading",
 )
 _ENTRY = {
     "en": (
@@ -321,6 +331,7 @@ _ENTRY = {
         "- **Source:** {source}",
         "- **Note:** {note}",
         "- **Why not checkable:** {reason}",
+        "- **Reading:** {reading}",
     ),
     **{
         lang: (SHORT_NAMES[lang], *(words["entry"][key] for key in _ENTRY_KEYS))
@@ -335,7 +346,9 @@ def markdown(
 ) -> str:
     """Markdown for a group of claims in `lang`, each under an HTML anchor id="claim-<id>" for
     links."""
-    articles, chapter, setup, head, verdict, value, computed, source, note, reason = _ENTRY[lang]
+    articles, chapter, setup, head, verdict, value, computed, source, note, reason, reading = (
+        _ENTRY[lang]
+    )
     results = results or {}
     parts = []
     for c in claims:
@@ -357,6 +370,7 @@ def markdown(
                 clause=c.rubric_clause,
                 why=text["rubric_why"],
             ),
+            *([reading.format(reading=text["reading"])] if text["reading"] else []),
             value.format(**text),
             computed.format(name=c.computed_name, text=shown[0], how=shown[1])
             if r is not None

@@ -1,10 +1,12 @@
-"""The fact-check's claims: their fields, the one rubric, the two articles, loading and validation.
+"""The fact-check's claims: their fields, the two articles, loading and validation.
 
 ``load()`` reads ``data/fact_check.json`` and checks every entry field by field (the error names
-the claim id and the field): its article and section, its verdict and the RUBRIC clause that
-decided it, its templates, its derivation (a registered ``{"computed": name}``, or a
-``{"source": ..., "note": ...}``) and each translated language's words for it. The claims come
-back as frozen :class:`Claim` records sorted by id; ``gpulab.factcheck`` renders them.
+the claim id and the field): its article and section, its parts, its verdict and the RUBRIC
+clause that decided it (both must be the ones ``gpulab.factcheck_rubric.derive`` gives from the
+parts), the reading it is judged under where a default decides it, its templates, its derivation
+(a registered ``{"computed": name}``, or a ``{"source": ..., "note": ...}``) and each translated
+language's words for it. The claims come back as frozen :class:`Claim` records sorted by id;
+``gpulab.factcheck`` renders them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,15 @@ from gpulab.course import (  # noqa: F401 - they fill the registry
     claims_speed,
 )
 from gpulab.course.derivations import REGISTRY
+from gpulab.course.factcheck_rubric import (
+    RUBRIC,
+    RUBRIC_CLAUSES,
+    RULES,
+    VERDICTS,
+    Part,
+    derive,
+    parse_parts,
+)
 from gpulab.course.factcheck_words import (
     WHY_MAX_CHARS,
     check_template,
@@ -41,6 +52,7 @@ __all__ = [
     "CHAPTERS",
     "RUBRIC",
     "RUBRIC_CLAUSES",
+    "RULES",
     "SECTIONS",
     "SEED_FILES",
     "TEMPLATE_FIELDS",
@@ -50,36 +62,6 @@ __all__ = [
     "validate",
 ]
 
-VERDICTS = ("correct", "wrong", "misleading", "not checkable")
-# The one rubric every verdict is decided by: verdict -> its clauses, (clause id, wording). The
-# appendix shows it at the top; each claim names the clause that decided it (rubric_clause).
-RUBRIC: Mapping[str, tuple[tuple[str, str], ...]] = MappingProxyType(
-    {
-        "correct": (("correct.all-parts-hold", "every part of the claim holds as stated"),),
-        "misleading": (
-            ("misleading.unstated-conditions", "it holds only under conditions it does not state"),
-            ("misleading.part-false", "one part holds and another does not"),
-            (
-                "misleading.wrong-conclusion",
-                "its figures are right and the conclusion drawn from them is not",
-            ),
-        ),
-        "wrong": (
-            ("wrong.false-any-reading", "false under any reasonable reading"),
-            (
-                "wrong.actionable-part-false",
-                "the part a reader would act on is false under every condition",
-            ),
-        ),
-        "not checkable": (
-            ("not-checkable.no-source", "no public source or derivation can settle it"),
-        ),
-    }
-)
-# clause -> the verdict it decides
-RUBRIC_CLAUSES: Mapping[str, str] = MappingProxyType(
-    {cid: verdict for verdict, clauses in RUBRIC.items() for cid, _ in clauses}
-)
 TEMPLATE_FIELDS = ("correct_value", "reason", "note")  # the fields rendered from computed values
 # 0 is the set-up page (book/setup.md); 1-7 are the chapters.
 CHAPTERS = tuple(range(8))
@@ -145,8 +127,9 @@ _REQUIRED = (
     "correct_value",
     "derivation",
     "chapter",
+    "parts",
 )
-_OPTIONAL = ("reason",)
+_OPTIONAL = ("reason", "reading")
 
 
 @dataclass(frozen=True)
@@ -164,7 +147,10 @@ class Claim:
     correct_value: str  # template: the right figure with units, or what is true instead
     derivation: Mapping[str, str] = field(hash=False)  # {"computed": name} or {"source", "note"}
     chapter: int  # the course chapter that discusses it; 0 = the set-up page
+    # each part: whether it holds, whether a reader acts on it, the conditions it leaves unstated
+    parts: tuple[Part, ...] = ()
     reason: str = ""  # template: why it cannot be checked (required for "not checkable")
+    reading: str = ""  # the reading it is judged under, where a mainstream default decides it
     # lang -> the translation of the claim's TRANSLATED_FIELDS, from that language's words file
     translations: Mapping[str, Mapping[str, str]] = field(default_factory=dict, hash=False)
 
@@ -230,6 +216,21 @@ def _check_rubric(cid: Any, verdict: str, clause: Any, why: Any) -> None:
         )
 
 
+def _check_parts(cid: Any, entry: Mapping[str, Any]) -> tuple[Part, ...]:
+    """The entry's parts; its stored verdict and clause must be the ones they give."""
+    parts = parse_parts(cid, entry["parts"])
+    verdict, clause = derive(parts)
+    if (verdict, clause) != (entry["verdict"], entry["rubric_clause"]):
+        wrong_field = "verdict" if verdict != entry["verdict"] else "rubric_clause"
+        raise claim_error(
+            cid,
+            wrong_field,
+            f"is {entry[wrong_field]!r}, but its parts give {verdict!r} by {clause!r}: store "
+            "the verdict and clause that gpulab.factcheck_rubric.derive gives, or correct a part",
+        )
+    return parts
+
+
 def _claim(entry: Any, translations: Mapping[str, Mapping[str, Any]]) -> Claim:
     """One entry checked field by field; the error names the claim id and the field."""
     if not isinstance(entry, Mapping):
@@ -254,6 +255,7 @@ def _claim(entry: Any, translations: Mapping[str, Mapping[str, Any]]) -> Claim:
             cid, "verdict", f"{entry['verdict']!r} is not one of {', '.join(VERDICTS)}"
         )
     _check_rubric(cid, entry["verdict"], entry["rubric_clause"], entry["rubric_why"])
+    parts = _check_parts(cid, entry)
     if entry["section"] not in SECTIONS[entry["seed_file"]]:
         raise claim_error(
             cid,
@@ -278,11 +280,18 @@ def _claim(entry: Any, translations: Mapping[str, Mapping[str, Any]]) -> Claim:
         check_template(cid, key, text)
     if "source" in entry["derivation"]:
         _no_placeholders_without_values(cid, entry, reason)
+    reading = entry.get("reading", "")
+    if "reading" in entry and (not isinstance(reading, str) or not reading.strip()):
+        raise claim_error(
+            cid, "reading", "must be non-empty text: the reading the claim is judged under"
+        )
+    check_template(cid, "reading", reading)
     english = (
         entry["rubric_why"],
         entry["correct_value"],
         reason,
         entry["derivation"].get("note", ""),
+        reading,
     )
     for lang, by_id in translations.items():
         check_translation(cid, lang, by_id.get(str(cid)), english)
@@ -291,6 +300,8 @@ def _claim(entry: Any, translations: Mapping[str, Mapping[str, Any]]) -> Claim:
             **entry,
             "derivation": MappingProxyType(dict(entry["derivation"])),
             "reason": reason,
+            "reading": reading,
+            "parts": parts,
             "translations": MappingProxyType(
                 {
                     lang: MappingProxyType(dict(by_id[str(cid)]))

@@ -1,9 +1,11 @@
 """The fact-check's languages: each translated language's words, and the checks of a translation.
 
 A claim's explanation is a set of templates (``correct_value``, ``reason``, a derivation's
-``note``) and one sentence (``rubric_why``). Each translated language of the registry
+``note``), one sentence (``rubric_why``) and, where a default decides the verdict, the reading
+it is judged under (``reading``). Each translated language of the registry
 (``gpulab.reference.languages``) has, in its words file under ``factcheck``, its verdict names,
-rubric, section titles, entry lines and, under ``claims`` by claim id, the translation of every
+rubric and its rules, section titles, entry lines and, under ``claims`` by claim id, the
+translation of every
 claim's TRANSLATED_FIELDS. A translation keeps the English placeholders and types no figure
 the English lacks; :func:`check_translation` says which claim and field break that.
 """
@@ -24,6 +26,7 @@ __all__ = [
     "LANGS",
     "NUMBER",
     "RUBRIC_WORDS",
+    "RULE_WORDS",
     "SECTION_TITLES",
     "SHORT_NAMES",
     "TRANSLATED_FIELDS",
@@ -51,8 +54,10 @@ WORDS: Mapping[str, Mapping[str, Any]] = MappingProxyType(
 VERDICT_NAMES = {lang: words["verdicts"] for lang, words in WORDS.items()}
 # lang -> clause id -> its wording in that language
 RUBRIC_WORDS = {lang: words["rubric"] for lang, words in WORDS.items()}
-# what a translation of a claim holds (the last two where the English has them)
-TRANSLATED_FIELDS = ("rubric_why", "correct_value", "reason", "note")
+# lang -> rule (gpulab.factcheck_rubric.RULES) -> its wording in that language
+RULE_WORDS = {lang: words["rubric_rules"] for lang, words in WORDS.items()}
+# what a translation of a claim holds (the last three where the English has them)
+TRANSLATED_FIELDS = ("rubric_why", "correct_value", "reason", "note", "reading")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")  # a number in digits: "24", "1,008", "560.28.03"
 WHY_MAX_CHARS = 300  # rubric_why is one short sentence
 # lang -> article -> name

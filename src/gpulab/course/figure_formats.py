@@ -136,6 +136,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         tier7_bf16_adamw_gb tier7_fp16_gb tier7_mixed_adam8_gb tier7_mixed_adamw_gb timing_bad_ms
         timing_bad_vs_peak_x tinygrad_message_mib tp_allreduce_mb tp_talk_pcie4_us
         train_bytes_per_param train_scores_8k_model_gb years_of_use
+            laptop_llama_minutes
     """.split()
     ),
     ".2f": tuple(
@@ -161,6 +162,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         sd35_params_from_shapes_b sd35_stream_params_b sd_fixed_s sd_naive_a_s sd_naive_b_s
         sd_turbo_hi_s sd_turbo_lo_s t4_driver_gb t4_runtime_gb t4_usable_gb tier13_q4km_gb
         tier14_int4_gb tier3_int4_gb tier7_int4_gb timing_tflop tp_allreduce_pcie4_us
+            zh_tokens_per_char
     """.split()
     ),
     ".0%": tuple(
@@ -207,6 +209,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         rtx4060ti_price_usd rtx4090_driver_mib rtx4090_observed_clock_high_mhz
         rtx4090_observed_clock_low_mhz rtx5090_fp4_tflops sd35_cpu_min_s sd35_image_tflop
         t4_driver_mib timing_bad_tflops zero0_gb zero1_gb zero2_gb zero3_gb
+            laptop_llama_tokens
     """.split()
     ),
     ".3f": tuple(

@@ -18,6 +18,7 @@ from gpulab.course.derivations import (
     DDR4_3200_DUAL_GBS,
     DDR5_4800_DUAL_GBS,
     GTX1650_GDDR6_GBS,
+    LLAMA_ZH_SAMPLE,
     LLAMACPP_4090_LLAMA2_7B_TOK_S,
 )
 from gpulab.course.figures_ch03_images import ARTICLE_BATCH_IMAGES, ARTICLE_SD_STEPS
@@ -261,6 +262,7 @@ def _laptop_and_small_gpus() -> dict[str, Any]:
     ram = specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
     cards = {"rtx4060ti": "RTX 4060 Ti 16GB", "rtx4090": "RTX 4090"}
     need_cpu, fits_cpu = _fits("Llama-2-7B", "fp16", ARTICLE_LAPTOP["ram_gb"] * GB, device="cpu")
+    per_char = LLAMA_ZH_SAMPLE["llama_tokens"] / LLAMA_ZH_SAMPLE["characters"]
     out = {
         "ddr4_3200_gbs": lo,
         "ddr5_4800_gbs": hi,
@@ -283,6 +285,15 @@ def _laptop_and_small_gpus() -> dict[str, Any]:
         "laptop_minutes": ARTICLE_LAPTOP["minutes"],
         "laptop_characters": ARTICLE_LAPTOP["characters"],
         "laptop_tokens": ARTICLE_LAPTOP["minutes"] * 60 * ARTICLE_DECODE_TOK_S[67],
+        # the article's characters as Llama-2's tokenizer counts them (Cui, Yang and Yao 2023)
+        "zh_sample_characters": LLAMA_ZH_SAMPLE["characters"],
+        "zh_sample_tokens": LLAMA_ZH_SAMPLE["llama_tokens"],
+        "zh_tokens_per_char": per_char,
+        "laptop_llama_tokens": ARTICLE_LAPTOP["characters"] * per_char,
+        "laptop_llama_minutes": ARTICLE_LAPTOP["characters"]
+        * per_char
+        / ARTICLE_DECODE_TOK_S[67]
+        / 60,
         "gtx1650_gddr5_gbs": g5,
         "gtx1650_gddr6_gbs": GTX1650_GDDR6_GBS,
         "gtx1650_bus_bits": gtx.memory_bus_bits,
