@@ -176,8 +176,15 @@ def r1_vs_70b_bytes_per_token() -> Computed:
 
 @register
 def laptop_cpu_decode_bound() -> Computed:
-    w, w4 = read_gb("Llama-2-7B", "fp16"), read_gb("Llama-2-7B", "q4_k_m")
-    lo, hi = DDR4_3200_DUAL_GBS / w, DDR5_4800_DUAL_GBS / w
+    w = read_gb("Llama-2-7B", "fp16")
+    lo, hi = (
+        basis.bound_tok_s("Llama-2-7B", "fp16", bw)
+        for bw in (DDR4_3200_DUAL_GBS, DDR5_4800_DUAL_GBS)
+    )
+    q4_lo, q4_hi = (
+        basis.bound_tok_s("Llama-2-7B", "q4_k_m", bw)
+        for bw in (DDR4_3200_DUAL_GBS, DDR5_4800_DUAL_GBS)
+    )
     claimed = ARTICLE_DECODE_TOK_S["laptop"]
     per_char = LLAMA_ZH_SAMPLE["llama_tokens"] / LLAMA_ZH_SAMPLE["characters"]
     tokens = ARTICLE_ZH_CHARACTERS * per_char
@@ -190,10 +197,10 @@ def laptop_cpu_decode_bound() -> Computed:
         {
             "lo": lo,
             "hi": hi,
-            "q4_lo": DDR4_3200_DUAL_GBS / w4,
-            "q4_hi": DDR5_4800_DUAL_GBS / w4,
+            "q4_lo": q4_lo,
+            "q4_hi": q4_hi,
             "share_f16": claimed / lo,
-            "share_q4": claimed / (DDR4_3200_DUAL_GBS / w4),
+            "share_q4": claimed / q4_lo,
             "claimed_tok_s": claimed,
             "characters": ARTICLE_ZH_CHARACTERS,
             "minutes_one_per_char": ARTICLE_ZH_CHARACTERS / claimed / 60,  # the article's 25
