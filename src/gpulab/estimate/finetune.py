@@ -83,11 +83,10 @@ _HEAD_BACKWARD_FP32 = 1
 class FinetuneRecipe:
     """What a fine-tuning step holds: the method, the dtype and the memory levers it pulls."""
 
-    method: Method  # "full": every weight trains; "lora": adapters on frozen weights; "qlora":
-    # adapters on NF4 weights
+    method: Method  # "full": every weight trains; "lora", "qlora": adapters on bf16, NF4 weights
     dtype: ActivationDtype = "bf16"  # weights, adapters, gradients, states and activations
     optimizer: Optimizer = "adamw"  # gpulab.activations.OPTIMIZERS
-    optimizer_impl: OptimizerImpl = "fused"  # AdamW's step: fused, foreach or for-loop
+    optimizer_impl: OptimizerImpl = "fused"  # AdamW's step ("auto": foreach, as on CUDA)
     optimizer_paged: bool = False  # bitsandbytes paged states: CUDA unified memory
     optimizer_in_backward: bool = False  # each parameter stepped as its gradient is made
     activation_checkpointing: bool = True  # keep each layer's input, rebuild the layer
