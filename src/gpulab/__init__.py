@@ -37,6 +37,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "links",
         "measured",
         "published",
+        "published_memory",
         "languages",
     ),
     "machine": (
@@ -73,6 +74,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "levers",
         "calculator",
         "published_bounds",
+        "finetune",
         "answers",
     ),
     "bench": (
