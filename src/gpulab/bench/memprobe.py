@@ -20,6 +20,7 @@ is a second instrument that sees them (on the CPU, torch.profiler's allocator co
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -50,6 +51,24 @@ def category_tracker():
         def __init__(self):
             super().__init__()
             self.category_peaks: dict[str, int] = {}
+            self._quiet = warnings.catch_warnings()
+
+        def __enter__(self):
+            # ModTracker warns that "the module hierarchy tracking maybe be messed up" when a
+            # model's forward hooks fire out of the order it expects (transformers 5's models
+            # do): that concerns the per-module breakdown, which nothing here reads; the
+            # per-category and global peaks come from the storages, not from the hierarchy.
+            self._quiet.__enter__()
+            warnings.filterwarnings(
+                "ignore", message="The module hierarchy tracking maybe be messed up"
+            )
+            return super().__enter__()
+
+        def __exit__(self, *exc):
+            try:
+                return super().__exit__(*exc)
+            finally:
+                self._quiet.__exit__(*exc)
 
         def _update_peak_stats(self, peak_state) -> None:
             super()._update_peak_stats(peak_state)
