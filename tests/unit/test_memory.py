@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab import memory, models, specs
+from gpulab import measured, memory, models, specs
 from gpulab.core.errors import GpulabConfigError
 from gpulab.estimate.memory import ModelSpec, estimate_inference, estimate_training
 
@@ -262,3 +262,22 @@ def test_invalid_input_names_the_field(call, field):
 def test_modelspec_is_reexported():
     """The fixed interface: `from gpulab.memory import ModelSpec`."""
     assert memory.ModelSpec is ModelSpec
+
+
+def test_the_docstrings_state_what_the_held_out_sweep_found():
+    """The accuracy the estimator's docstring claims is the stored held-out result, not a
+    number typed once and left behind (benchmarks/memory_sweep.py --write stores it)."""
+    v = measured.estimator_validation()
+    doc = " ".join(memory.inference_activation_bytes.__doc__.split())
+    assert f"seed {v['seed']}): on {v['measured']} random" in doc
+    assert f"was {v['worst_abs_error_percent']:.2f}%" in doc
+    assert f"transformers {'.'.join(v['transformers'].split('.')[:2])}" in doc
+
+
+def test_without_a_cache_a_forward_pass_keeps_none():
+    """use_cache=False: the same weights and activations, no KV cache."""
+    spec = models.get("Llama-3-8B")
+    cached = memory.estimate_inference(spec, batch=2, seq_len=512)
+    uncached = memory.estimate_inference(spec, batch=2, seq_len=512, use_cache=False)
+    assert uncached.kv_cache == 0 < cached.kv_cache == 2 * 32 * 8 * 128 * 512 * 2 * 2
+    assert uncached.total == cached.total - cached.kv_cache

@@ -12,8 +12,8 @@
 
 Every figure is arithmetic on the architecture: bytes per parameter for each format and
 recipe, the KV-cache formula, and a count of the activation tensors a decoder layer keeps. The
-lab (labs/02) and benchmarks/memory_accuracy.py check the arithmetic against memory measured
-on real models built from config dicts.
+lab (labs/02), benchmarks/memory_accuracy.py and benchmarks/memory_sweep.py (on random models it
+was never tuned on) check the arithmetic against memory measured on models built from configs.
 """
 
 from __future__ import annotations
@@ -263,7 +263,8 @@ def estimate_inference(
     """Memory to serve `batch` sequences of `seq_len` tokens: weights, KV cache, activations.
 
     The total is the tensors, to compare with GPUSpec.model_memory_bytes (the activations, and
-    where they apply: inference_activation_bytes). Passing `context_bytes` and/or
+    where they apply: inference_activation_bytes; `use_cache=False`: no KV cache is kept, the
+    keys and values live within their layer). Passing `context_bytes` and/or
     `allocator_slack` adds that runtime share as `overhead`, for a total as the device reports
     it (then compare with GPUSpec.memory_bytes).
     """
@@ -331,12 +332,10 @@ def estimate_training(
         *spec.notes,
     )
     # The worst of five moments (measured with MemTracker): the loss's backward (log-softmax,
-    # its gradient and the logits', 3 fp32 vocab-wide tensors per token; the caller kept only
-    # the loss), the head's backward (the logits' gradient and the head's weight gradient), the
-    # last layer's MLP backward (the head's gradient and the down projection's, ffn x h, with
-    # last_mlp_backward_bytes), the end (every gradient; tied embeddings add a copy) and the
-    # step (optimizer_step_bytes). In between, each layer's backward frees its activations and
-    # makes its gradients, the same change per layer: the extremes are at the ends.
+    # its gradient and the logits', 3 fp32 vocab-wide tensors per token), the head's (the
+    # logits' gradient, the head's weight gradient), the last layer's MLP backward (+ the down
+    # projection's gradient, ffn x h), the end (every gradient; tied embeddings add a copy), the
+    # step. Each layer's backward frees and makes as much as the next: the ends are the extremes.
     parts = spec.params_by_component()
     head_grad = (parts["lm_head"] or parts["embedding"]) * recipe["gradients"]
     tied_copy = head_grad if spec.tie_embeddings else 0
