@@ -112,7 +112,7 @@ def sample_config(rng: random.Random) -> dict:
     intermediate = rng.randint(2 * hidden, 4 * hidden)
     while intermediate % 64 == 0:
         intermediate += rng.randint(1, 63)
-    config = dict(
+    return dict(
         model_type=family,
         hidden_size=hidden,
         intermediate_size=intermediate,
@@ -122,9 +122,6 @@ def sample_config(rng: random.Random) -> dict:
         vocab_size=_log_uniform_int(rng, 1000, 32000),
         tie_word_embeddings=rng.random() < 0.5,
     )
-    if head_dim != hidden // heads:  # never: hidden is a whole number of heads
-        config["head_dim"] = head_dim
-    return config
 
 
 def sample(seed: int, count: int) -> list[Case]:
@@ -457,7 +454,6 @@ def validation_record(rows: list[dict], seed: int, device, report) -> dict:
 
     w = worst(rows)
     done = [r for r in rows if "MemTracker" in r]
-    name, _ = record._name_and_driver(device, report)
     return {
         "seed": seed,
         "cases": len(rows),
@@ -466,6 +462,7 @@ def validation_record(rows: list[dict], seed: int, device, report) -> dict:
         "worst_error_percent": round(w["error %"], 2),
         "worst_abs_error_percent": round(max(abs(r["error %"]) for r in done), 2),
         "worst_case": f"{w['config']}, {w['batch x seq']}, {w['setting']}, {w['dtype']}",
+        "worst_allocator_gap_percent": round(max((r["vs allocator %"] for r in done), key=abs), 2),
         "bar": {
             "percent": GOAL_PERCENT,
             "small_peak_mib": SMALL_PEAK / MIB,
@@ -474,10 +471,17 @@ def validation_record(rows: list[dict], seed: int, device, report) -> dict:
         "date": datetime.date.today().isoformat(),
         "torch": torch.__version__,
         "transformers": transformers.__version__,
-        "machine": name,
+        "machine": machine_name(device, report),
         "device": record.device_kind(device),
         "command": "python benchmarks/memory_sweep.py --write",
     }
+
+
+def machine_name(device, report) -> str:
+    """What measured: the GPU's name, or the CPU's model as it reports itself."""
+    if device.type == "cuda":
+        return torch.cuda.get_device_name(device)
+    return report.cpu.model or "CPU"
 
 
 def _arguments(parser) -> None:
@@ -505,7 +509,7 @@ def main(argv: list[str] | None = None) -> int:
     count = args.cases or (QUICK_CASES if args.quick else CASES)
     rates = {name: calibrate(device, name) for name in DTYPES}
     print(
-        f"measured on {device} ({record._name_and_driver(device, report)[0]}), "
+        f"measured on {device} ({machine_name(device, report)}), "
         f"{torch.get_num_threads()} torch threads, torch {torch.__version__}; "
         f"{count} cases per seed; a reference forward pass here runs at "
         + ", ".join(f"{k} {v.flops_per_s / 1e9:.0f} GFLOP/s" for k, v in rates.items())
