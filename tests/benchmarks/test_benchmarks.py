@@ -28,6 +28,7 @@ SECTIONS = {
     "timing_fidelity": ["notebooks/01_why_gpus_are_fast.ipynb"],
     "decode_bound": [],
     "memory_accuracy": [],
+    "memory_sweep": [],
     "gpu_rates": [],
     "triton_kernels": [],
 }

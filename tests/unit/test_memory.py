@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpulab import memory, models, specs
+from gpulab import measured, memory, models, specs
 from gpulab.core.errors import GpulabConfigError
 from gpulab.estimate.memory import ModelSpec, estimate_inference, estimate_training
 
@@ -144,13 +144,15 @@ def test_optimizer_step_temporaries_by_hand():
     """Llama-3-8B's largest tensor is its embedding (or head): 128,256 x 4,096 = 525,336,576.
 
     AdamW for-loop (the CPU's default): sqrt(exp_avg_sq) and its quotient for one tensor at a
-    time, 2 x 525,336,576 x 4 bytes; foreach (CUDA's default): one fp32 copy of every
-    parameter; fused and SGD: nothing. tests/unit/test_memprobe.py measures the same on a CPU.
+    time while the previous tensor's quotient is still held; the largest is the untied head,
+    the last tensor, after the final norm's 4,096: (2 x 525,336,576 + 4,096) x 4 bytes (an MLP's
+    up after its gate would be 3 x 14,336 x 4,096, less); foreach (CUDA's default): one fp32
+    copy of every parameter; fused and SGD: nothing. tests/unit/test_memprobe.py measures the
+    same on a CPU.
     """
-    assert memory.optimizer_step_bytes(LLAMA_8B, "adamw", "for-loop") == 2 * 525_336_576 * 4
-    assert (
-        memory.optimizer_step_bytes(LLAMA_8B, "adamw", "auto", device="cpu") == 2 * 525_336_576 * 4
-    )
+    by_hand = (2 * 525_336_576 + 4096) * 4
+    assert memory.optimizer_step_bytes(LLAMA_8B, "adamw", "for-loop") == by_hand
+    assert memory.optimizer_step_bytes(LLAMA_8B, "adamw", "auto", device="cpu") == by_hand
     assert (
         memory.optimizer_step_bytes(LLAMA_8B, "adamw", "auto", device="cuda")
         == LLAMA_8B.n_params * 4
@@ -260,3 +262,22 @@ def test_invalid_input_names_the_field(call, field):
 def test_modelspec_is_reexported():
     """The fixed interface: `from gpulab.memory import ModelSpec`."""
     assert memory.ModelSpec is ModelSpec
+
+
+def test_the_docstrings_state_what_the_held_out_sweep_found():
+    """The accuracy the estimator's docstring claims is the stored held-out result, not a
+    number typed once and left behind (benchmarks/memory_sweep.py --write stores it)."""
+    v = measured.estimator_validation()
+    doc = " ".join(memory.inference_activation_bytes.__doc__.split())
+    assert f"seed {v['seed']}): on {v['measured']} random" in doc
+    assert f"was {v['worst_abs_error_percent']:.2f}%" in doc
+    assert f"transformers {'.'.join(v['transformers'].split('.')[:2])}" in doc
+
+
+def test_without_a_cache_a_forward_pass_keeps_none():
+    """use_cache=False: the same weights and activations, no KV cache."""
+    spec = models.get("Llama-3-8B")
+    cached = memory.estimate_inference(spec, batch=2, seq_len=512)
+    uncached = memory.estimate_inference(spec, batch=2, seq_len=512, use_cache=False)
+    assert uncached.kv_cache == 0 < cached.kv_cache == 2 * 32 * 8 * 128 * 512 * 2 * 2
+    assert uncached.total == cached.total - cached.kv_cache

@@ -85,9 +85,10 @@ def test_first_pipeline_stage_keeps_a_whole_model_of_activations():
     seq = 1024
     b = parallel.memory_per_gpu(LLAMA_70B, Strategy("PP", pipeline=8), 8, 16, seq)
     # the loss's tensors, which live on the last stage: bf16 logits, their fp32 copy and the fp32
-    # log-softmax (2 + 4 + 4 bytes per vocabulary entry), and the rotary cos and sin (2 x head_dim
-    # in bf16 per position), counted once for the whole model
-    head = seq * LLAMA_70B.vocab_size * (2 + 4 + 4) + 2 * seq * 128 * 2
+    # log-softmax (2 + 4 + 4 bytes per vocabulary entry), the final RMSNorm's fp32 copy of its
+    # input, normalised values and output (4 + 2 + 2 bytes per hidden unit), and the rotary cos
+    # and sin (2 x head_dim in bf16 per position), counted once for the whole model
+    head = seq * LLAMA_70B.vocab_size * (2 + 4 + 4) + seq * 8192 * (4 + 2 + 2) + 2 * seq * 128 * 2
     one_sequence = memory.training_activation_bytes(LLAMA_70B, 1, seq, "bf16")
     assert b.activations == one_sequence - head
     assert "stage 0" in b.notes[1]

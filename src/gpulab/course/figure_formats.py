@@ -144,6 +144,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         a100_80_driver_gb a100_80_runtime_gb act_ckpt_gb allreduce_factor_8 article_cpu_s
         article_factor_lo article_power_kw attn_ctx0_gflop attn_ctx1_gflop
         cpu_allcore_tflops cpu_base_tflops cpu_maxturbo_tflops days_per_month embed_laptop_tflops
+        estimator_heldout_worst_pct
         gtx1650_gddr6_ratio_hi gtx1650_memory_gb gtx1650_usable_gb h100_bandwidth_tbs
         h100_driver_gb h100_runtime_gb l4_driver_gb l4_runtime_gb l4_usable_gb lane_gflops
         linear_cpu_us_per_sample linear_mflop_per_sample llama3b_prompt_cpu_s llama70_45_needs_tbs

@@ -17,7 +17,7 @@ from typing import Any
 
 from gpulab.core.units import GB, GIB, MIB
 from gpulab.estimate import basis, memory
-from gpulab.reference import formats, links, models, specs
+from gpulab.reference import formats, links, measured, models, specs
 
 __all__ = ["capacity_bytes", "figures"]
 
@@ -402,10 +402,27 @@ def _training() -> dict[str, Any]:
     return out
 
 
+# ---- how far the estimator holds
+
+
+def _estimator() -> dict[str, Any]:
+    """The estimator's held-out validation, as measured on the machine that ran it: the worst
+    error (in %, either sign) over random models it was never tuned on, and where and when."""
+    v = measured.estimator_validation()
+    return {
+        "estimator_heldout_worst_pct": v["worst_abs_error_percent"],
+        "estimator_heldout_cases": v["measured"],
+        "estimator_heldout_machine": v["machine"],
+        "estimator_heldout_date": v["date"],
+        "estimator_heldout_torch": v["torch"],
+        "estimator_heldout_transformers": v["transformers"],
+    }
+
+
 def figures() -> dict[str, Any]:
     """Every figure the chapter page pastes, by name."""
     out = _formula()
     out |= _llama70()
     out |= _verdicts(out)
-    out |= _moe() | _runtime() | _kv() | _quant() | _offload() | _training()
+    out |= _moe() | _runtime() | _kv() | _quant() | _offload() | _training() | _estimator()
     return out

@@ -2,9 +2,11 @@
 optimizer's states and the temporaries of its step (chapters 2, 5 and 7).
 
 gpulab.memory assembles these into a workload's breakdown; this module holds the formulas,
-each one checked against memory measured on real models (benchmarks/memory_accuracy.py and
-tests/unit/test_memory.py, tests/unit/test_memprobe.py): a forward pass's widest moment, the
-tensors a training step keeps for its backward pass, and what PyTorch's optimizers allocate.
+each one a count of the tensors live at a moment, checked against memory measured on real
+models (benchmarks/memory_accuracy.py, tests/unit/test_memory.py, tests/unit/test_memprobe.py)
+and on random models it was never tuned on (benchmarks/memory_sweep.py's held-out sample,
+tests/benchmarks/test_memory_sweep.py): a forward pass's widest moment, the tensors a training
+step keeps for its backward pass, and what PyTorch's optimizers allocate.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from gpulab.reference.modelspec import ModelSpec
 __all__ = [
     "OPTIMIZERS",
     "inference_activation_bytes",
+    "last_mlp_backward_bytes",
     "loss_head_bytes",
     "optimizer_step_bytes",
     "training_activation_bytes",
@@ -75,9 +78,13 @@ def inference_activation_bytes(
     float causal mask (seq) and the softmax (the attention weights) through the MLP; the head:
     final norm output (h) and the logits of the last position (`"last"`) or all (`"all"`), in
     `dtype` (transformers upcasts only in the loss); a max, not a sum: layers are freed by then.
-    Within 1% of MemTracker and the CPU allocator on transformers 5's Llama, Qwen2, Phi-3,
-    Mixtral (benchmarks/memory_accuracy.py). Not modelled: padded batches (a seq x seq mask,
-    sdpa may write the scores out), GPU kernels' scratch, serving engines' buffers.
+    Held out (benchmarks/memory_sweep.py, seed 2): on 39 random Llama, Qwen2 and Mistral shapes
+    it was never tuned on, forward passes and training steps in fp32 and bf16 on a CPU with
+    transformers 5.25, the worst peak error against MemTracker was 0.03%
+    (gpulab.measured.estimator_validation() has the latest run); within 2% on the 33 cases of
+    benchmarks/memory_accuracy.py, Phi-3 and Mixtral included. Not modelled: padded batches (a
+    seq x seq mask, sdpa may write the scores out), GPU kernels' scratch, serving engines'
+    buffers.
     """
     a, h, tokens = ACTIVATION_BYTES[dtype], spec.hidden_size, batch * seq_len
     kv_width = spec.n_kv_heads * spec.head_dim
@@ -113,31 +120,38 @@ def training_activation_bytes(
 
     Per layer and token, in the compute dtype: two RMSNorms' inputs, normalised values and
     outputs (6h; below fp32 transformers keeps the input's fp32 copy instead of the input); the
-    rotated queries (h), keys and values (2 kv), the attention output and its contiguous copy
-    (2h), SDPA's fp32 log-sum-exp per head (no seq x seq scores); a gated MLP's gate, activation,
-    up and product (4 ffn; plain 2); MoE: the gathered inputs and outputs per chosen expert and
-    the router's logits and probabilities. Once: rotary cos and sin (2 head_dim per position),
-    the logits, their fp32 copy (none in fp32) and the fp32 log-softmax. `"eager"` keeps each
-    layer's softmax (heads x seq x seq per sequence, fp32, + a copy below fp32) and keys and
-    values repeated per head (2h, GQA), and a float causal mask once. Checkpointing keeps each
-    layer's input (h), rebuilds one layer at a time. Within 2% (fp32, bf16) of MemTracker and the
-    CPU allocator on transformers 5 (benchmarks/memory_accuracy.py). Not modelled: dropout (p >
-    0), padded batches, autocast's casts, losses that never hold the logits (Liger's).
+    rotated queries (h), keys and values (2 kv) and the attention output (h), which SDPA's
+    backward and the output projection share (its transpose back to tokens x h is a view: the
+    fused kernels write it in that layout), SDPA's fp32 log-sum-exp per head (no seq x seq
+    scores); a gated MLP's gate, activation, up and product (4 ffn; plain 2); MoE: the gathered
+    inputs and outputs per chosen expert and the router's logits and probabilities. Once: the
+    final RMSNorm's (3h, as a layer's), rotary cos and sin (2 head_dim per position), the
+    logits, their fp32 copy (none in fp32) and the fp32 log-softmax. `"eager"` keeps the
+    queries, keys and values as the products' operands, per head (3h, keys and values repeated
+    when GQA), the output's contiguous copy (h), each layer's softmax (heads x seq x seq per
+    sequence, fp32, + a copy below fp32) and a float causal mask once. Checkpointing keeps each
+    layer's input (h), rebuilds one layer at a time. Held out: the worst peak error of
+    estimate_training on benchmarks/memory_sweep.py's held-out sample is in
+    inference_activation_bytes' docstring (0.03% over both); within 2% on the 33 cases of
+    benchmarks/memory_accuracy.py, Phi-3's fused qkv the worst (its kept q, k and v are views
+    of one tensor). Not modelled: dropout (p > 0), padded batches, autocast's casts, losses
+    that never hold the logits (Liger's).
     """
     a, h, tokens = ACTIVATION_BYTES[dtype], spec.hidden_size, batch * seq_len
     ffn = (4 if spec.gated_mlp else 2) * _ffn_width(spec)
     moe = 2 * spec.experts_per_token * h + 2 * spec.n_routed_experts if spec.is_moe else 0
     norm = 3 * a if a == 4 else 4 + 2 * a  # bytes per h of one RMSNorm
-    per_layer = tokens * (
-        2 * norm * h + (3 * h + 2 * spec.n_kv_heads * spec.head_dim + ffn + moe) * a
+    kv_width = spec.n_kv_heads * spec.head_dim
+    per_layer = tokens * (2 * norm * h + (ffn + moe) * a)
+    once = (
+        tokens * norm * h + 2 * seq_len * spec.head_dim * a + loss_head_bytes(spec, tokens, dtype)
     )
-    once = 2 * seq_len * spec.head_dim * a + loss_head_bytes(spec, tokens, dtype)
     if attention == "eager":
+        per_layer += tokens * 4 * h * a  # q, k and v per head, the output's contiguous copy
         per_layer += batch * spec.n_heads * seq_len * seq_len * (4 if a == 4 else 4 + a)
-        per_layer += tokens * 2 * h * a if spec.n_kv_heads < spec.n_heads else 0
         once += batch * seq_len * seq_len * a
-    else:
-        per_layer += tokens * spec.n_heads * 4  # SDPA's log-sum-exp
+    else:  # q, k, v, the output (shared with o_proj), the fp32 log-sum-exp per head
+        per_layer += tokens * ((2 * h + 2 * kv_width) * a + spec.n_heads * 4)
     if activation_checkpointing:
         return int(spec.n_layers * tokens * h * a + per_layer + once)
     return int(spec.n_layers * per_layer + once)
@@ -148,6 +162,24 @@ def loss_head_bytes(spec: ModelSpec, tokens: PositiveInt, dtype: ActivationDtype
     """The logits (compute dtype), their fp32 copy for the loss (none in fp32), the log-softmax."""
     a = ACTIVATION_BYTES[dtype]
     return tokens * spec.vocab_size * (8 if a == 4 else a + 8)
+
+
+@checked
+def last_mlp_backward_bytes(
+    spec: ModelSpec, tokens: PositiveInt, dtype: ActivationDtype = "bf16"
+) -> int:
+    """Activations the backward pass adds, against the kept ones, in the last layer's MLP.
+
+    Once the down projection's backward has run: the product's gradient and the two made from
+    it (the activation's and up's), less the product, freed (2 ffn per token); the gradient
+    arriving from above (h); less the final RMSNorm's kept tensors, freed by then. Dense gated
+    MLPs (a MoE layer's backward is not modelled: 0).
+    """
+    if spec.is_moe:
+        return 0
+    a, h = ACTIVATION_BYTES[dtype], spec.hidden_size
+    norm = 3 * a if a == 4 else 4 + 2 * a
+    return tokens * ((2 * spec.intermediate_size + h) * a - norm * h)
 
 
 @checked
@@ -162,14 +194,55 @@ def optimizer_step_bytes(
 
     PyTorch's AdamW makes sqrt(exp_avg_sq) / bias_correction anew: "foreach" (default on CUDA,
     ROCm, XPU) for all parameters at once, a copy in the state dtype (pytorch/pytorch#132336:
-    "O(n) more memory"); "for-loop" (CPU, MPS) a tensor at a time, root and quotient (twice the
-    largest tensor); "fused" (the Trainer's default, torch >= 2.8) none; SGD works in place;
-    bitsandbytes' 8-bit AdamW is one kernel (none). Measured: tests/unit/test_memprobe.py.
+    "O(n) more memory"); "for-loop" (CPU, MPS) a tensor at a time, the root and the quotient,
+    while the previous tensor's quotient (the loop's `denom`) is still referenced: the largest
+    previous + 2 x current over the parameters in their order (_tensors_in_order; a gated MLP's
+    up after its gate: 3 ffn x h); "fused" (the Trainer's default, torch >= 2.8) none; SGD works
+    in place; bitsandbytes' 8-bit AdamW is one kernel (none). Measured:
+    tests/unit/test_memprobe.py and benchmarks/memory_sweep.py.
     """
     if optimizer != "adamw" or optimizer_impl == "fused":
         return 0
     if optimizer_impl == "foreach" or (optimizer_impl == "auto" and device in ("cuda", "xpu")):
         return spec.n_params * state_bytes
-    h = spec.hidden_size
-    experts = spec.n_routed_experts * 2 * spec.moe_intermediate_size * h
-    return 2 * max(spec.vocab_size * h, 2 * spec.intermediate_size * h, experts) * state_bytes
+    sizes = _tensors_in_order(spec)
+    held = [0, *sizes[:-1]]  # the quotient of the tensor before
+    return max(prev + 2 * cur for prev, cur in zip(held, sizes, strict=True)) * state_bytes
+
+
+def _tensors_in_order(spec: ModelSpec) -> list[int]:
+    """Elements of each parameter tensor in the order transformers' decoders register them.
+
+    The embedding; per layer q, k, v and o (each bias after its matrix; MLA's attention as one
+    block, an upper bound), the MLP's gate, up and down (a MoE layer: the router, the experts'
+    gate_up and down, each one tensor over the experts as transformers 5 stores them, then the
+    shared experts), two norms; the final norm; the head when untied.
+    """
+    h, norm = spec.hidden_size, spec.params_by_component()["norms"] // (2 * spec.n_layers + 1)
+
+    def mlp(width: int) -> list[int]:
+        into = [width * h, width] if spec.mlp_bias else [width * h]  # gate or up (and bias)
+        return (into * 2 if spec.gated_mlp else into) + [width * h, h * spec.mlp_bias]
+
+    def experts(width: int) -> list[int]:
+        e = spec.n_routed_experts  # one gate_up and one down tensor for all of a layer's experts
+        return [e * (2 if spec.gated_mlp else 1) * width * h, e * width * h]
+
+    if spec.kv_lora_rank is None:
+        q, kv = spec.n_heads * spec.head_dim, spec.n_kv_heads * spec.head_dim
+        bias = spec.attention_bias
+        attention = [q * h, q * bias, kv * h, kv * bias, kv * h, kv * bias, q * h, h * spec.o_bias]
+    else:
+        attention = [spec.attention_params]
+    sizes = [spec.vocab_size * h]
+    for i in range(spec.n_layers):
+        layer = list(attention)
+        if spec.is_moe_layer(i):
+            layer += [spec.router_params, *experts(spec.moe_intermediate_size)]
+            shared = spec.n_shared_experts * spec.moe_intermediate_size
+            layer += mlp(shared) if shared else []
+        else:
+            layer += mlp(spec.intermediate_size)
+        sizes += [n for n in layer if n] + [norm, norm]
+    sizes += [norm] + ([] if spec.tie_embeddings else [spec.vocab_size * h])
+    return sizes

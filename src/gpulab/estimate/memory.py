@@ -12,8 +12,8 @@
 
 Every figure is arithmetic on the architecture: bytes per parameter for each format and
 recipe, the KV-cache formula, and a count of the activation tensors a decoder layer keeps. The
-lab (labs/02) and benchmarks/memory_accuracy.py check the arithmetic against memory measured
-on real models built from config dicts.
+lab (labs/02), benchmarks/memory_accuracy.py and benchmarks/memory_sweep.py (on random models it
+was never tuned on) check the arithmetic against memory measured on models built from configs.
 """
 
 from __future__ import annotations
@@ -43,6 +43,7 @@ from gpulab.estimate.activations import (
     Optimizer,
     OptimizerImpl,
     inference_activation_bytes,
+    last_mlp_backward_bytes,
     loss_head_bytes,
     optimizer_step_bytes,
     training_activation_bytes,
@@ -253,6 +254,7 @@ def estimate_inference(
     logits: Logits = "last",
     attention: Attention = "sdpa",
     fused_mlp: bool = False,
+    use_cache: bool = True,
     device: str = "cuda",
     mla_expanded: bool = False,
     context_bytes: NonNegativeInt | None = None,
@@ -261,12 +263,13 @@ def estimate_inference(
     """Memory to serve `batch` sequences of `seq_len` tokens: weights, KV cache, activations.
 
     The total is the tensors, to compare with GPUSpec.model_memory_bytes (the activations, and
-    where they apply: inference_activation_bytes). Passing `context_bytes` and/or
+    where they apply: inference_activation_bytes; `use_cache=False`: no KV cache is kept, the
+    keys and values live within their layer). Passing `context_bytes` and/or
     `allocator_slack` adds that runtime share as `overhead`, for a total as the device reports
     it (then compare with GPUSpec.memory_bytes).
     """
     w = weight_bytes(spec, weights)
-    kv = kv_cache_bytes(spec, seq_len, batch, kv_cache, mla_expanded)
+    kv = kv_cache_bytes(spec, seq_len, batch, kv_cache, mla_expanded) if use_cache else 0
     act = inference_activation_bytes(
         spec, batch, seq_len, activations, logits, attention, fused_mlp
     )
@@ -328,10 +331,11 @@ def estimate_training(
         f"{precision} with {optimizer}: {per_param:.1f} bytes per parameter before activations",
         *spec.notes,
     )
-    # The worst of four moments (measured with MemTracker): the loss's backward (log-softmax,
-    # its gradient and the logits', 3 fp32 vocab-wide tensors per token; the caller kept only
-    # the loss), the head's backward (the logits' gradient and the head's weight gradient), the
-    # end (every gradient; tied embeddings add a copy) and the step (optimizer_step_bytes).
+    # The worst of five moments (measured with MemTracker): the loss's backward (log-softmax,
+    # its gradient and the logits', 3 fp32 vocab-wide tensors per token), the head's (the
+    # logits' gradient, the head's weight gradient), the last layer's MLP backward (+ the down
+    # projection's gradient, ffn x h), the end (every gradient; tied embeddings add a copy), the
+    # step. Each layer's backward frees and makes as much as the next: the ends are the extremes.
     parts = spec.params_by_component()
     head_grad = (parts["lm_head"] or parts["embedding"]) * recipe["gradients"]
     tied_copy = head_grad if spec.tie_embeddings else 0
@@ -339,9 +343,13 @@ def estimate_training(
     kept = act - loss_head_bytes(spec, tokens, recipe["activations"])
     loss_backward = kept + tokens * spec.vocab_size * 12
     head_backward = kept + tokens * spec.vocab_size * 4 + head_grad
+    down_grad = 0 if spec.is_moe else spec.intermediate_size * spec.hidden_size
+    last_mlp = kept + last_mlp_backward_bytes(spec, tokens, recipe["activations"]) + head_grad
+    last_mlp += down_grad * recipe["gradients"]
     step = optimizer_step_bytes(spec, optimizer, optimizer_impl, device, state_bytes)
     early = g if gradients_kept else 0  # gradients alive before the backward makes them
-    peak = w + opt + max(loss_backward + early, head_backward + early, g + tied_copy, g + step)
+    backward = max(loss_backward, head_backward, last_mlp) + early
+    peak = w + opt + max(backward, g + tied_copy, g + step)
     return Breakdown(
         weights=w,
         gradients=g,

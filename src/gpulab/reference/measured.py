@@ -7,6 +7,10 @@ and pages render it from here. A page never types such a number by hand.
 Where the figures are read from: ``GPULAB_MEASURED_DIR`` when it is set (the tests point it
 at a benchmark's CPU output, so the notebooks' measured-data branches run before a GPU figure
 exists), else the package's ``data/measured/``, which holds only figures measured on a GPU.
+
+One file stands apart, measured on the machine that ran it and labelled so: the memory
+estimator's held-out validation (``data/estimator_validation.json``, written by
+``benchmarks/memory_sweep.py --write``), which chapter 2 quotes (``estimator_validation``).
 """
 
 from __future__ import annotations
@@ -29,6 +33,7 @@ __all__ = [
     "REQUIRED_PROVENANCE",
     "backend_status",
     "directory",
+    "estimator_validation",
     "load_all",
     "save",
     "section",
@@ -39,6 +44,24 @@ ENV_VAR = "GPULAB_MEASURED_DIR"
 PACKAGED_DIR = Path(str(resources.files("gpulab") / "data" / "measured"))
 # What every stored section must say about where its figures come from.
 REQUIRED_PROVENANCE = ("gpu", "device", "driver", "torch", "cuda", "date", "command")
+VALIDATION_PATH = Path(str(resources.files("gpulab") / "data" / "estimator_validation.json"))
+# What the estimator's validation must say: the held-out sample, its worst error, where and when.
+VALIDATION_FIELDS = (
+    "seed",
+    "cases",
+    "measured",
+    "within_bar",
+    "worst_error_percent",
+    "worst_abs_error_percent",
+    "worst_case",
+    "bar",
+    "date",
+    "torch",
+    "transformers",
+    "machine",
+    "device",
+    "command",
+)
 # What a page says of a backend no stored figure was measured on (CONTRIBUTING.md).
 NOT_VERIFIED = "not yet verified on this hardware"
 BACKENDS = ("cuda", "rocm", "mps")  # the GPU backends a page can say the course has run on
@@ -126,3 +149,14 @@ def backend_status(
         words["run"].format(gpu=gpu, date=date, torch=torch)
         for gpu, (date, torch) in sorted(runs.items())
     )
+
+
+def estimator_validation() -> dict[str, Any]:
+    """The memory estimator's held-out validation: the sample's seed and size, its worst error
+    against MemTracker (in %, signed: + is an over-estimate), the bar, the machine, the date and
+    the torch and transformers versions (benchmarks/memory_sweep.py --write)."""
+    data = json.loads(VALIDATION_PATH.read_text())
+    missing = [f for f in VALIDATION_FIELDS if f not in data]
+    if missing:
+        raise ValueError(f"{VALIDATION_PATH.name} lacks {', '.join(missing)}")
+    return data
