@@ -22,6 +22,7 @@ __all__ = [
     "OPTIMIZERS",
     "inference_activation_bytes",
     "last_mlp_backward_bytes",
+    "norm_kept_bytes",
     "loss_head_bytes",
     "optimizer_step_bytes",
     "training_activation_bytes",
@@ -140,7 +141,7 @@ def training_activation_bytes(
     a, h, tokens = ACTIVATION_BYTES[dtype], spec.hidden_size, batch * seq_len
     ffn = (4 if spec.gated_mlp else 2) * _ffn_width(spec)
     moe = 2 * spec.experts_per_token * h + 2 * spec.n_routed_experts if spec.is_moe else 0
-    norm = 3 * a if a == 4 else 4 + 2 * a  # bytes per h of one RMSNorm
+    norm = norm_kept_bytes(spec, 1, dtype) // h  # bytes per h of one RMSNorm
     kv_width = spec.n_kv_heads * spec.head_dim
     per_layer = tokens * (2 * norm * h + (ffn + moe) * a)
     once = (
@@ -165,6 +166,14 @@ def loss_head_bytes(spec: ModelSpec, tokens: PositiveInt, dtype: ActivationDtype
 
 
 @checked
+def norm_kept_bytes(spec: ModelSpec, tokens: PositiveInt, dtype: ActivationDtype = "bf16") -> int:
+    """What one RMSNorm keeps for the backward pass: its input, normalised values and output
+    (3h per token in fp32; below fp32 transformers keeps the input's fp32 copy, 4 + 2a bytes)."""
+    a = ACTIVATION_BYTES[dtype]
+    return tokens * spec.hidden_size * (3 * a if a == 4 else 4 + 2 * a)
+
+
+@checked
 def last_mlp_backward_bytes(
     spec: ModelSpec, tokens: PositiveInt, dtype: ActivationDtype = "bf16"
 ) -> int:
@@ -178,8 +187,7 @@ def last_mlp_backward_bytes(
     if spec.is_moe:
         return 0
     a, h = ACTIVATION_BYTES[dtype], spec.hidden_size
-    norm = 3 * a if a == 4 else 4 + 2 * a
-    return tokens * ((2 * spec.intermediate_size + h) * a - norm * h)
+    return tokens * (2 * spec.intermediate_size + h) * a - norm_kept_bytes(spec, tokens, dtype)
 
 
 @checked

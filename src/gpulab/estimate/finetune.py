@@ -42,6 +42,7 @@ from gpulab.estimate.activations import (
     Optimizer,
     OptimizerImpl,
     loss_head_bytes,
+    norm_kept_bytes,
     training_activation_bytes,
 )
 from gpulab.estimate.memory import weight_bytes
@@ -337,15 +338,24 @@ def estimate_finetune(spec: ModelSpec, recipe: FinetuneRecipe) -> FinetuneMemory
         dequantized = max(i * o for i, o in _projections(spec).values()) * a
     in_backward = max(dequantized, step if recipe.optimizer_in_backward else 0)
 
+    # the final RMSNorm's kept tensors are freed once its backward has run, before any layer's
+    after_norm = once - norm_kept_bytes(spec, recipe.tokens, recipe.dtype)
+
     # (moment, gradients, activations, loss, temporaries) at each candidate for the peak; in
     # the backward pass activations shrink as gradients grow, so its two ends bound the rest
     candidates = [
         ("loss", early, kept + once, max(loss_backward, head_backward), 0),
-        ("top layer's backward", max(early, top_grads), kept + rebuilt + once, 0, in_backward),
+        (
+            "top layer's backward",
+            max(early, top_grads),
+            kept + rebuilt + after_norm,
+            0,
+            in_backward,
+        ),
         (
             "bottom layer's backward",
             max(early, bottom_grads),
-            bottom + rebuilt + once,
+            bottom + rebuilt + after_norm,
             0,
             in_backward,
         ),
