@@ -19,6 +19,20 @@ from types import ModuleType
 import pytest
 
 STRICT = os.environ.get("GPULAB_STRICT") == "1"
+
+
+# The tiny Llama (2 layers of width 128, grouped-query attention, untied) that the library's
+# tests build with transformers from its config, random weights, nothing downloaded.
+TINY_LLAMA = dict(
+    model_type="llama",
+    hidden_size=128,
+    intermediate_size=344,
+    num_hidden_layers=2,
+    num_attention_heads=4,
+    num_key_value_heads=2,
+    vocab_size=1000,
+    tie_word_embeddings=False,
+)
 # The extras `make setup` installs, by platform (Triton has no macOS wheels).
 INSTALLED_BY_MAKE = {"workshop", "dev"} | ({"kernels"} if sys.platform != "darwin" else set())
 

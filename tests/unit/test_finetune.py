@@ -18,6 +18,7 @@ from gpulab.estimate import finetune, memory
 from gpulab.estimate.finetune import FinetuneRecipe, estimate_finetune
 from gpulab.reference import models, published_memory
 from gpulab.reference.modelspec import ModelSpec
+from tests.helpers import TINY_LLAMA
 
 # Llama 3.1 8B: vocabulary, width, layers, MLP width, KV width (8 heads x 128)
 V, H, L, F, KV = 128_256, 4096, 32, 14_336, 1024
@@ -164,16 +165,7 @@ def test_a_mixture_of_experts_and_an_oversized_rank_are_refused():
 
 # --------------------------------------------------------------------------- measured on the CPU
 
-TINY = dict(
-    model_type="llama",
-    hidden_size=128,
-    intermediate_size=344,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    vocab_size=1000,
-    tie_word_embeddings=False,
-)
+TINY = TINY_LLAMA
 TARGETS = {"q": "q_proj", "v": "v_proj", "o": "o_proj", "gate": "gate_proj", "up": "up_proj"}
 TARGETS |= {"down": "down_proj"}
 

@@ -12,17 +12,9 @@ from gpulab.estimate.memory import (
     estimate_training,
     optimizer_step_bytes,
 )
+from tests.helpers import TINY_LLAMA
 
-TINY = dict(
-    model_type="llama",
-    hidden_size=128,
-    intermediate_size=344,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    vocab_size=1000,
-    tie_word_embeddings=False,
-)
+TINY = TINY_LLAMA
 
 
 def test_inference_measurement_is_exact_for_weights_and_cache():

@@ -9,19 +9,11 @@ from torch.utils.flop_counter import FlopCounterMode
 from gpulab import memory, models, perf, torch_models
 from gpulab.core.errors import GpulabConfigError
 from gpulab.estimate.memory import ModelSpec
+from tests.helpers import TINY_LLAMA
 
 LLAMA_70B = models.get("Llama-3-70B")
 LLAMA_8B = models.get("Llama-3-8B")
-TINY = dict(
-    model_type="llama",
-    hidden_size=128,
-    intermediate_size=344,
-    num_hidden_layers=2,
-    num_attention_heads=4,
-    num_key_value_heads=2,
-    vocab_size=1000,
-    tie_word_embeddings=False,
-)
+TINY = TINY_LLAMA
 
 
 def test_llama_3_70b_int4_on_an_rtx_4090_by_hand():

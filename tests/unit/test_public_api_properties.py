@@ -79,6 +79,8 @@ LENIENT = {
     "gpulab.reference.measured.save": "writes the library's own data",
     "gpulab.reference.measured.load_all": "reads the library's own data",
     "gpulab.reference.measured.section": "reads the library's own data",
+    "gpulab.reference.published.row_items": "reads the library's own data, row by row",
+    "gpulab.reference.published.section_rows": "reads the library's own data; loads() is checked",
     "gpulab.estimate.roofline.itemsize": "accepts ints, names and torch dtypes, checked by hand",
     "gpulab.estimate.roofline.percent_of_peak": "None for an unknown peak, as a report shows it",
     "gpulab.estimate.calculator.display_number": "shows any number, '-' for one that is not finite",

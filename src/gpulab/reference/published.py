@@ -19,6 +19,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from functools import lru_cache
 from importlib import resources
@@ -180,18 +181,41 @@ def _check_by_test(row_id: str, row: dict[str, Any]) -> None:
         raise _fail(row_id, "prompt_tokens", "must be >= 1 on a prompt-processing row, or null")
 
 
-def _parse(rows: list[Any]) -> tuple[Measurement, ...]:
-    """Validated rows from dicts; GpulabConfigError names the first bad row and field."""
+def row_items(
+    rows: list[Any], fail: Callable[[str, str, str], GpulabConfigError]
+) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each row with its id (or "#index"), checked to be an object whose id no earlier row has;
+    `fail(row_id, field, message)` makes the error. Shared by the data file's sections."""
     seen: set[str] = set()
-    out = []
     for index, row in enumerate(rows):
         row_id = row.get("id") if isinstance(row, dict) else None
         row_id = row_id if isinstance(row_id, str) and row_id else f"#{index}"
         if not isinstance(row, dict):
-            raise _fail(row_id, "row", "must be an object")
+            raise fail(row_id, "row", "must be an object")
         if row_id in seen:
-            raise _fail(row_id, "id", "is used by an earlier row")
+            raise fail(row_id, "id", "is used by an earlier row")
         seen.add(row_id)
+        yield row_id, row
+
+
+def section_rows(text: str, section: str) -> list[Any]:
+    """The rows of JSON `text`: the list under `section` of the data file, or a bare list."""
+    try:
+        data = json.loads(text)
+    except ValueError as err:
+        raise GpulabConfigError(f"text is not JSON: {err}", "text") from None
+    rows = data.get(section) if isinstance(data, dict) else data
+    if not isinstance(rows, list):
+        raise GpulabConfigError(
+            f"text must hold a list of rows, or an object with a '{section}' list", "text"
+        )
+    return rows
+
+
+def _parse(rows: list[Any]) -> tuple[Measurement, ...]:
+    """Validated rows from dicts; GpulabConfigError names the first bad row and field."""
+    out = []
+    for row_id, row in row_items(rows, _fail):
         _check_types(row_id, row)
         _check_vocabulary(row_id, row)
         _check_by_test(row_id, row)
@@ -202,16 +226,7 @@ def _parse(rows: list[Any]) -> tuple[Measurement, ...]:
 @checked
 def loads(text: str) -> tuple[Measurement, ...]:
     """Validated rows from JSON text: the data file's layout, or a bare list of rows."""
-    try:
-        data = json.loads(text)
-    except ValueError as err:
-        raise GpulabConfigError(f"text is not JSON: {err}", "text") from None
-    rows = data.get("measurements") if isinstance(data, dict) else data
-    if not isinstance(rows, list):
-        raise GpulabConfigError(
-            "text must hold a list of rows, or an object with a 'measurements' list", "text"
-        )
-    return _parse(rows)
+    return _parse(section_rows(text, "measurements"))
 
 
 @lru_cache(maxsize=1)

@@ -18,7 +18,6 @@ A row that breaks a rule raises ``GpulabConfigError`` naming the row and the fie
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from dataclasses import dataclass, fields
@@ -31,6 +30,7 @@ from gpulab.core.constraints import did_you_mean_text, show
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import checked
 from gpulab.reference.models import CATALOGUE
+from gpulab.reference.published import row_items, section_rows
 from gpulab.reference.specs import load_gpus
 
 __all__ = ["QUANTITIES", "SETTINGS", "MemoryFigure", "get", "load", "loads"]
@@ -188,16 +188,8 @@ def _check_settings(row_id: str, row: dict[str, Any]) -> MappingProxyType:
 
 def _parse(rows: list[Any]) -> tuple[MemoryFigure, ...]:
     """Validated rows from dicts; GpulabConfigError names the first bad row and field."""
-    seen: set[str] = set()
     out = []
-    for index, row in enumerate(rows):
-        row_id = row.get("id") if isinstance(row, dict) else None
-        row_id = row_id if isinstance(row_id, str) and row_id else f"#{index}"
-        if not isinstance(row, dict):
-            raise _fail(row_id, "row", "must be an object")
-        if row_id in seen:
-            raise _fail(row_id, "id", "is used by an earlier row")
-        seen.add(row_id)
+    for row_id, row in row_items(rows, _fail):
         _check_fields(row_id, row)
         _check_vocabulary(row_id, row)
         settings = _check_settings(row_id, row)
@@ -208,16 +200,7 @@ def _parse(rows: list[Any]) -> tuple[MemoryFigure, ...]:
 @checked
 def loads(text: str) -> tuple[MemoryFigure, ...]:
     """Validated rows from JSON text: the data file's layout (its 'memory' list), or a bare list."""
-    try:
-        data = json.loads(text)
-    except ValueError as err:
-        raise GpulabConfigError(f"text is not JSON: {err}", "text") from None
-    rows = data.get("memory") if isinstance(data, dict) else data
-    if not isinstance(rows, list):
-        raise GpulabConfigError(
-            "text must hold a list of rows, or an object with a 'memory' list", "text"
-        )
-    return _parse(rows)
+    return _parse(section_rows(text, "memory"))
 
 
 @lru_cache(maxsize=1)
