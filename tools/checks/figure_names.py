@@ -37,21 +37,29 @@ SPELLINGS = {
     "bw_gbs": "gbs",
     "nvlink_per_direction": "nvlink",
 }
-MODELS = ("llama7", "llama8", "llama70", "r1", "qwen72", "phi3")
-CARDS = (
-    "rtx4090",
-    "rtx3090",
-    "rtx3060",
-    "rtx4060ti",
-    "rtx5090",
-    "rx7900xtx",
-    "m3ultra",
-    "m3max",
-    "gtx1650",
-    "h100",
-    "h200",
-    "ddr5",
-)
+# Each model's and card's one spelling -> the name of its row in the catalogue or spec table.
+MODELS = {
+    "llama7": "Llama-2-7B",
+    "llama8": "Llama-3-8B",
+    "llama70": "Llama-3-70B",
+    "r1": "DeepSeek-R1",
+    "qwen72": "Qwen2.5-72B",
+    "phi3": "Phi-3-mini",
+}
+CARDS = {
+    "rtx4090": "RTX 4090",
+    "rtx3090": "RTX 3090",
+    "rtx3060": "RTX 3060 12GB",
+    "rtx4060ti": "RTX 4060 Ti 16GB",
+    "rtx5090": "RTX 5090",
+    "rx7900xtx": "AMD Radeon RX 7900 XTX",
+    "m3ultra": "Apple M3 Ultra",
+    "m3max": "Apple M3 Max",
+    "gtx1650": "GTX 1650 GDDR5",
+    "h100": "H100 SXM",
+    "h200": "H200",
+    "ddr5": "Core i9-13900K",  # the course's desktop: its dual-channel DDR5-5600
+}
 _SPELLING = re.compile(
     r"(?:^|_)(" + "|".join(sorted(SPELLINGS, key=len, reverse=True)) + r")(?=_|$)"
 )

@@ -31,16 +31,11 @@ from collections import defaultdict
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))  # `tools.checks.figure_names` when this file runs as a script
+from tools.checks import figure_names  # noqa: E402
 
 # The spellings of figure names (tools/checks/figure_names.py) -> the tables' names.
-MODELS = {
-    "llama7": "Llama-2-7B",
-    "llama8": "Llama-3-8B",
-    "llama70": "Llama-3-70B",
-    "r1": "DeepSeek-R1",
-    "qwen72": "Qwen2.5-72B",
-    "phi3": "Phi-3-mini",
-}
+MODELS, DEVICES = figure_names.MODELS, figure_names.CARDS
 FORMATS = {
     "fp32": "fp32",
     "fp16": "fp16",
@@ -52,20 +47,6 @@ FORMATS = {
     "q80": "q8_0",
     "q40": "q4_0",
     "q4km": "q4_k_m",
-}
-DEVICES = {
-    "rtx4090": "RTX 4090",
-    "rtx3090": "RTX 3090",
-    "rtx3060": "RTX 3060 12GB",
-    "rtx4060ti": "RTX 4060 Ti 16GB",
-    "rtx5090": "RTX 5090",
-    "rx7900xtx": "AMD Radeon RX 7900 XTX",
-    "m3ultra": "Apple M3 Ultra",
-    "m3max": "Apple M3 Max",
-    "gtx1650": "GTX 1650 GDDR5",
-    "h100": "H100 SXM",
-    "h200": "H200",
-    "ddr5": "Core i9-13900K",  # the course's desktop: dual-channel DDR5-5600
 }
 CLOCKS = {"base": "base", "allcore": "all-core", "maxturbo": "turbo"}
 
@@ -96,10 +77,8 @@ UNDER_THE_BASIS = {
 
 def kind_of(name: str) -> tuple[str, dict[str, str]] | None:
     """The kind a figure's name says, and the case its name spells out (may be empty)."""
-    from tools.checks.figure_names import canonical
-
     for pattern, kind in KIND_NAMES:
-        m = pattern.match(canonical(name))
+        m = pattern.match(figure_names.canonical(name))
         if m:
             return kind, {k: v for k, v in m.groupdict().items() if v is not None}
     return None
