@@ -3,9 +3,13 @@
 A lab is written once, as its solution. Cells tagged ``solution`` hold the answers, between
 ``### BEGIN SOLUTION`` and ``### END SOLUTION`` lines (a cell without the markers is replaced
 whole). The generator writes the learner copy, in which each solution block becomes a stub
-that raises ``NotImplementedError`` with a hint, and the end-of-lab exercises keep their
-statements but lose their solutions (``tools.authoring.exercises``); a test fails when a copy
-is out of date.
+that raises ``NotImplementedError``; the block's ``# HINT 1:`` to ``# HINT 3:`` lines (the old
+``# HINT:`` is level 1) become a Markdown cell right after the stub, one collapsed
+``<details>`` per level, and the stub's message says to open them. An end-of-lab exercise
+keeps its statement; a solution code cell of it written with the markers becomes a stub with
+its check kept (the code after the markers), and the ``#### Solution`` Markdown and any other
+solution cell are dropped (``tools.authoring.exercises``). An exercise without markers keeps
+only its statement. A test fails when a copy is out of date.
 
 A cell whose metadata says ``"gpulab": {"source": "module:function"}`` holds that library
 function's source, written by the generator, so the code a lab shows is the code that runs
@@ -33,15 +37,17 @@ if __package__ in (None, ""):  # run as a script: the repository's root and src 
     sys.path[:0] = [str(_ROOT), str(_ROOT / "src")]
 
 from gpulab.course.labs import DEFAULT_HINT  # noqa: E402
-from tools.authoring import exercises  # noqa: E402
+from tools.authoring import exercises, solution_blocks  # noqa: E402
 from tools.notebook_meta import cell_source  # noqa: E402
 
 SOLUTION_TAG = "solution"
+BEGIN, END = solution_blocks.BEGIN, solution_blocks.END  # the markers of a solution block
 STUB_TAG = "learner-stub"  # a learner copy's cell that the learner fills in
+HINTS_TAG = "learner-hints"  # the Markdown cell of collapsed hints under a stub
 REFERENCE_TAG = "nbval-check-output"
-BEGIN = "### BEGIN SOLUTION"
-END = "### END SOLUTION"
 HINT_PREFIX = "# HINT:"
+# The stub's message where hints follow it (labs.check shows it as "not written yet: ...")
+HINTED = "write this part, then run the check (stuck? open the hints below this cell)"
 # The command that regenerates the learner copies, named in the out-of-date hints: the one
 # command a lab's author runs, which also repairs the notebooks.
 REGENERATE = "python tools/checks/nbcheck.py --fix"
@@ -54,43 +60,54 @@ LEARNER_NOTE = (
 )
 
 
-def _hint(lines: list[str]) -> str:
-    """The hint given in a solution block by a `# HINT:` line, or the default."""
-    for line in lines:
-        if line.strip().startswith(HINT_PREFIX):
-            return line.strip()[len(HINT_PREFIX) :].strip()
-    return DEFAULT_HINT
+def _message(has_hints: bool) -> str:
+    return HINTED if has_hints else DEFAULT_HINT
 
 
 def stub_source(source: str, cell_hint: str | None = None) -> str:
-    """The learner's version of a solution cell: each solution block becomes a stub."""
+    """The learner's version of a solution cell: each solution block becomes a stub whose
+    message points to the hints below the cell (where it has any)."""
     lines = source.splitlines()
-    if not any(line.strip() in (BEGIN, END) for line in lines):
-        hint = cell_hint or DEFAULT_HINT
-        return f"# Your code here.\nraise NotImplementedError({hint!r})"
+    if not solution_blocks.has_blocks(source):
+        return f"# Your code here.\nraise NotImplementedError({_message(bool(cell_hint))!r})"
+    found = solution_blocks.blocks(source)  # ValueError on broken markers, with the line
     out: list[str] = []
-    block: list[str] | None = None
-    indent = ""
-    for number, line in enumerate(lines, start=1):
-        stripped = line.strip()
-        if stripped == BEGIN:
-            if block is not None:
-                raise ValueError(f"line {number}: {BEGIN!r} inside another solution block")
-            block, indent = [], line[: len(line) - len(line.lstrip())]
-        elif stripped == END:
-            if block is None:
-                raise ValueError(f"line {number}: {END!r} without {BEGIN!r}")
-            hint = _hint(block) if _hint(block) != DEFAULT_HINT else (cell_hint or DEFAULT_HINT)
-            out.append(f"{indent}# Your code here.")
-            out.append(f"{indent}raise NotImplementedError({hint!r})")
-            block = None
-        elif block is not None:
-            block.append(line)
-        else:
-            out.append(line)
-    if block is not None:
-        raise ValueError(f"{BEGIN!r} is never closed by {END!r}")
+    position = 0
+    for block in found:
+        out += lines[position : block.begin]
+        hinted = bool(block.hints) or bool(cell_hint)
+        out.append(f"{block.indent}# Your code here.")
+        out.append(f"{block.indent}raise NotImplementedError({_message(hinted)!r})")
+        position = block.end + 1
+    out += lines[position:]
     return "\n".join(out)
+
+
+def hint_levels(source: str, cell_hint: str | None = None) -> list[tuple[str, dict[int, str]]]:
+    """(the function, its hints by level) for each block of a cell that has hints; a cell's
+    `hint` metadata is level 1 of a block that has none."""
+    if not solution_blocks.has_blocks(source):
+        return [("", {1: cell_hint})] if cell_hint else []
+    out = []
+    for block in solution_blocks.blocks(source):
+        levels = block.hints or ({1: cell_hint} if cell_hint else {})
+        if levels:
+            out.append((block.function, levels))
+    return out
+
+
+def hints_markdown(source: str, cell_hint: str | None = None) -> str | None:
+    """The Markdown cell under a stub: one collapsed `<details>` per hint level (plain HTML,
+    which JupyterLab, Colab and the site all render); None when the cell has no hint."""
+    levels = hint_levels(source, cell_hint)
+    if not levels:
+        return None
+    parts = []
+    for function, by_level in levels:
+        for level, text in by_level.items():
+            name = f" for {function}" if function and len(levels) > 1 else ""
+            parts.append(f"<details><summary>Hint {level}{name}</summary>\n\n{text}\n\n</details>")
+    return "\n\n".join(parts)
 
 
 def library_source(ref: str, rename: str | None = None) -> str:
@@ -125,11 +142,54 @@ def is_solution_cell(cell: dict) -> bool:
     return cell.get("cell_type") == "code" and SOLUTION_TAG in tags
 
 
+def _exercise_work(nb: dict) -> set[int]:
+    """Positions of the exercises' solution code cells written with solution markers: in the
+    learner copy each becomes the exercise's cell to fill in, its check kept."""
+    return {
+        i
+        for group in exercises.exercises(nb)
+        for i in group.solution
+        if nb["cells"][i]["cell_type"] == "code"
+        and solution_blocks.has_blocks(cell_source(nb["cells"][i]))
+    }
+
+
+def _hints_cell(stub: dict, text: str) -> dict:
+    return {
+        "cell_type": "markdown",
+        "id": f"{stub.get('id', 'stub')}-hints"[:64],
+        "metadata": {"tags": [HINTS_TAG]},
+        "source": text,
+    }
+
+
+def _as_stub(cell: dict) -> dict | None:
+    """Turn a solution cell into the learner's stub in place; return its hints cell, if any."""
+    meta = cell["metadata"]
+    start_from = meta.get("gpulab", {}).get("learner_source")
+    hints = None
+    if start_from:  # the learner edits a copy of this function instead of a stub
+        start = library_source(start_from, meta["gpulab"].get("learner_name"))
+        cell["source"] = f"{HINT_PREFIX} {meta.get('hint', DEFAULT_HINT)}\n{start}"
+        meta.pop("gpulab")
+    else:
+        source = cell_source(cell)
+        hints = hints_markdown(source, meta.get("hint"))
+        cell["source"] = stub_source(source, meta.get("hint"))
+    drop = (SOLUTION_TAG, exercises.SOLUTION_TAG)
+    meta["tags"] = [t for t in meta.get("tags", []) if t not in drop] + [STUB_TAG]
+    # an exercise's solution is saved hidden (exercises.normalise); the learner's cell is not
+    meta.pop("jupyter", None)
+    meta.pop("cellView", None)
+    return _hints_cell(cell, hints) if hints else None
+
+
 def make_learner_copy(solution: dict, solution_path: str) -> dict:
     """The learner copy of a solution notebook (a dict in nbformat 4), outputs stripped."""
     learner = copy.deepcopy(solution)
+    work = _exercise_work(learner)
     cells = []
-    for cell in learner["cells"]:
+    for i, cell in enumerate(learner["cells"]):
         if cell["cell_type"] == "code":
             cell["outputs"] = []
             cell["execution_count"] = None
@@ -137,17 +197,8 @@ def make_learner_copy(solution: dict, solution_path: str) -> dict:
             tags = cell.get("metadata", {}).get("tags")
             if tags and REFERENCE_TAG in tags:
                 cell["metadata"]["tags"] = [t for t in tags if t != REFERENCE_TAG]
-        if is_solution_cell(cell):
-            meta = cell["metadata"]
-            start_from = meta.get("gpulab", {}).get("learner_source")
-            if start_from:  # the learner edits a copy of this function instead of a stub
-                start = library_source(start_from, meta["gpulab"].get("learner_name"))
-                cell["source"] = f"{HINT_PREFIX} {meta.get('hint', DEFAULT_HINT)}\n{start}"
-                meta.pop("gpulab")
-            else:
-                cell["source"] = stub_source(cell_source(cell), meta.get("hint"))
-            meta["tags"] = [t for t in meta["tags"] if t != SOLUTION_TAG] + [STUB_TAG]
-        cells.append(cell)
+        hints = _as_stub(cell) if is_solution_cell(cell) or i in work else None
+        cells += [cell] + ([hints] if hints else [])
     if not any(is_solution_cell(c) for c in solution["cells"]):
         raise ValueError(f"{solution_path} has no cell tagged {SOLUTION_TAG!r}; it is not a lab")
     note = {
@@ -158,7 +209,8 @@ def make_learner_copy(solution: dict, solution_path: str) -> dict:
     }
     # after the title cell, so the page still opens with the lab's title
     learner["cells"] = cells[:1] + [note] + cells[1:]
-    learner = exercises.strip_solutions(learner)  # the exercises stay, their answers go
+    # the exercises stay, with their cells to fill in; the rest of their solutions goes
+    learner = exercises.strip_solutions(learner)
     learner.setdefault("metadata", {})["gpulab"] = {"learner_copy_of": solution_path}
     return learner
 
