@@ -214,3 +214,43 @@ def test_chinese_equation_labels_render_in_the_cjk_font(browser, site, site_url)
         assert "Noto Sans SC Variable" in label["family"], label
         assert label["width"] >= 8 * len(label["text"].strip()), label
     assert not errors and not outside
+
+
+def _teaching_samples(site) -> list[str]:
+    """One page per edition that shows a picture (a registered /_pictures/ SVG) and one that
+    shows a collapsed reveal (myst-nb's hide-output), where the site has any."""
+    from tools.authoring import picture_registry
+
+    pictures = [f"_images/{name}.svg" for name in picture_registry.registered()]
+    kinds = {
+        "picture": lambda html: any(p in html for p in pictures),
+        "reveal": lambda html: 'class="admonition hide below-input' in html,
+    }
+    found = {}
+    for page in sorted(site.rglob("*.html")):
+        rel = page.relative_to(site).as_posix()
+        if "_static" in rel:
+            continue
+        edition = rel.split("/", 1)[0] if rel.startswith("zh_CN/") else ""
+        html = page.read_text(encoding="utf-8")
+        for kind, shows in kinds.items():
+            if (kind, edition) not in found and shows(html):
+                found[(kind, edition)] = rel
+    return sorted(set(found.values()))
+
+
+def test_pictures_and_reveals_pass_axe_and_load(browser, site, site_url):
+    """A page's picture loads (an SVG from the site) with its alt text, and a reveal's collapsed
+    output, in each edition, pass axe-core like every page above."""
+    for page_name in _teaching_samples(site):
+        tab, outside, errors, failed = open_page(browser, site_url, page_name)
+        images = tab.evaluate(
+            """() => [...document.querySelectorAll('figure img')]
+            .filter(i => i.src.endsWith('.svg')).map(i => [i.alt, i.naturalWidth])"""
+        )
+        tab.add_script_tag(path=str(AXE))
+        violations = tab.evaluate(AXE_RUN)
+        tab.close()
+        assert not violations, f"axe on {page_name}: " + "\n".join(violations)
+        assert not errors and not failed and not outside, (page_name, errors, failed, outside)
+        assert all(alt and width > 0 for alt, width in images), (page_name, images)

@@ -1,13 +1,26 @@
-"""The teaching checks of "teach first" (issues 28 and 29): which files follow them, and the words
-learner-facing text must not use.
+"""The teaching checks of "teach first" (issues 28 and 29): which files follow them, the words
+learner-facing text must not use, and the command that runs the checks or reports the counts.
 
 A chapter's page, notebook and lab are listed in TEACH_FIRST once they follow the conventions of
-CONTRIBUTING.md ("Teaching cells"); the checks in tests/unit/test_teaching.py apply to the
-listed files only, so that each chapter joins when it is rewritten, and the list ends holding
-every chapter.
+CONTRIBUTING.md ("Teaching cells"); the checks apply to the listed files only, so that each
+chapter joins when it is rewritten, and the list ends holding every chapter. Listing a file is
+all it takes: tests/unit/test_teaching.py runs every check below on each listed file,
+tests/notebooks on their executed outputs, tests/site on their built pages.
+
+    python tools/checks/teaching.py                    # every check on TEACH_FIRST; 1 on a problem
+    python tools/checks/teaching.py --report [PATHS]   # the counts per notebook and lab
 """
 
 from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+if __package__ in (None, ""):  # run as a script: the repository's root and src come first
+    _ROOT = Path(__file__).resolve().parents[2]
+    sys.path[:0] = [str(_ROOT), str(_ROOT / "src")]
 
 # Repository-relative paths of the pages, notebooks and labs the teaching checks apply to.
 TEACH_FIRST: tuple[str, ...] = ()
@@ -27,3 +40,124 @@ MACHINERY_WORDS: tuple[str, ...] = (
     "figures_ch",
     "gpulab.course",
 )
+
+# The files of part 1 (issue 28): the default of --report.
+PART_ONE: tuple[str, ...] = (
+    "book/setup.md",
+    "notebooks/00_check_your_setup.ipynb",
+    "labs/00_first_kernel_lab.ipynb",
+    "book/01_why_gpus_are_fast.md",
+    "notebooks/01_why_gpus_are_fast.ipynb",
+    "labs/01_roofline_lab.ipynb",
+    "book/02_vram.md",
+    "notebooks/02_will_it_fit.ipynb",
+    "labs/02_predict_then_measure_lab.ipynb",
+    "book/03_inference_vs_training.md",
+    "notebooks/03_inference_vs_training.ipynb",
+    "labs/03_tokens_per_second_lab.ipynb",
+)
+
+
+def _root() -> Path:
+    from tools.notebook_meta import ROOT
+
+    return ROOT
+
+
+def is_lab(path: str) -> bool:
+    """True for a lab's solution notebook (`labs/NN_*.ipynb`)."""
+    return path.startswith("labs/") and path.count("/") == 1 and path.endswith(".ipynb")
+
+
+def notebook_checks() -> dict:
+    """The checks of a notebook or lab, by name: each takes (notebook, path), returns problems."""
+    from tools.checks import teaching_cells as cells
+    from tools.checks import teaching_labs as labs
+
+    return {
+        "length": cells.length_problems,
+        "mechanism-metadata": cells.metadata_problems,
+        "mechanism-code": cells.code_problems,
+        "mechanism-count": cells.count_problems,
+        "mechanism-order": cells.order_problems,
+        "agreement": cells.agreement_problems,
+        "reveal-hidden": cells.reveal_problems,
+        "stubs": lambda nb, where: labs.stub_problems(nb, where) if is_lab(where) else [],
+        "learner-copy": lambda nb, where: (
+            labs.learner_copy_problems(nb, where, _root()) if is_lab(where) else []
+        ),
+        "machinery": notebook_machinery,
+    }
+
+
+def page_checks() -> dict:
+    """The checks of a page, by name: each takes (text, path), returns problems."""
+    from tools.authoring import picture_registry as pictures
+    from tools.checks import teaching_pages as pages
+
+    return {
+        "articles-section": pages.role_problems,
+        "pictures": lambda text, where: pages.picture_problems(text, where, pictures.registered()),
+        "machinery": lambda text, where: pages.machinery_problems(
+            {"page": pages.page_prose(text)}, where, MACHINERY_WORDS
+        ),
+    }
+
+
+def notebook_machinery(nb: dict, where: str) -> list[str]:
+    """Machinery words in a notebook's Markdown, and in a lab's learner copy's stubs and hints."""
+    from tools.checks import teaching_labs as labs
+    from tools.checks import teaching_pages as pages
+    from tools.notebook_meta import cell_source
+
+    texts = {
+        f"cell {i}": cell_source(c)
+        for i, c in enumerate(nb.get("cells", []))
+        if c.get("cell_type") == "markdown"
+    }
+    found = pages.machinery_problems(texts, where, MACHINERY_WORDS)
+    if is_lab(where):
+        learner = f"labs/learner/{Path(where).name}"
+        found += pages.machinery_problems(
+            labs.learner_texts(where, _root()), learner, MACHINERY_WORDS
+        )
+    return found
+
+
+def check(path: str, only: str | None = None) -> list[str]:
+    """Every teaching check of one file (or only the one named), as problems."""
+    target = _root() / path
+    if not target.exists():
+        return [f"{path}: listed in TEACH_FIRST but not found"]
+    text = target.read_text(encoding="utf-8")
+    if path.endswith(".ipynb"):
+        nb, checks = json.loads(text), notebook_checks()
+        return [p for name, fn in checks.items() if only in (None, name) for p in fn(nb, path)]
+    checks = page_checks()
+    return [p for name, fn in checks.items() if only in (None, name) for p in fn(text, path)]
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Run every check on TEACH_FIRST (exit 1 on a problem), or print --report."""
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--report",
+        nargs="*",
+        metavar="PATH",
+        help="print the counts per notebook and lab (default: the twelve files of part 1)",
+    )
+    args = parser.parse_args(argv)
+    if args.report is not None:
+        from tools.checks import teaching_report
+
+        print(teaching_report.table(list(args.report or PART_ONE), _root()))
+        return 0
+    found = [p for path in TEACH_FIRST for p in check(path)]
+    for line in found:
+        print(line)
+    print(f"teaching checks: {len(TEACH_FIRST)} file(s) listed, {len(found)} problem(s)")
+    return 1 if found else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

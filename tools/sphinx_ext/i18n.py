@@ -12,6 +12,10 @@
 - In a translated edition the launch buttons say that they open the English notebooks (its
   words' ``site.notebook_language``): the code cells are shared, and only the site is translated.
 - A language whose registry entry asks for jieba (Chinese) has its search index split by it.
+- A collapsed cell output (myst-nb's ``hide-output``: a prediction's reveal) is named by its
+  visible prompt, in the edition's words (``site.hidden_prompts``): myst-nb's own summary
+  carries an English ``aria-label`` that differs from the text shown, which axe-core reports as
+  a serious violation (label-content-name-mismatch).
 
 Registered as a local extension in ``_config.yml``.
 """
@@ -137,6 +141,26 @@ class TranslateGluedWords(SphinxPostTransform):
                     node.children = [nodes.Text(rendered)]
 
 
+def hidden_prompt(text: str, language: str) -> str:
+    """A collapsed cell's prompt ("Show code cell output") in the edition's words."""
+    if language == languages.source():
+        return text
+    return languages.words(language, "site").get("hidden_prompts", {}).get(text, text)
+
+
+def visit_hidden_cell(self, node) -> None:
+    """myst-nb's <details> around a hidden cell part, its <summary> named by what it shows."""
+    from html import escape
+
+    language = language_of(self.builder.config)
+    self.body.append(f'<details class="admonition hide {" ".join(node["classes"])}">\n')
+    self.body.append("<summary>\n")
+    for state, key in (("collapsed", "prompt_show"), ("expanded", "prompt_hide")):
+        text = escape(hidden_prompt(node[key], language))
+        self.body.append(f'<p class="{state} admonition-title">{text}</p>\n')
+    self.body.append("</summary>\n")
+
+
 def other_edition_url(pagename: str, language: str, other: str | None = None) -> str:
     """The relative URL of the same page in the `other` edition (with two editions, the one
     other), from a page of `language`."""
@@ -213,6 +237,10 @@ def setup(app):
     app.connect("config-inited", _quiet_jieba)
     if any(lang.search_tokenizer == "jieba" for lang in languages.registry()):
         app.add_search_language(chinese_search_language())
+    from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
+
+    # after myst-nb's own registration (local extensions load last): ours replaces its visitor
+    app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_HideCellInput))
     app.add_transform(DropOutputsForCatalogues)
     app.add_transform(TranslateEquations)
     app.add_transform(TranslateCaptions)

@@ -26,6 +26,7 @@ from tools.execution.runs import (
     shown_path,
 )
 from tools.sphinx_ext import site
+from tools.staging import pictures
 from tools.staging.site_copy import (
     add_exercise_launch,
     add_image_alt_text,
@@ -71,6 +72,8 @@ def stage_site(run: RunConfig, edition: str = "en") -> Path:
     src.mkdir(parents=True)
     shutil.copytree(ROOT / "book", src / "book")
     shutil.copy(ROOT / "_toc.yml", src / "_toc.yml")
+    # the pages' pictures, drawn from gpulab's data: /_pictures/<name>.svg in every edition
+    pictures.render(src / pictures.FOLDER)
     config = yaml.safe_load((ROOT / "_config.yml").read_text())
     config.setdefault("execute", {})["execute_notebooks"] = "off"  # executed once, by papermill
     # Local Sphinx extensions live in the repository, not in the staged copy: absolute paths.

@@ -1,0 +1,175 @@
+"""No prediction answered in advance: the number a reveal prints must not be on the screen
+before the learner is asked for it.
+
+A prediction's answer is the number its reveal prints after "measured:" or "computed:"
+(``gpulab.ui.predict``), at the precision it prints it. It is answered in advance when that
+value, or the same value one unit off in its last printed digit, appears earlier: in an earlier
+cell's source or outputs, in the notebook's Markdown above the prediction, or on the paired
+chapter page (English as rendered, and the Chinese edition). Values with fewer than two
+significant digits are skipped, and so are the articles' own numbers, which a prediction may
+state (it tests them). The executed notebooks' half runs in ``tests/notebooks``, the built
+pages' half in ``tests/site``.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import re
+from dataclasses import dataclass
+from functools import cache
+
+from tools.checks import notebook_code as code
+from tools.notebook_meta import ROOT, cell_source
+
+FACT_CHECK = ROOT / "src" / "gpulab" / "data" / "fact_check.json"
+ARTICLE_FIELDS = ("quote", "claim_en")  # the articles' own words
+REVEALED = re.compile(
+    r"\b(?:measured|computed): (?P<number>[-+−]?[\d,]*\d(?:\.\d+)?(?:e[-+]?\d+)?)"
+)
+# a number in any text: digits not glued to a Latin word or another number ("A100" is a name)
+NUMBER = re.compile(
+    r"(?<![0-9A-Za-z_.,])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![0-9])"
+)
+
+
+@dataclass(frozen=True)
+class Printed:
+    """A number as printed: its text, its value, the unit of its last digit, its digits."""
+
+    text: str
+    value: float
+    last_digit: float  # 0.1 for "42.4", 10 for "1.37e+03"
+    significant: int
+
+    def near(self, other: float) -> bool:
+        """True when `other` is this value within one unit of the last printed digit."""
+        return abs(abs(other) - abs(self.value)) <= self.last_digit * (1 + 1e-9)
+
+
+def parse(text: str) -> Printed:
+    """A printed number: "42.4", "1,372", "1.37e+03", "-0.05"."""
+    clean = text.replace(",", "").replace("−", "-").lstrip("+-")
+    mantissa, _, exponent = clean.lower().partition("e")
+    exp = int(exponent) if exponent else 0
+    whole, _, decimals = mantissa.partition(".")
+    digits = (whole + decimals).lstrip("0")
+    if not decimals:
+        digits = digits.rstrip("0")  # "70" or "2000": their zeros may only place the digit
+    return Printed(
+        text,
+        float(clean) * (-1 if text.lstrip().startswith(("-", "−")) else 1),
+        10.0 ** (exp - len(decimals)),
+        len(digits),
+    )
+
+
+def numbers_in(text: str) -> list[Printed]:
+    """Every number written in a text."""
+    return [parse(m.group(0)) for m in NUMBER.finditer(text)]
+
+
+def revealed(cell: dict) -> Printed | None:
+    """The answer a reveal cell printed (its last "measured:" or "computed:" value), or None."""
+    found = list(REVEALED.finditer(output_text(cell)))
+    return parse(found[-1]["number"]) if found else None
+
+
+def output_text(cell: dict) -> str:
+    """What a code cell's outputs show as text: streams, plain text, Markdown, HTML's words."""
+    parts = []
+    for out in cell.get("outputs", []):
+        parts.append("".join(out.get("text", "")))
+        data = out.get("data", {})
+        for mime in ("text/plain", "text/markdown"):
+            parts.append("".join(data.get(mime, "")))
+        if "text/html" in data:
+            parts.append(html.unescape(re.sub(r"<[^>]+>", " ", "".join(data["text/html"]))))
+    return "\n".join(parts)
+
+
+@cache
+def article_numbers() -> tuple[Printed, ...]:
+    """The numbers of the articles' claims, in their own words (the fact-check's quotes)."""
+    claims = json.loads(FACT_CHECK.read_text(encoding="utf-8"))["claims"]
+    text = "\n".join(str(c.get(f, "")) for c in claims for f in ARTICLE_FIELDS)
+    return tuple(numbers_in(text))
+
+
+def is_article_number(answer: Printed, articles: tuple[Printed, ...] | None = None) -> bool:
+    """True when the answer is one of the articles' numbers (a prediction may state them)."""
+    return any(answer.near(n.value) for n in (article_numbers() if articles is None else articles))
+
+
+@dataclass(frozen=True)
+class Answer:
+    """A prediction of an executed notebook and the number its reveal printed."""
+
+    name: str
+    ask: int
+    reveal: int
+    printed: Printed
+
+
+def answers(executed: dict) -> list[Answer]:
+    """The predictions of an executed notebook whose reveal printed a number."""
+    out = []
+    for p in code.prediction_cells(executed):
+        printed = revealed(executed["cells"][p.reveal])
+        if printed is not None:
+            out.append(Answer(p.name, p.ask, p.reveal, printed))
+    return out
+
+
+def earlier_texts(executed: dict, before: int) -> dict[str, str]:
+    """What a learner has seen above cell `before`: each earlier cell's source and outputs."""
+    texts = {}
+    for i, cell in enumerate(executed.get("cells", [])[:before]):
+        texts[f"cell {i}"] = cell_source(cell)
+        if cell.get("cell_type") == "code":
+            texts[f"cell {i} output"] = output_text(cell)
+    return texts
+
+
+def given_away(answer: Printed, texts: dict[str, str]) -> list[str]:
+    """Where in `texts` ({where: text}) the answer, or it one unit off in its last digit, is."""
+    return [
+        f"{where} shows {n.text}"
+        for where, text in texts.items()
+        for n in numbers_in(text)
+        if answer.near(n.value)
+    ]
+
+
+def checked(answer: Answer, articles: tuple[Printed, ...] | None = None) -> bool:
+    """True when the rule applies: two significant digits or more, not an article's number."""
+    return answer.printed.significant >= 2 and not is_article_number(answer.printed, articles)
+
+
+def problems(
+    executed: dict,
+    where: str,
+    pages: dict[str, str] | None = None,
+    articles: tuple[Printed, ...] | None = None,
+    above: bool = True,
+) -> list[str]:
+    """Predictions of an executed notebook whose answer is shown in advance: above them (unless
+    `above` is False), or on the `pages` ({label: text}) the learner reads first."""
+    out = []
+    for answer in answers(executed):
+        if not checked(answer, articles):
+            continue
+        texts = (earlier_texts(executed, answer.ask) if above else {}) | dict(pages or {})
+        for hit in given_away(answer.printed, texts):
+            out.append(
+                f"{where}: the prediction {answer.name!r} (cell {answer.ask}) is answered in "
+                f"advance: its reveal prints {answer.printed.text}, and {hit}"
+            )
+    return list(dict.fromkeys(out))  # once per place, however often the page repeats it
+
+
+def html_text(page: str) -> str:
+    """The words of a built page's article, tags dropped, entities read, spaces plain."""
+    article = re.search(r"<article\b.*?</article>", page, re.S)
+    text = re.sub(r"<[^>]+>", " ", article.group(0) if article else page)
+    return " ".join(html.unescape(text).replace("\u00a0", " ").split())
