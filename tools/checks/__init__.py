@@ -1,2 +1,3 @@
 """Checks of the sources: the notebooks' format (``nbcheck``), typed figures, the pages' figure
-references and the catalogues' style. ``python tools/checks/<name>.py`` runs one."""
+references, the catalogues' style and the teaching checks (``teaching``).
+``python tools/checks/<name>.py`` runs one."""
