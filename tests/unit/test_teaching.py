@@ -401,6 +401,24 @@ def test_machinery_in_a_notebooks_markdown_and_a_learner_copys_stubs_fails(tmp_p
     assert found[2].startswith("labs/learner/01_x_lab.ipynb: cell 4, line 3")
 
 
+def test_comments_no_reader_sees_are_not_checked_for_machinery():
+    text = "Shown.\n<!-- the registry\n     and the CSV -->\nThe registry.\n"
+    assert teaching_pages.machinery_in(text, teaching.MACHINERY_WORDS) == [(4, "registry")]
+    page = "% a MyST comment: the registry\nText.\n"
+    assert teaching_pages.machinery_in(teaching_pages.page_prose(page), ("registry",)) == []
+
+
+def test_a_chapter_notebook_opens_with_the_cpu_or_gpu_box():
+    box = md("> **On a CPU** you will see a few GFLOP/s.\n>\n> **On a GPU** the same cell shows...")
+    assert teaching_pages.box_problems(notebook(box), "notebooks/01_x.ipynb") == []
+    plain = md("## What this machine has")
+    assert (
+        "is not the CPU or GPU box"
+        in teaching_pages.box_problems(notebook(plain, box), "notebooks/01_x.ipynb")[0]
+    )
+    assert teaching_pages.box_problems(notebook(plain), "labs/01_x_lab.ipynb") == []
+
+
 # --- pages --------------------------------------------------------------------------------
 
 PAGE = """# Chapter 1

@@ -73,6 +73,7 @@ def notebook_checks() -> dict:
     """The checks of a notebook or lab, by name: each takes (notebook, path), returns problems."""
     from tools.checks import teaching_cells as cells
     from tools.checks import teaching_labs as labs
+    from tools.checks import teaching_pages as pages
 
     return {
         "length": cells.length_problems,
@@ -87,6 +88,7 @@ def notebook_checks() -> dict:
             labs.learner_copy_problems(nb, where, _root()) if is_lab(where) else []
         ),
         "machinery": notebook_machinery,
+        "cpu-gpu-box": pages.box_problems,
     }
 
 

@@ -111,20 +111,44 @@ def _word_pattern(words: Iterable[str]) -> re.Pattern:
     return re.compile(rf"(?<![A-Za-z0-9_])(?:{alternatives})(?![A-Za-z])", re.I)
 
 
+def _without_comments(text: str) -> str:
+    """A text without its HTML comments, which no reader sees (their lines kept, blank)."""
+    return re.sub(r"<!--.*?-->", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
+
+
 def machinery_in(text: str, words: Iterable[str]) -> list[tuple[int, str]]:
     """(line, what) for each machinery word or claim number in prose, in a text."""
     pattern = _word_pattern(words)
     found = []
-    for number, line in enumerate(text.splitlines(), start=1):
+    for number, line in enumerate(_without_comments(text).splitlines(), start=1):
         found += [(number, m.group(0)) for m in pattern.finditer(line)]
         found += [(number, m.group(0)) for m in CLAIM_NUMBER.finditer(ANY_ROLE.sub(" ", line))]
     return found
 
 
 def page_prose(text: str) -> str:
-    """A page's Markdown without its fenced code (the lines kept, blank, so numbers stay)."""
-    kept = dict(_prose_lines(text))
+    """A page's Markdown without its fenced code and MyST comments (`% ...`), which no reader
+    sees (the lines kept, blank, so line numbers stay)."""
+    kept = {n: line for n, line in _prose_lines(text) if not line.startswith("%")}
     return "\n".join(kept.get(n, "") for n in range(1, len(text.splitlines()) + 1))
+
+
+BOX = re.compile(r"^> \*\*On a CPU\*\*.*\*\*On a GPU\*\*", re.S)
+
+
+def box_problems(nb: dict, where: str) -> list[str]:
+    """A chapter notebook whose second Markdown cell is not the box that says what a CPU shows
+    and what a GPU shows instead (a blockquote: `> **On a CPU** ...` then `**On a GPU** ...`)."""
+    if not where.startswith("notebooks/"):
+        return []
+    markdown = [c for c in nb.get("cells", []) if c.get("cell_type") == "markdown"]
+    text = "".join(markdown[1]["source"]) if len(markdown) > 1 else ""
+    if BOX.match(text.strip()):
+        return []
+    return [
+        f"{where}: the second Markdown cell is not the CPU or GPU box (a blockquote opening "
+        "with '> **On a CPU** you will see ...', then '**On a GPU** ...')"
+    ]
 
 
 def machinery_problems(texts: dict[str, str], where: str, words: Iterable[str]) -> list[str]:
