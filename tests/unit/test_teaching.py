@@ -521,8 +521,11 @@ def test_the_paired_pages_count_and_short_or_article_numbers_are_skipped():
     assert answers.problems(clean, "nb", {"book/01.md": "It is 42.4 GB."}, articles=())
     assert answers.problems(clean, "nb", {"zh_CN/book/01": "约42.5 GB。"}, articles=())
     assert answers.problems(clean, "nb", {"book/01.md": "It is 1,424 GB."}, articles=()) == []
-    article = answers.numbers_in("the article says 42.4 GB")
-    assert answers.problems(_executed("42.4"), "nb", articles=tuple(article)) == []
+    article = tuple(answers.numbers_in("the article says 42.4 GB and 42.5 GB"))
+    assert answers.problems(_executed("42.4"), "nb", articles=article) == []  # the answer's own
+    assert answers.problems(_executed("42.5"), "nb", articles=article[1:]) == []  # quoted there
+    # an article's number near the answer does not exempt the answer itself
+    assert answers.problems(_executed("42.3"), "nb", articles=tuple(answers.numbers_in("42")))
     assert answers.problems(_executed("7", answer="7"), "nb", articles=()) == []  # one digit
 
 

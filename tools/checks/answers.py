@@ -96,9 +96,11 @@ def article_numbers() -> tuple[Printed, ...]:
     return tuple(numbers_in(text))
 
 
-def is_article_number(answer: Printed, articles: tuple[Printed, ...] | None = None) -> bool:
-    """True when the answer is one of the articles' numbers (a prediction may state them)."""
-    return any(answer.near(n.value) for n in (article_numbers() if articles is None else articles))
+def is_article_number(number: Printed, articles: tuple[Printed, ...] | None = None) -> bool:
+    """True when a number is one of the articles' own (a prediction may state them): the same
+    value, as the article writes it."""
+    values = {abs(n.value) for n in (article_numbers() if articles is None else articles)}
+    return abs(number.value) in values
 
 
 @dataclass(frozen=True)
@@ -131,13 +133,16 @@ def earlier_texts(executed: dict, before: int) -> dict[str, str]:
     return texts
 
 
-def given_away(answer: Printed, texts: dict[str, str]) -> list[str]:
-    """Where in `texts` ({where: text}) the answer, or it one unit off in its last digit, is."""
+def given_away(
+    answer: Printed, texts: dict[str, str], articles: tuple[Printed, ...] | None = None
+) -> list[str]:
+    """Where in `texts` ({where: text}) the answer, or it one unit off in its last digit, is;
+    an article's own number, which the page may quote, does not count."""
     return [
         f"{where} shows {n.text}"
         for where, text in texts.items()
         for n in numbers_in(text)
-        if answer.near(n.value)
+        if answer.near(n.value) and not is_article_number(n, articles)
     ]
 
 
@@ -160,7 +165,7 @@ def problems(
         if not checked(answer, articles):
             continue
         texts = (earlier_texts(executed, answer.ask) if above else {}) | dict(pages or {})
-        for hit in given_away(answer.printed, texts):
+        for hit in given_away(answer.printed, texts, articles):
             out.append(
                 f"{where}: the prediction {answer.name!r} (cell {answer.ask}) is answered in "
                 f"advance: its reveal prints {answer.printed.text}, and {hit}"

@@ -138,7 +138,7 @@ def code_problems_of(source: str, names: code.Bindings) -> list[str]:
                 f"calls {call.written} (gpulab's {call.gpulab}); a mechanism cell calls no "
                 "gpulab function but the lookups (models.get, specs.get_gpu, budget.*, ...)"
             )
-    return found
+    return list(dict.fromkeys(found))  # a function called twice is one problem
 
 
 def code_problems(nb: dict, where: str) -> list[str]:
