@@ -283,3 +283,23 @@ def test_regenerating_writes_the_exercise_cells_and_nbcheck_sees_them_in_sync(tm
     assert (
         sum(learner_generator.STUB_TAG in c["metadata"].get("tags", []) for c in copy["cells"]) == 2
     )
+
+
+def test_a_hint_continues_on_the_comment_lines_under_it():
+    """A long hint goes on over the comment lines right under it, up to the next hint or code;
+    a level given twice keeps its first text."""
+    from tools.authoring import solution_blocks
+
+    lines = [
+        "# HINT 1: list what happens to each element: the max, a subtraction,",
+        "# the sum, a division",
+        "# HINT 2: five FLOPs per element",
+        "# HINT 2: a second level 2",
+        "#   is ignored",
+        "elements = rows * cols",
+        "# a comment of the code",
+    ]
+    assert solution_blocks.hints(lines) == {
+        1: "list what happens to each element: the max, a subtraction, the sum, a division",
+        2: "five FLOPs per element",
+    }

@@ -45,14 +45,22 @@ class Block:
 
 
 def hints(lines: list[str]) -> dict[int, str]:
-    """The hints in a block's lines, by level: `# HINT N: text` (or `# HINT: text`, level 1)."""
-    found: dict[int, str] = {}
+    """The hints in a block's lines, by level: `# HINT N: text` (or `# HINT: text`, level 1),
+    each continued by the comment lines right under it, up to the next hint or code line."""
+    found: dict[int, list[str]] = {}
+    current: list[str] | None = None
     for line in lines:
-        match = HINT.match(line.strip())
-        if match and match["text"].strip():
+        stripped = line.strip()
+        match = HINT.match(stripped)
+        if match:
             level = int(match["level"] or 1)
-            found.setdefault(level, match["text"].strip())
-    return dict(sorted(found.items()))
+            # a level given twice: the first one counts, and the second's lines go nowhere
+            current = None if level in found else found.setdefault(level, [match["text"].strip()])
+        elif current is not None and stripped.startswith("#") and stripped.strip("#").strip():
+            current.append(stripped.lstrip("#").strip())
+        else:
+            current = None
+    return {level: " ".join(parts) for level, parts in sorted(found.items()) if any(parts)}
 
 
 def has_blocks(source: str) -> bool:
