@@ -100,6 +100,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "record",
     ),
     "ui": (
+        "pictures_ch00",
         "tables",
         "plots",
         "widgets",

@@ -14,7 +14,11 @@ tests/notebooks on their executed outputs, tests/site on their built pages.
 from __future__ import annotations
 
 # Repository-relative paths of the pages, notebooks and labs the teaching checks apply to.
-TEACH_FIRST: tuple[str, ...] = ()
+TEACH_FIRST: tuple[str, ...] = (
+    "book/setup.md",
+    "notebooks/00_check_your_setup.ipynb",
+    "labs/00_first_kernel_lab.ipynb",
+)
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).
 MACHINERY_WORDS: tuple[str, ...] = (
