@@ -110,6 +110,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "candidates",
         "alt_text",
         "cli",
+        "pictures_ch03",
     ),
     "course": (
         "labs",

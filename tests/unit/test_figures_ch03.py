@@ -189,3 +189,40 @@ def test_the_mmdit_flop_count_agrees_with_pytorchs_counter():
     # the count leaves out the embeddings, the adaLN modulation and the output layer, and
     # counts the last block's text stream whole: within 2% here, less at full size
     assert sum(shapes.pass_flops()) == pytest.approx(count.get_total_flops(), rel=0.02)
+
+
+def test_the_roofline_picture_places_prefill_and_decode_by_hand(fig):
+    """The picture's points (gpulab.ui.pictures_ch03) and the page's intensities, against the
+    FLOPs and bytes of Llama-3-8B in BF16 counted by hand from its config."""
+    params, vocab, hidden = 8_030_261_248, 128256, 4096
+    matrices = params - vocab * hidden - (32 * 2 + 1) * hidden  # less embedding and norms
+    attention = 4 * 32 * 4096 * 4096  # per token at a 4096-token context, 32 x 128 wide
+    kv = 2 * 32 * 8 * 128 * 2  # bytes per token of context: K and V, layers, KV heads, BF16
+    per_token = 2 * matrices + attention
+    prefill = per_token * 4096 / (params * 2 + kv * 4096)  # weights once, the prompt's cache
+    # a decode step: every weight but the embedding rows no sequence looks up, and every cache
+    read = {b: (params - (vocab - b) * hidden) * 2 + b * kv * 4096 for b in (1, 64)}
+    decode = {b: b * per_token / read[b] for b in (1, 64)}
+    assert fig["llama8_bf16_prefill_flop_per_byte"] == pytest.approx(prefill, rel=1e-9)
+    assert fig["llama8_bf16_decode_flop_per_byte"] == pytest.approx(decode[1], rel=1e-9)
+    assert fig["llama8_bf16_b64_decode_flop_per_byte"] == pytest.approx(decode[64], rel=1e-9)
+    # on the RTX 4090's roofline: the prefill right of the ridge, both decode steps left of it
+    ridge = RTX4090_BF16 / (RTX4090_GBS * 1e9)
+    assert decode[1] < decode[64] < ridge < prefill
+
+
+def test_the_roofline_picture_is_drawn_with_its_labels():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gpulab.ui import pictures_ch03
+
+    figure = pictures_ch03.PICTURES["ch03-roofline"]()
+    ax = figure.axes[0]
+    assert ax.get_title() and "FLOP" in ax.get_xlabel() and "TFLOP/s" in ax.get_ylabel()
+    labels = [t.get_text() for t in ax.get_legend().get_texts()]
+    assert len(labels) == 5 and any("prefill" in t for t in labels), labels
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    plt.close(figure)

@@ -18,6 +18,9 @@ TEACH_FIRST: tuple[str, ...] = (
     "book/setup.md",
     "notebooks/00_check_your_setup.ipynb",
     "labs/00_first_kernel_lab.ipynb",
+    "book/03_inference_vs_training.md",
+    "notebooks/03_inference_vs_training.ipynb",
+    "labs/03_tokens_per_second_lab.ipynb",
 )
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).

@@ -25,6 +25,7 @@ from gpulab.course.figures_ch03_images import ARTICLE_BATCH_IMAGES, ARTICLE_SD_S
 from gpulab.course.figures_ch03_images import figures as _image_figures
 from gpulab.estimate import basis, memory, perf
 from gpulab.reference import links, models, specs
+from gpulab.ui import pictures_ch03
 
 # the notebooks read the articles' image figures here, beside the others
 __all__ = ["ARTICLE_BATCH_IMAGES", "ARTICLE_SD_STEPS", "figures"]
@@ -145,6 +146,17 @@ def _prefill_decode() -> dict[str, Any]:
         "llama8_bf16_rtx4090_bound_tok_s": bound,
         "decode_vs_prefill_per_token": step_s / (prefill_s / PROMPT_TOKENS),
         "ridge_4090_bf16": g.peak_flops("bf16") / g.bandwidth_bytes_per_s,
+    } | _intensities()
+
+
+def _intensities() -> dict[str, float]:
+    """FLOP per byte of the prefill and of the decode steps the page's roofline picture places
+    (gpulab.ui.pictures_ch03, which draws them): the text quotes the picture's own points."""
+    prefill, decode, batched = pictures_ch03.roofline_points()  # batches 1 and 64
+    return {
+        "llama8_bf16_prefill_flop_per_byte": prefill.intensity,
+        "llama8_bf16_decode_flop_per_byte": decode.intensity,
+        "llama8_bf16_b64_decode_flop_per_byte": batched.intensity,
     }
 
 
