@@ -10,7 +10,11 @@ every chapter.
 from __future__ import annotations
 
 # Repository-relative paths of the pages, notebooks and labs the teaching checks apply to.
-TEACH_FIRST: tuple[str, ...] = ()
+TEACH_FIRST: tuple[str, ...] = (
+    "book/01_why_gpus_are_fast.md",
+    "notebooks/01_why_gpus_are_fast.ipynb",
+    "labs/01_roofline_lab.ipynb",
+)
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).
 MACHINERY_WORDS: tuple[str, ...] = (
