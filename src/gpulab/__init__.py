@@ -111,6 +111,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "alt_text",
         "cli",
         "pictures_ch03",
+        "pictures_ch01",
     ),
     "course": (
         "labs",

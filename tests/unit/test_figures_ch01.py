@@ -119,8 +119,9 @@ def test_tensor_core_fmas_per_clock_are_whole(gpu):
 
 def test_tensor_cores_and_sms_are_consistent(fig):
     g = specs.get_gpu("RTX 4090")
-    assert g.tensor_cores % figures_ch01.RTX4090_SMS == 0
-    assert g.cuda_cores % (figures_ch01.RTX4090_SMS * figures_ch01.WARP_THREADS) == 0
+    assert g.sms == fig["rtx4090_sms"]
+    assert g.tensor_cores % g.sms == 0
+    assert g.cuda_cores % (g.sms * figures_ch01.WARP_THREADS) == 0
     assert fig["rtx4090_sm_tc_fmas"] == fig["rtx4090_tc_per_sm"] * fig["rtx4090_tc_fmas"]
 
 
@@ -192,24 +193,86 @@ def test_the_notebooks_markdown_types_no_figure_but_its_time():
 def _run(source: str, namespace: dict) -> str:
     out = io.StringIO()
     with contextlib.redirect_stdout(out):
-        exec(source, namespace)  # the notebook's own cells
+        exec(source, namespace)  # the notebook's own cell
     return out.getvalue()
 
 
-def test_the_ddr5_verdict_prints_the_ratios_the_cell_above_prints(cells):
-    """The verdict is printed output, read in JupyterLab as on the site, with the ratios of c11."""
-    namespace = {
-        "figures_ch01": figures_ch01,
-        "specs": specs,
-        "rtx": specs.get_gpu("RTX 4090"),
-        "article": {c.id: c for c in factcheck.load()},
-    }
-    printed = _run("".join(cells["c11"]["source"]), namespace)
-    verdict = _run("".join(cells["c11b"]["source"]), namespace)
-    desktop = re.findall(r"= +([\d.]+)x", printed)[:2]
-    assert len(desktop) == 2
-    for ratio in desktop:
-        assert f"{ratio}x" in verdict
-    assert namespace["article"][32].claim_en in verdict
-    assert "remove-input" not in cells["c11b"]["metadata"].get("tags", [])
-    assert "show_markdown" not in "".join(cells["c11b"]["source"])
+def test_the_notebooks_ddr5_arithmetic_prints_the_figure_the_page_pastes(cells, fig):
+    """Notebook 01 works out "channels x 8 B x MT/s" itself; its line states the page's figure."""
+    source = "".join(cells["ddr5-bandwidth"]["source"])
+    assert "figures_ch01" not in source and "memory_bandwidth_gbs" not in source  # by hand
+    namespace = {"specs": specs}
+    printed = _run(source, namespace)
+    # the i9-13900K's two channels of DDR5-5600, 8 bytes a transfer (Intel ARK, the CPU table)
+    assert namespace["ddr5_gbs"] == pytest.approx(2 * 8 * 5600 / 1e3)
+    assert printed.strip().endswith(f"= {fig['ddr5_5600_gbs']:.1f} GB/s")
+
+
+# ---- the page's pictures (gpulab.ui.pictures_ch01)
+
+
+@pytest.fixture(scope="module")
+def pictures():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    from gpulab.ui import pictures_ch01
+
+    drawn = {name: draw() for name, draw in pictures_ch01.PICTURES.items()}
+    yield drawn
+    import matplotlib.pyplot as plt
+
+    for figure in drawn.values():
+        plt.close(figure)
+
+
+def test_the_page_shows_each_picture_with_alt_text(pictures):
+    text = (ROOT / PAGE).read_text(encoding="utf-8")
+    for name in pictures:
+        block = re.search(rf"```{{figure}} /_pictures/{name}\.svg\n(.*?)\n```", text, re.S)
+        assert block, name
+        alt = re.search(r"^:alt: (.+)$", block.group(1), re.M)
+        assert alt and len(alt.group(1).split()) >= 12, name
+
+
+def test_the_threads_picture_draws_every_sm_and_every_lane_of_one(pictures):
+    from matplotlib.patches import Rectangle
+
+    chip, sm = pictures["ch01-threads"].axes
+    g = specs.get_gpu("RTX 4090")
+    # one square per SM on the chip: 128 (hmc-tech's spec table)
+    assert sum(isinstance(p, Rectangle) for p in chip.patches) == g.sms == 128
+    lanes = [p for p in sm.patches if isinstance(p, Rectangle) and p.get_width() == 0.8]
+    # 16,384 lanes / 128 SMs: 128 lanes per SM, drawn as warps of 32
+    assert len(lanes) == g.cuda_cores // g.sms == 4 * figures_ch01.WARP_THREADS
+    assert "16,384 FP32 lanes" in pictures["ch01-threads"]._suptitle.get_text()
+
+
+def test_the_roofline_picture_draws_the_spec_tables_roofs(pictures):
+    from gpulab.ui import pictures_ch01
+
+    roofs = pictures_ch01.roofline_lines()
+    # the spec sheets by hand: 165.2 and 82.6 TFLOP/s, 1008 GB/s; the CPU's all-core peak and
+    # two channels of DDR5-5600
+    cpu_peak = (8 * 32 * 5.5 + 16 * 16 * 4.3) * 1e9
+    expected = [(165.2e12, 1008e9), (82.6e12, 1008e9), (cpu_peak, 89.6e9)]
+    for got, want in zip(sorted(roofs.values()), sorted(expected), strict=True):
+        assert got == pytest.approx(want)
+    ax = pictures["ch01-roofline"].axes[0]
+    assert ax.get_xscale() == ax.get_yscale() == "log"
+    assert "FLOP per byte" in ax.get_xlabel() and "TFLOP/s" in ax.get_ylabel()
+    assert ax.get_title() and ax.get_legend() is not None
+    # each roof is flat at its peak right of its ridge point
+    curves = [line for line in ax.get_lines() if len(line.get_xdata()) > 2]  # not marks
+    for line, (peak, bandwidth) in zip(curves, roofs.values(), strict=True):
+        x, y = line.get_data()
+        assert y[-1] == pytest.approx(peak / 1e12)
+        assert y[0] == pytest.approx(x[0] * bandwidth / 1e12)
+
+
+def test_claims_and_verdicts_appear_only_in_what_the_articles_said():
+    text = (ROOT / PAGE).read_text(encoding="utf-8")
+    section = text.index("## What the articles said")
+    end = text.find("\n## ", section + 1)
+    outside = text[:section] + (text[end:] if end != -1 else "")
+    assert not re.search(r"\{(?:claim|verdict)\}", outside)

@@ -22,7 +22,7 @@ ALL = runs.discover()
 # Where a page explains a piece of library code, it shows that code: notebook -> the functions
 # (as written in the `listing.show(...)` call) it must show.
 SHOWN = {
-    "notebooks/01_why_gpus_are_fast.ipynb": {"timing.benchmark"},
+    "notebooks/01_why_gpus_are_fast.ipynb": {"timing.benchmark", "roofline.attainable"},
     "notebooks/02_will_it_fit.ipynb": {"memory.weight_bytes", "memory.kv_cache_bytes"},
     "notebooks/03_inference_vs_training.ipynb": {
         "perf.decode_tokens_per_s",
@@ -30,7 +30,6 @@ SHOWN = {
     },
     "notebooks/04_backends.ipynb": {"attention.naive_attention", "attention.sdpa"},
     "notebooks/05_pitfalls.ipynb": {"syncs.unsynchronised_seconds"},
-    "labs/01_roofline_lab.ipynb": {"roofline.attainable"},
 }
 PREDICTIONS_PER_CHAPTER = 2
 

@@ -21,6 +21,9 @@ TEACH_FIRST: tuple[str, ...] = (
     "book/03_inference_vs_training.md",
     "notebooks/03_inference_vs_training.ipynb",
     "labs/03_tokens_per_second_lab.ipynb",
+    "book/01_why_gpus_are_fast.md",
+    "notebooks/01_why_gpus_are_fast.ipynb",
+    "labs/01_roofline_lab.ipynb",
 )
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).

@@ -20,6 +20,7 @@ from gpulab.course.claims_hardware import ARTICLE_CPU_S, ARTICLE_DDR5_GBS, ARTIC
 from gpulab.course.derivations import cpu_13900k, gpu, nominal_weight_gb
 from gpulab.estimate import basis, roofline
 from gpulab.reference.formats import WeightFormat, bits_per_weight
+from gpulab.ui.pictures_ch01 import WARP_THREADS  # threads per warp, a definition of CUDA
 
 __all__ = [
     "ARTICLE_LINEAR",
@@ -155,8 +156,6 @@ def ddr5_bandwidth_gbs(channels: int, mts: int) -> float:
 
 # ---- inputs gpulab's tables do not hold (each belongs in data/gpu_specs.json or formats)
 
-RTX4090_SMS = 128  # streaming multiprocessors (hmc-tech.com spec table, the page's link)
-WARP_THREADS = 32  # threads per warp (CUDA C++ Programming Guide, SIMT architecture)
 # V100 (Volta, 2017): 640 Tensor Cores, each a 4x4x4 FP16 product per clock (Cornell Virtual
 # Workshop, "Tensor Cores"), 125 TFLOPS as NVIDIA quotes it (NVIDIA, "Programming Tensor Cores
 # in CUDA 9"). The V100 is not in gpulab's GPU table.
@@ -211,10 +210,10 @@ def _gpu_cores(v: dict[str, Any]) -> None:
     g = gpu("RTX 4090")
     v.update(
         rtx4090_cuda_cores=g.cuda_cores,
-        rtx4090_sms=RTX4090_SMS,
+        rtx4090_sms=g.sms,
         warp_threads=WARP_THREADS,
-        rtx4090_lanes_per_sm=g.cuda_cores // RTX4090_SMS,
-        rtx4090_warps_per_sm=g.cuda_cores // RTX4090_SMS // WARP_THREADS,
+        rtx4090_lanes_per_sm=g.cuda_cores // g.sms,
+        rtx4090_warps_per_sm=g.cuda_cores // g.sms // WARP_THREADS,
         core_count_ratio=g.cuda_cores / v["cpu_cores"],
         rtx4090_boost_ghz=g.boost_clock_ghz,
         rtx4090_fp32_derived_tflops=g.derived_fp32_tflops(),
@@ -249,7 +248,7 @@ def tensor_fmas_per_clock(name: str) -> float:
 def _tensor_cores(v: dict[str, Any]) -> None:
     g, h = gpu("RTX 4090"), gpu("H100 SXM")
     fmas = round(tensor_fmas_per_clock("RTX 4090"))
-    per_sm = g.tensor_cores // RTX4090_SMS
+    per_sm = g.tensor_cores // g.sms
     v.update(
         v100_tensor_cores=V100_TENSOR_CORES,
         v100_tile=V100_TILE,
@@ -262,7 +261,7 @@ def _tensor_cores(v: dict[str, Any]) -> None:
             g.tensor_cores * g.boost_clock_ghz * fmas * FLOPS_PER_FMA / 1e3
         ),
         rtx4090_sm_tc_fmas=per_sm * fmas,
-        rtx4090_sm_cuda_fmas=g.cuda_cores // RTX4090_SMS,
+        rtx4090_sm_cuda_fmas=g.cuda_cores // g.sms,
         rtx4090_bf16_over_fp32=g.peak_tflops["bf16"] / g.peak_tflops["fp32"],
         h100_bf16_tflops=h.peak_tflops["bf16"],
         h100_fp32_tflops=h.peak_tflops["fp32"],

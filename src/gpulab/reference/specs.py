@@ -103,6 +103,7 @@ class GPUSpec:
     source: str  # where every figure comes from
     note: str | None = None
     cpu_cores: int | None = None  # Apple SoCs only: the chip bin this row describes
+    sms: int | None = None  # streaming multiprocessors (NVIDIA), where the row's source gives them
     # Capacity as the driver reports it (the row's "memory_reported"): MiB, whether a published
     # driver output ("reported") or the marketed GB read as GiB ("nominal-gib"), and its source.
     memory_mib: int | None = None
@@ -183,7 +184,7 @@ def check_dtype(dtype: str) -> None:
 # --------------------------------------------------------------------------- loading
 
 
-_OPTIONAL = ("note", "cpu_cores")
+_OPTIONAL = ("note", "cpu_cores", "sms")
 _REPORTED = ("memory_mib", "memory_kind", "memory_source")  # from the row's "memory_reported"
 _MAPPINGS = ("peak_tflops", "interconnect")
 
