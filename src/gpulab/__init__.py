@@ -109,6 +109,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "candidates",
         "alt_text",
         "cli",
+        "pictures_ch02",
     ),
     "course": (
         "labs",
