@@ -10,7 +10,11 @@ every chapter.
 from __future__ import annotations
 
 # Repository-relative paths of the pages, notebooks and labs the teaching checks apply to.
-TEACH_FIRST: tuple[str, ...] = ()
+TEACH_FIRST: tuple[str, ...] = (
+    "book/02_vram.md",
+    "notebooks/02_will_it_fit.ipynb",
+    "labs/02_predict_then_measure_lab.ipynb",
+)
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).
 MACHINERY_WORDS: tuple[str, ...] = (
