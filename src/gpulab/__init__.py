@@ -112,6 +112,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "cli",
         "pictures_ch03",
         "pictures_ch01",
+        "pictures_ch02",
     ),
     "course": (
         "labs",

@@ -11,6 +11,7 @@ import pytest
 
 from gpulab.course import figures_ch02
 from gpulab.reference import formats
+from gpulab.ui import pictures_ch02
 
 ROOT = Path(__file__).resolve().parents[2]
 PAGE = ROOT / "book" / "02_vram.md"
@@ -71,7 +72,7 @@ def test_llama70_weights_in_each_format(figs):
     kept = 2 * VOCAB * H + (2 * LAYERS + 1) * H  # embedding, head and norms stay 16-bit
     int4 = ((LLAMA70_PARAMS - kept) * INT4_G128_BPW / 8 + kept * 2) / 1e9
     assert figs["llama70_int4_gb"] == pytest.approx(int4, rel=1e-6)
-    assert figs["tier70_q4km_gb"] == pytest.approx(70 * Q4_K_M_BPW / 8, rel=1e-9)
+    assert figs["tier7_q4km_gb"] == pytest.approx(7 * Q4_K_M_BPW / 8, rel=1e-9)
     assert figs["tier671_fp16_gb"] == pytest.approx(1342)
 
 
@@ -124,7 +125,10 @@ def test_decode_bound_and_offload_by_hand(figs):
 def test_training_bytes_per_parameter(figs):
     assert figs["mixed_adamw_bytes"] == 2 + 2 + 4 + 4 + 4  # ZeRO: 2 + 2 + 12 with Adam
     assert figs["tier7_mixed_adamw_gb"] == pytest.approx(7 * 16)
-    assert figs["act_fused_gb"] == pytest.approx(2048 * 4096 * 34 * 32 / 1e9)
+    assert figs["mixed_adamw_bytes"] == 16  # the page's table total, from the recipe
+    # Korthikanti et al.: 34 s b h bytes per layer with fused attention, 2 s b h checkpointed
+    assert figs["act_fused_batch_gb"] == pytest.approx(8 * 2048 * 4096 * 34 * 32 / 1e9)
+    assert figs["act_ckpt_batch_gb"] == pytest.approx(8 * 2 * 2048 * 4096 * 32 / 1e9)
 
 
 def test_a_changed_format_changes_the_figures(monkeypatch):
@@ -135,3 +139,51 @@ def test_a_changed_format_changes_the_figures(monkeypatch):
     assert figs["q4km_bits"] == 5.0
     assert figs["llama70_q4km_gb"] == pytest.approx(LLAMA70_PARAMS * 5.0 / 8 / 1e9, rel=1e-6)
     assert figs["tier7_q4km_gb"] == pytest.approx(7 * 5.0 / 8)
+
+
+# ---- the page's pictures (gpulab.ui.pictures_ch02)
+
+R1_DEEPSEEK = 61 * (512 + 64) * 2  # bytes per token of R1's latent cache in bf16, by hand
+
+
+@pytest.mark.parametrize("name", ["ch02-kv-context", "ch02-offload"])
+def test_each_picture_has_a_title_labelled_axes_and_a_legend(name):
+    import matplotlib
+
+    matplotlib.use("Agg", force=True)
+    import matplotlib.pyplot as plt
+
+    fig = pictures_ch02.PICTURES[name]()
+    try:
+        (ax,) = fig.axes
+        assert ax.get_title() and ax.get_xlabel() and ax.get_ylabel()
+        assert "(" in ax.get_xlabel() and "(" in ax.get_ylabel()  # a unit in each label
+        assert len(ax.get_legend().get_texts()) >= 3
+    finally:
+        plt.close(fig)
+
+
+def test_the_kv_picture_is_the_kv_formula_by_hand():
+    series = list(pictures_ch02.kv_series().values())
+    gqa, mha, mla = series
+    per_token = 2 * LAYERS * KV_HEADS * (H // HEADS) * 2  # Llama-3-70B, bf16
+    for i, tokens in enumerate(pictures_ch02.CONTEXTS):
+        assert gqa[i] == pytest.approx(per_token * tokens / 1e9)
+        assert mha[i] == pytest.approx(per_token * HEADS / KV_HEADS * tokens / 1e9)
+        assert mla[i] == pytest.approx(R1_DEEPSEEK * tokens / 1e9)
+    assert pictures_ch02.CONTEXTS[-1] == 131072  # up to Llama 3.1's context
+
+
+def test_the_offload_picture_starts_at_the_full_bound_and_only_falls(figs):
+    shares, curves, fits = pictures_ch02.offload_series()
+    ram, pcie = curves.values()
+    assert shares[0] == 0 and shares[-1] == 1
+    # nothing offloaded: the bound of a card big enough for all of it (the page's first row)
+    assert ram[0] == pytest.approx(figs["llama70_q4km_rtx4090_4k_bound_tok_s"], rel=1e-9)
+    assert all(a > b for a, b in zip(ram, ram[1:], strict=False))  # every layer moved costs
+    assert all(p < r for p, r in zip(pcie[1:], ram[1:], strict=True))  # PCIe is the slower path
+    # the split that fits is the page's: its bound is the page's offloaded figure
+    at_fit = ram[shares.index(fits)]
+    assert at_fit == pytest.approx(figs["llama70_q4km_offload_tok_s"], rel=1e-9)
+    total = LAYERS + 1  # the layers and the output head
+    assert fits == pytest.approx((total - figs["offload_gpu_layers"]) / total)

@@ -24,6 +24,9 @@ TEACH_FIRST: tuple[str, ...] = (
     "book/01_why_gpus_are_fast.md",
     "notebooks/01_why_gpus_are_fast.ipynb",
     "labs/01_roofline_lab.ipynb",
+    "book/02_vram.md",
+    "notebooks/02_will_it_fit.ipynb",
+    "labs/02_predict_then_measure_lab.ipynb",
 )
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).

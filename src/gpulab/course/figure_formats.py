@@ -16,8 +16,8 @@ FORMATS: dict[str, tuple[str, ...]] = {
         """
         sd35m_params_b sd35m_pass_tflop sd35m_rtx4090_min_s claim75_medium_gpu_needs_x_peak
         claim75_medium_cpu_needs_x_peak
-        a100_40_usable_gb a100_80_usable_gb a100_vs_4090_bandwidth_x act_ckpt_batch_gb act_full_gb
-        act_fused_gb act_one_layer_batch_gb article_4090_cny_h article_bw_ratio article_kwh_cny
+        a100_40_usable_gb a100_80_usable_gb a100_vs_4090_bandwidth_x act_ckpt_batch_gb
+        article_4090_cny_h article_bw_ratio article_kwh_cny
         article_week_hours_h attn_ctx2_gflop attn_ctx2_vs_2n batch_b1_mem_ms batch_b64_compute_ms
         batch_b64_kv_gb batch_b64_mem_ms batch_b64_read_gb batch_full2048_compute_ms
         batch_full2048_kv_gb batch_full2048_mem_ms batch_full2048_read_gb
@@ -31,7 +31,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         electricity_day_cny electricity_year_board_power_cny electricity_year_cny
         embed_10000_pflop embed_50000_pflop epyc_gbs eth100_gbs fa3_fp8_pflops fa3_speedup_high_x
         fa3_speedup_low_x gtx1650_gddr5_ratio_hi gtx1650_gddr5_ratio_lo gtx1650_gddr6_ratio_lo
-        guide_min_over_q4km_hi guide_min_over_q4km_lo h100_bf16_over_fp32 h100_bf16_tflops
+        h100_bf16_over_fp32 h100_bf16_tflops
         h100_cache_room_gb h100_fp16_tflops h100_fp32_tflops h100_fp8_tflops h100_usable_gb
         h100_vs_4090_bandwidth_x h100_vs_5090_bandwidth_x h200_bandwidth_tbs h200_bf16_tflops
         h200_usable_gb h200_vs_4090_bandwidth_x laptop_fp16_bound_hi laptop_fp16_bound_lo
@@ -67,8 +67,8 @@ FORMATS: dict[str, tuple[str, ...]] = {
         pcore_base_ghz pcore_maxturbo_ghz peak_usable_gb personal_needed_gb
         phi3_gtx1650_bound_tok_s prefill_matmul_tflop q4k_bits q8_bits qwen72_fp16_gb
         qwen72_fp16_need_gb qwen72_fp16_read_gb qwen72_fp16_rtx4090_bound_tok_s r1_active_b
-        r1_int4_gb r1_int4_read_gb r1_kv_128k_gb r1_kv_expanded_8k_gb
-        r1_kv_expanded_mb_per_token ratio_fp16_int4 ratio_fp16_q4km rent4090_week_cny
+        r1_int4_gb r1_int4_read_gb r1_kv_128k_gb
+        ratio_fp16_int4 ratio_fp16_q4km rent4090_week_cny
         rtx3060_bf16_derived_tflops rtx3060_bf16_tflops rtx3090_bf16_tflops
         rtx3090_fp16_fp16acc_tflops rtx3090_fp16_tflops rtx3090_nvlink_both_gbs
         rtx3090_pair_reported_gb rtx4060ti_vs_ddr5_ratio rtx4090_bf16_tflops
@@ -79,10 +79,10 @@ FORMATS: dict[str, tuple[str, ...]] = {
         rtx5090_fp16_tflops sata_gbs sata_payload_gbit_s scores_128k_tb sd35_attention_tflop
         sd35_matmul_tflop sd35_params_b sd35_pass_tflop sd35_rtx4090_fp16acc_min_s
         sd35_rtx4090_min_s sd_time_a_s sdxl_unet_params_b server_gbs split_us_on_pcie
-        team_needed_gb tier14_fp16_gb tier14_plain4_gb tier14_q4km_gb tier32_fp16_gb
-        tier32_int4_gb tier32_left_hi_gb tier32_left_lo_gb tier32_plain4_gb tier32_q4km_gb
-        tier3_fp16_gb tier3_plain4_gb tier3_q4km_gb tier671_plain4_gb tier70_int4_gb
-        tier70_plain4_gb tier70_q4km_gb llama7_int4_left_gb tier7_plain4_gb tier7_q4km_gb
+        team_needed_gb tier14_q4km_gb
+        tier32_int4_gb tier32_left_hi_gb tier32_left_lo_gb tier32_q4km_gb
+        tier3_q4km_gb
+        tier70_plain4_gb llama7_int4_left_gb tier7_q4km_gb
         timing_least_ms tinygrad_busbw_gbs tp2_nvlink_gain_pct tp_read_per_card_ms
         train_scores_8k_layer_gb two_3090_usable_gb two_4090_available_gb two_a100_usable_gb
         two_h100_usable_gb zero3_vs_dp_traffic_ratio
@@ -91,7 +91,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
     ".0f": tuple(
         """
         a100_40_count_gb a100_80gb_memory_gb a100_nvlink_both_gbs a100_nvlink_gbs a10_memory_gb
-        act_full_batch_gb act_fused_batch_gb act_scores_term add_4090_gflops allreduce_factor_2
+        act_fused_batch_gb add_4090_gflops allreduce_factor_2
         article_cpu_gflops article_factor_hi article_gpu_tflops article_ratio b200_fp16_over_fp16
         b200_fp4_over_fp16 b200_fp4_over_fp8 b200_fp4_vs_fp16_x b200_fp8_over_fp16
         batch_full2048_user_tok_s batch_gain bert_chunk_exact_gflop bert_chunk_gflop
@@ -122,8 +122,8 @@ FORMATS: dict[str, tuple[str, ...]] = {
         pcie5_gt_s pcore_allcore_gflops personal_rtx3060_tok_s personal_rtx4060ti_tok_s
         pp_boundary_mb pretrain_days psu_min_for_peak_w psu_peak_w psu_sustained_w
         r1_article_int4_bits r1_fp16_gb r1_fp8_gb r1_int4_h200_bound_tok_s r1_h200_left_gb
-        r1_int4_need_gb r1_int4_rtx4090_bound_tok_s r1_kv_8k_mb r1_kv_expanded_ratio
-        r1_kv_kb_per_token r1_params_b r1_q4km_35_layers_gb r1_q4km_gb rest_of_system_w
+        r1_int4_need_gb r1_int4_rtx4090_bound_tok_s
+        r1_params_b r1_q4km_35_layers_gb r1_q4km_gb rest_of_system_w
         ridge_4090_bf16 ridge_4090_fp32 ridge_h200_bf16 rtx3060_data_rate_gbps
         rtx3060_over_ddr5_bw rtx3090_memory_gb rtx3090_pair_memory_gb rtx3090_pair_power_w
         rtx4060ti_gbs rtx4090_bf16_over_fp32 rtx4090_board_w rtx4090_data_rate_gbps
@@ -132,7 +132,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         rtx5090_gbs rtx5090_memory_gb sata_7b_s sata_line_gbit_s scores_term_2048 scores_term_512
         scores_term_8192 scores_total_2048 scores_total_512 scores_total_8192 sd35_cpu_min_min
         sd35_turbo_image_tflop sd_time_b_s server_over_desktop_hi server_over_desktop_lo
-        team_tok_s_per_user tier671_fp16_gb tier671_int4_gb tier671_q4km_gb tier70_fp16_gb
+        team_tok_s_per_user tier671_fp16_gb tier70_fp16_gb
         tier7_bf16_adamw_gb tier7_fp16_gb tier7_mixed_adam8_gb tier7_mixed_adamw_gb timing_bad_ms
         timing_bad_vs_peak_x tinygrad_message_mib tp_allreduce_mb tp_talk_pcie4_us
         train_bytes_per_param train_scores_8k_model_gb years_of_use
@@ -141,7 +141,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
     ),
     ".2f": tuple(
         """
-        a100_80_driver_gb a100_80_runtime_gb act_ckpt_gb allreduce_factor_8 article_cpu_s
+        a100_80_driver_gb a100_80_runtime_gb allreduce_factor_8 article_cpu_s
         article_factor_lo article_power_kw attn_ctx0_gflop attn_ctx1_gflop
         cpu_allcore_tflops cpu_base_tflops cpu_maxturbo_tflops days_per_month embed_laptop_tflops
         estimator_heldout_worst_pct
@@ -162,7 +162,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         rtx4090_runtime_gb rx7900xtx_article_vs_rtx4090 rx7900xtx_bw_vs_rtx4090 scores_8k_gb
         sd35_params_from_shapes_b sd35_stream_params_b sd_fixed_s sd_naive_a_s sd_naive_b_s
         sd_turbo_hi_s sd_turbo_lo_s t4_driver_gb t4_runtime_gb t4_usable_gb tier13_q4km_gb
-        tier14_int4_gb tier3_int4_gb tier7_int4_gb timing_tflop tp_allreduce_pcie4_us
+        timing_tflop tp_allreduce_pcie4_us
             zh_tokens_per_char
     """.split()
     ),

@@ -32,7 +32,7 @@ ARTICLE_BOX_GB = {"vram": 24, "ram": 64}  # claim 72: the RTX 4090 machine with 
 ARTICLE_GPU_LAYERS = 35  # claim 72: "35 layers on the GPU"
 ARTICLE_TINY_CARD_GB = 4  # claim 87: "with 4 GB VRAM only tiny models run"
 ARTICLE_SMALL_CARD_GB = 8  # claim 116: the "8 GB cards" a 16 GB card is compared with
-TIERS_B = (3, 7, 14, 32, 70, 671)  # the size classes both articles name, in billions
+TIERS_B = (3, 7, 14, 32)  # the hardware guide's 4-bit size classes, in billions (claims 96-99)
 # GGUF k-quant layouts (ggml-common.h; llama.cpp PR 1684): bytes per 256-weight super-block.
 Q4_K_BLOCK_BYTES = (
     256 * 4 // 8 + 12 + 2 + 2
@@ -40,8 +40,9 @@ Q4_K_BLOCK_BYTES = (
 Q6_K_BLOCK_BYTES = 128 + 64 + 16 + 2  # low 4 bits, high 2 bits, 16 int8 scales, fp16 d
 NF4_ABSMAX_BITS, NF4_GROUP = 32, 64  # QLoRA without double quantization: an fp32 absmax per 64
 # Korthikanti et al. 2022 (arXiv 2205.05198), section 4.1: activation bytes per layer of a GPT
-# layer in 16 bits are s*b*h*(34 + 5*a*s/h); the example below has about the shape of a 7B model.
-ACT_EXAMPLE = {"hidden": 4096, "layers": 32, "heads": 32, "seq": 2048, "batch": 8}
+# layer in 16 bits are s*b*h*34 with fused attention (no s*s scores kept), 2*s*b*h with full
+# checkpointing; the example below has about the shape of a 7B model.
+ACT_EXAMPLE = {"hidden": 4096, "layers": 32, "seq": 2048, "batch": 8}
 KV_EXAMPLE_TOKENS, KV_USERS = 8192, 32  # one long conversation; a server's concurrent ones
 PROMPT_TOKENS = 8192  # the prompt whose logits the "why memory decides" section counts
 OFFLOAD_CONTEXT = 4096  # tokens of KV cache the offload example keeps on the GPU
@@ -83,17 +84,19 @@ def _nominal_gb(billions: float, fmt: str | float) -> float:
 
 
 def _formula() -> dict[str, Any]:
-    """The bits of each 4-bit format and the nominal tiers at each of them."""
+    """The bits of each 4-bit format, and the nominal sizes the page and its claims quote."""
     int4 = formats.weight_format("int4")
     out: dict[str, Any] = {
         "int4_bits": formats.bits_per_weight("int4"),
         "q4km_bits": formats.bits_per_weight("q4_k_m"),
     }
-    for b in TIERS_B:
-        out[f"tier{b}_fp16_gb"] = _nominal_gb(b, "fp16")
-        out[f"tier{b}_plain4_gb"] = _nominal_gb(b, float(int4.bits))
-        out[f"tier{b}_int4_gb"] = _nominal_gb(b, "int4")
+    for b in (*TIERS_B, 13):  # the claims' size classes at Q4_K_M
         out[f"tier{b}_q4km_gb"] = _nominal_gb(b, "q4_k_m")
+    out["tier7_fp16_gb"] = _nominal_gb(7, "fp16")
+    out["tier70_fp16_gb"] = _nominal_gb(70, "fp16")
+    out["tier671_fp16_gb"] = _nominal_gb(671, "fp16")
+    out["tier32_int4_gb"] = _nominal_gb(32, "int4")
+    out["tier70_plain4_gb"] = _nominal_gb(70, float(int4.bits))
     usable = _usable_gb("RTX 4090")
     out["rtx4090_usable_gb"] = usable
     out["bits_for_70b_in_rtx4090"] = usable * GB * 8 / 70e9
@@ -101,9 +104,6 @@ def _formula() -> dict[str, Any]:
     out["r1_fp16_over_eight_gb"] = out["tier671_fp16_gb"] / 8
     out["article_r1_int4_gb"] = ARTICLE_R1_INT4_GB
     out["r1_article_int4_bits"] = ARTICLE_R1_INT4_GB * GB * 8 / 671e9
-    guide = {3: 8, 7: 12, 14: 16, 32: 24}  # claims 96-99: the guide's 4-bit minimums, GB
-    ratios = [guide[b] / out[f"tier{b}_q4km_gb"] for b in guide]
-    out["guide_min_over_q4km_lo"], out["guide_min_over_q4km_hi"] = min(ratios), max(ratios)
     return out
 
 
@@ -185,7 +185,6 @@ def _verdicts(f: dict[str, Any]) -> dict[str, Any]:
         "two_3090_usable_gb": two_3090,
         "llama70_q4km_on_two_3090": _fits(f["llama70_q4km_gb"], two_3090),
         "llama70_q4km_left_two_3090_gb": two_3090 - f["llama70_q4km_gb"],
-        "tier13_q4km_gb": _nominal_gb(13, "q4_k_m"),
         "tier32_left_lo_gb": f["rtx4090_usable_gb"] - f["tier32_q4km_gb"],
         "tier32_left_hi_gb": f["rtx4090_usable_gb"] - f["tier32_int4_gb"],
         "llama70_int4_in_rtx4090": _fits(f["llama70_int4_gb"], f["rtx4090_usable_gb"]),
@@ -245,7 +244,6 @@ def _kv() -> dict[str, Any]:
     per_token = memory.kv_cache_bytes(s, 1, 1, "bf16")
     long_ctx = models.get("Llama-3.1-8B").max_position_embeddings  # Llama 3.1's context
     mla = memory.kv_cache_bytes(r1, 1, 1, "bf16")
-    expanded = memory.kv_cache_bytes(r1, 1, 1, "bf16", mla_expanded=True)
     one = memory.kv_cache_bytes(s, KV_EXAMPLE_TOKENS, 1, "bf16")
     return {
         "llama70_kv_bytes_per_token": per_token,
@@ -263,18 +261,8 @@ def _kv() -> dict[str, Any]:
         "r1_kv_lora_rank": r1.kv_lora_rank,
         "r1_rope_dim": r1.qk_rope_head_dim,
         "r1_kv_bytes_per_token": mla,
-        "r1_kv_kb_per_token": mla / 1e3,
-        "r1_kv_8k_mb": mla * KV_EXAMPLE_TOKENS / 1e6,
         "r1_kv_128k_gb": mla * long_ctx / GB,
-        "r1_heads": r1.n_heads,
-        "r1_key_dim": r1.qk_nope_head_dim + r1.qk_rope_head_dim,
-        "r1_nope_dim": r1.qk_nope_head_dim,
-        "r1_value_dim": r1.v_head_dim,
-        "r1_kv_expanded_mb_per_token": expanded / 1e6,
-        "r1_kv_expanded_ratio": expanded / mla,
-        "r1_kv_expanded_8k_gb": expanded * KV_EXAMPLE_TOKENS / GB,
         "llama70_over_r1_kv": per_token / mla,
-        "r1_mla_values": r1.kv_lora_rank + r1.qk_rope_head_dim,
     }
 
 
@@ -368,9 +356,8 @@ def _training() -> dict[str, Any]:
         state = 4 if r["master"] else r["gradients"]
         return r["weights"] + r["gradients"] + r["master"] + memory.OPTIMIZERS[optimizer](state)
 
-    h, L, a, s, b = (ACT_EXAMPLE[k] for k in ("hidden", "layers", "heads", "seq", "batch"))
-    scores_term = 5 * a * s / h
-    full, fused, ckpt = (s * h * (34 + scores_term) * L, s * h * 34 * L, 2 * s * h * L)
+    h, L, s, b = (ACT_EXAMPLE[k] for k in ("hidden", "layers", "seq", "batch"))
+    fused, ckpt = s * h * 34 * L, 2 * s * h * L  # fused attention keeps no scores
     out = {
         "mixed_adamw_bytes": per_param("bf16-mixed", "adamw"),
         "fp32_adamw_bytes": per_param("fp32", "adamw"),
@@ -378,16 +365,9 @@ def _training() -> dict[str, Any]:
         "mixed_adam8_bytes": per_param("bf16-mixed", "adamw8bit"),
         "act_hidden": h,
         "act_layers": L,
-        "act_heads": a,
         "act_batch": b,
-        "act_scores_term": scores_term,
-        "act_full_gb": full / GB,
-        "act_fused_gb": fused / GB,
-        "act_ckpt_gb": ckpt / GB,
-        "act_full_batch_gb": b * full / GB,
         "act_fused_batch_gb": b * fused / GB,
         "act_ckpt_batch_gb": b * ckpt / GB,
-        "act_one_layer_batch_gb": b * fused / L / GB,
     }
     for key, recipe in (
         ("mixed_adamw", ("bf16-mixed", "adamw")),
