@@ -38,8 +38,9 @@ def test_no_printed_output_names_the_courses_machinery(run):
 
 def test_no_prediction_is_answered_in_the_notebook_or_on_its_page(run):
     """For each prediction, the number its reveal prints (±1 in its last digit) is nowhere
-    above it: not in an earlier cell's source or output, not in the Markdown above, not on the
-    chapter page as rendered in English."""
+    above it: a computed answer not in an earlier cell's source or output, not in the Markdown
+    above, not on the chapter page as rendered in English; a measured answer not in this run's
+    earlier outputs (tools/checks/answers.py says why)."""
     found = []
     for notebook in LISTED:
         where = notebook.relative_to(runs.ROOT).as_posix()

@@ -78,8 +78,8 @@ def test_each_reveal_is_collapsed_until_the_reader_opens_it(site):
 
 
 def test_no_prediction_is_answered_on_its_built_chapter_page(site):
-    """The number each reveal of a listed notebook prints (±1 in its last digit) is not on its
-    chapter page as built, in English or in Chinese."""
+    """The number each computed reveal of a listed notebook prints (±1 in its last digit) is not
+    on its chapter page as built, in English or in Chinese (a measured one is this run's own)."""
     run = runs.RunConfig.from_env(mode="quick")
     found = []
     for path in teaching.TEACH_FIRST:

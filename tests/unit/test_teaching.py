@@ -489,15 +489,17 @@ def test_figure_directives_read_colon_fences_and_yaml_options():
 # --- predictions answered in advance ------------------------------------------------------
 
 
-def _executed(earlier: str, answer: str = "42.4") -> dict:
+def _executed(
+    earlier: str, answer: str = "42.4", basis: str = "computed", printed_before: str = "done"
+) -> dict:
     return notebook(
         md(f"The page's case: {earlier}."),
-        code("x = 1 + 1", outputs=[printed("done\n")]),
+        code("x = 1 + 1", outputs=[printed(f"{printed_before}\n")]),
         code("my_gb = None  # your prediction, in GB"),
         code(
             "predict.compare(my_gb, gb, 'GB')",
             ["hide-output"],
-            outputs=[printed(f"the weights: computed: {answer} GB.\n")],
+            outputs=[printed(f"the weights: {basis}: {answer} GB.\n")],
         ),
     )
 
@@ -527,6 +529,39 @@ def test_the_paired_pages_count_and_short_or_article_numbers_are_skipped():
     # an article's number near the answer does not exempt the answer itself
     assert answers.problems(_executed("42.3"), "nb", articles=tuple(answers.numbers_in("42")))
     assert answers.problems(_executed("7", answer="7"), "nb", articles=()) == []  # one digit
+
+
+def test_a_measured_answer_is_given_away_only_by_what_the_run_printed_before_it():
+    # the same measurement printed by an earlier cell gives it away, at its precision or ±1
+    for shown in ("peak 42.4 GB", "peak 42.5 GB"):
+        found = answers.problems(
+            _executed("nothing", basis="measured", printed_before=shown), "nb", articles=()
+        )
+        assert found == [
+            "nb: the prediction 'my_gb' (cell 4) is answered in advance: its reveal prints "
+            f"42.4, and cell 3 output shows {shown.split()[1]}"
+        ]
+    # typed text cannot know this run's measurement: Markdown, source and pages do not count
+    measured = _executed("42.4 GB", basis="measured")
+    assert answers.problems(measured, "nb", {"book/01.md": "It is 42.4 GB."}, articles=()) == []
+    # nor does a number printed with fewer digits than the measurement (a rounded bound)
+    bound = _executed("nothing", basis="measured", printed_before="peak 42 GB", answer="42.1")
+    assert answers.problems(bound, "nb", articles=()) == []
+    assert answers.problems(
+        _executed("nothing", printed_before="peak 42 GB", answer="42.1"), "nb", articles=()
+    )  # a computed 42.1 next to 42 is found
+    # nor does a percentage, a different quantity, unless the answer itself is in percent
+    error = _executed("nothing", basis="measured", printed_before="error -42.4 %")
+    assert answers.problems(error, "nb", articles=()) == []
+    in_percent = _executed("nothing", basis="measured", printed_before="error -42.4 %")
+    in_percent["cells"][-1]["outputs"] = [printed("the error: measured: 42.4 %.\n")]
+    assert answers.problems(in_percent, "nb", articles=()) == [
+        "nb: the prediction 'my_gb' (cell 4) is answered in advance: its reveal prints 42.4, "
+        "and cell 3 output shows -42.4"
+    ]
+    # the same cases as computed answers are all found
+    assert answers.problems(_executed("nothing", printed_before="error -42.4 %"), "nb", articles=())
+    assert answers.problems(_executed("42.4 GB"), "nb", {"book/01.md": "42.4 GB"}, articles=())
 
 
 def test_printed_numbers_keep_their_precision():

@@ -3,12 +3,23 @@ before the learner is asked for it.
 
 A prediction's answer is the number its reveal prints after "measured:" or "computed:"
 (``gpulab.ui.predict``), at the precision it prints it. It is answered in advance when that
-value, or the same value one unit off in its last printed digit, appears earlier: in an earlier
-cell's source or outputs, in the notebook's Markdown above the prediction, or on the paired
-chapter page (English as rendered, and the Chinese edition). Values with fewer than two
-significant digits are skipped, and so are the articles' own numbers, which a prediction may
-state (it tests them). The executed notebooks' half runs in ``tests/notebooks``, the built
-pages' half in ``tests/site``.
+value, or the same value one unit off in its last printed digit, appears earlier.
+
+Where "earlier" looks depends on how the answer was found. A computed answer is the same on
+every machine, so it may be given away anywhere the learner reads first: an earlier cell's
+source or outputs, the notebook's Markdown above the prediction, or the paired chapter page
+(English as rendered, and the Chinese edition). A measured answer is decided by the learner's
+machine in this run, so only what this run printed before the prediction can give it away: the
+earlier cells' outputs, and among them only numbers printed with at least the answer's digits,
+and a percentage only for an answer in percent. Text typed before the run (source, Markdown, a
+page) can match a measurement only by coincidence, and so can a shorter number: a peak of "333"
+GFLOP/s printed as a bound lies within one last digit of a measured 333.0 on some runs, a
+"-0.3 %" error in a table within one of a loss change of 0.29. A measurement moves from run to
+run, so such matches would make the check fail at random without finding anything; the leak it
+is after, this run's measurement printed early, carries the measurement's digits. Values with
+fewer than two significant digits are skipped, and so are the articles' own numbers, which a
+prediction may state (it tests them). The executed notebooks' half runs in
+``tests/notebooks``, the built pages' half in ``tests/site``.
 """
 
 from __future__ import annotations
@@ -25,12 +36,14 @@ from tools.notebook_meta import ROOT, cell_source
 FACT_CHECK = ROOT / "src" / "gpulab" / "data" / "fact_check.json"
 ARTICLE_FIELDS = ("quote", "claim_en")  # the articles' own words
 REVEALED = re.compile(
-    r"\b(?:measured|computed): (?P<number>[-+−]?[\d,]*\d(?:\.\d+)?(?:e[-+]?\d+)?)"
+    r"\b(?P<basis>measured|computed): (?P<number>[-+−]?[\d,]*\d(?:\.\d+)?(?:e[-+]?\d+)?)"
+    r"(?P<percent> ?%)?"
 )
 # a number in any text: digits not glued to a Latin word or another number ("A100" is a name)
 NUMBER = re.compile(
     r"(?<![0-9A-Za-z_.,])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![0-9])"
 )
+PERCENT_SIGN = re.compile(r" ?%")
 
 
 @dataclass(frozen=True)
@@ -64,15 +77,25 @@ def parse(text: str) -> Printed:
     )
 
 
-def numbers_in(text: str) -> list[Printed]:
-    """Every number written in a text."""
-    return [parse(m.group(0)) for m in NUMBER.finditer(text)]
+def numbers_in(text: str, percent: bool | None = None) -> list[Printed]:
+    """Every number written in a text; with `percent` True or False, only the numbers that are
+    (or are not) followed by a percent sign."""
+    return [
+        parse(m.group(0))
+        for m in NUMBER.finditer(text)
+        if percent is None or bool(PERCENT_SIGN.match(text, m.end())) is percent
+    ]
+
+
+def _last_reveal(cell: dict) -> re.Match | None:
+    found = list(REVEALED.finditer(output_text(cell)))
+    return found[-1] if found else None
 
 
 def revealed(cell: dict) -> Printed | None:
     """The answer a reveal cell printed (its last "measured:" or "computed:" value), or None."""
-    found = list(REVEALED.finditer(output_text(cell)))
-    return parse(found[-1]["number"]) if found else None
+    match = _last_reveal(cell)
+    return parse(match["number"]) if match else None
 
 
 def output_text(cell: dict) -> str:
@@ -111,38 +134,59 @@ class Answer:
     ask: int
     reveal: int
     printed: Printed
+    measured: bool = False  # measured in this run (True) or computed, the same everywhere
+    percent: bool = False  # printed in percent
 
 
 def answers(executed: dict) -> list[Answer]:
     """The predictions of an executed notebook whose reveal printed a number."""
     out = []
     for p in code.prediction_cells(executed):
-        printed = revealed(executed["cells"][p.reveal])
-        if printed is not None:
-            out.append(Answer(p.name, p.ask, p.reveal, printed))
+        match = _last_reveal(executed["cells"][p.reveal])
+        if match is not None:
+            out.append(
+                Answer(
+                    p.name,
+                    p.ask,
+                    p.reveal,
+                    parse(match["number"]),
+                    measured=match["basis"] == "measured",
+                    percent=bool(match["percent"]),
+                )
+            )
     return out
 
 
-def earlier_texts(executed: dict, before: int) -> dict[str, str]:
-    """What a learner has seen above cell `before`: each earlier cell's source and outputs."""
+def earlier_texts(executed: dict, before: int, outputs_only: bool = False) -> dict[str, str]:
+    """What a learner has seen above cell `before`: each earlier cell's source (unless
+    `outputs_only`) and outputs."""
     texts = {}
     for i, cell in enumerate(executed.get("cells", [])[:before]):
-        texts[f"cell {i}"] = cell_source(cell)
+        if not outputs_only:
+            texts[f"cell {i}"] = cell_source(cell)
         if cell.get("cell_type") == "code":
             texts[f"cell {i} output"] = output_text(cell)
     return texts
 
 
 def given_away(
-    answer: Printed, texts: dict[str, str], articles: tuple[Printed, ...] | None = None
+    answer: Printed,
+    texts: dict[str, str],
+    articles: tuple[Printed, ...] | None = None,
+    percent: bool | None = None,
+    min_significant: int = 0,
 ) -> list[str]:
     """Where in `texts` ({where: text}) the answer, or it one unit off in its last digit, is;
-    an article's own number, which the page may quote, does not count."""
+    an article's own number, which the page may quote, does not count; with `percent` set,
+    only numbers that are (or are not) percentages count, and only numbers printed with at least
+    `min_significant` significant digits."""
     return [
         f"{where} shows {n.text}"
         for where, text in texts.items()
-        for n in numbers_in(text)
-        if answer.near(n.value) and not is_article_number(n, articles)
+        for n in numbers_in(text, percent)
+        if n.significant >= min_significant
+        and answer.near(n.value)
+        and not is_article_number(n, articles)
     ]
 
 
@@ -159,13 +203,20 @@ def problems(
     above: bool = True,
 ) -> list[str]:
     """Predictions of an executed notebook whose answer is shown in advance: above them (unless
-    `above` is False), or on the `pages` ({label: text}) the learner reads first."""
+    `above` is False), or, for a computed answer, on the `pages` ({label: text}) the learner
+    reads first. A measured answer counts only this run's earlier outputs (the module says
+    why)."""
     out = []
     for answer in answers(executed):
         if not checked(answer, articles):
             continue
-        texts = (earlier_texts(executed, answer.ask) if above else {}) | dict(pages or {})
-        for hit in given_away(answer.printed, texts, articles):
+        if answer.measured:
+            texts = earlier_texts(executed, answer.ask, outputs_only=True) if above else {}
+            percent, digits = answer.percent, answer.printed.significant
+        else:
+            texts = (earlier_texts(executed, answer.ask) if above else {}) | dict(pages or {})
+            percent, digits = None, 0
+        for hit in given_away(answer.printed, texts, articles, percent, digits):
             out.append(
                 f"{where}: the prediction {answer.name!r} (cell {answer.ask}) is answered in "
                 f"advance: its reveal prints {answer.printed.text}, and {hit}"
