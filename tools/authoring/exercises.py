@@ -34,8 +34,9 @@ HEADING = re.compile(r"^### Exercise (\d+): (\S.*)$")
 SOLUTION_HEADING = "#### Solution"
 # unique in the book: ch02-... for a chapter notebook, lab05-... for a lab, app-... for the appendix
 LABEL = re.compile(r"^(ch\d\d|lab\d\d|app)-[a-z0-9]+(-[a-z0-9]+)*$")
-# a check that can fail: an assert, or gpulab's labs.check / a grader's check_* function
-CHECK = re.compile(r"^\s*assert\b|\bcheck(_\w+)?\(", re.M)
+# a check that can fail: an assert, gpulab's labs.check / a grader's check_* function, or a
+# grade's require() (lab 5's grader: it raises naming each failed check)
+CHECK = re.compile(r"^\s*assert\b|\bcheck(_\w+)?\(|\.require\(\)", re.M)
 # gated solutions of sphinx-exercise; a learner copy drops everything between them
 GATE_START = "solution-start"
 GATE_END = "solution-end"

@@ -8,7 +8,13 @@ all it takes: tests/unit/test_teaching.py runs every check below on each listed 
 tests/notebooks on their executed outputs, tests/site on their built pages.
 
     python tools/checks/teaching.py                    # every check on TEACH_FIRST; 1 on a problem
-    python tools/checks/teaching.py --report [PATHS]   # the counts per notebook and lab
+    python tools/checks/teaching.py --report [PATHS]   # the counts per notebook and lab (all)
+    python tools/checks/teaching.py --report --pages   # and per page
+    python tools/checks/teaching.py --unlisted         # the course's files TEACH_FIRST lacks
+    python tools/checks/teaching.py --summary [PATHS]  # problems per check, listed or not (all)
+
+What each file must meet (half its main body as mechanisms, named mechanisms, graded cells,
+longer scripts, exempt appendices) is the table RULES of tools/checks/teaching_cells.py.
 """
 
 from __future__ import annotations
@@ -55,22 +61,6 @@ if __package__ in (None, ""):  # run as a script: the repository's root and src 
     _ROOT = Path(__file__).resolve().parents[2]
     sys.path[:0] = [str(_ROOT), str(_ROOT / "src")]
 
-# The files of part 1 (issue 28): the default of --report.
-PART_ONE: tuple[str, ...] = (
-    "book/setup.md",
-    "notebooks/00_check_your_setup.ipynb",
-    "labs/00_first_kernel_lab.ipynb",
-    "book/01_why_gpus_are_fast.md",
-    "notebooks/01_why_gpus_are_fast.ipynb",
-    "labs/01_roofline_lab.ipynb",
-    "book/02_vram.md",
-    "notebooks/02_will_it_fit.ipynb",
-    "labs/02_predict_then_measure_lab.ipynb",
-    "book/03_inference_vs_training.md",
-    "notebooks/03_inference_vs_training.ipynb",
-    "labs/03_tokens_per_second_lab.ipynb",
-)
-
 
 def _root() -> Path:
     from tools.notebook_meta import ROOT
@@ -97,6 +87,7 @@ def notebook_checks() -> dict:
         "mechanism-order": cells.order_problems,
         "agreement": cells.agreement_problems,
         "reveal-hidden": cells.reveal_problems,
+        "grader": labs.grader_problems,
         "stubs": lambda nb, where: labs.stub_problems(nb, where) if is_lab(where) else [],
         "learner-copy": lambda nb, where: (
             labs.learner_copy_problems(nb, where, _root()) if is_lab(where) else []
@@ -140,6 +131,26 @@ def notebook_machinery(nb: dict, where: str) -> list[str]:
     return found
 
 
+def unlisted(root: Path | None = None) -> list[str]:
+    """The pages, notebooks and labs of the course (`_toc.yml`: the introduction, the chapters,
+    the workshop pages, the appendices) that TEACH_FIRST does not list, in the book's order."""
+    from tools.checks import teaching_report
+
+    listed = set(TEACH_FIRST)
+    return [p for p in teaching_report.toc_files(root or _root()) if p not in listed]
+
+
+def summary(paths: list[str]) -> str:
+    """Per file, how many problems each check finds, whether or not TEACH_FIRST lists it."""
+    lines = []
+    for path in paths:
+        names = notebook_checks() if path.endswith(".ipynb") else page_checks()
+        counts = {name: len(check(path, only=name)) for name in names}
+        found = ", ".join(f"{name} {n}" for name, n in counts.items() if n)
+        lines.append(f"{path}: {sum(counts.values())} problem(s){f' ({found})' if found else ''}")
+    return "\n".join(lines)
+
+
 def check(path: str, only: str | None = None) -> list[str]:
     """Every teaching check of one file (or only the one named), as problems."""
     target = _root() / path
@@ -160,13 +171,39 @@ def main(argv: list[str] | None = None) -> int:
         "--report",
         nargs="*",
         metavar="PATH",
-        help="print the counts per notebook and lab (default: the twelve files of part 1)",
+        help="print the counts per notebook and lab (default: every one of _toc.yml)",
+    )
+    parser.add_argument(
+        "--pages",
+        action="store_true",
+        help="with --report: a second table, per page (default: every page of _toc.yml)",
+    )
+    parser.add_argument(
+        "--unlisted", action="store_true", help="print the course's files TEACH_FIRST lacks"
+    )
+    parser.add_argument(
+        "--summary",
+        nargs="*",
+        metavar="PATH",
+        help="print per file the problems each check finds (default: every file of _toc.yml)",
     )
     args = parser.parse_args(argv)
+    if args.summary is not None:
+        from tools.checks import teaching_report
+
+        print(summary(list(args.summary) or teaching_report.toc_files(_root())))
+        return 0
+    if args.unlisted:
+        print("\n".join(unlisted()))
+        return 0
     if args.report is not None:
         from tools.checks import teaching_report
 
-        print(teaching_report.table(list(args.report or PART_ONE), _root()))
+        paths = list(args.report) or teaching_report.toc_files(_root())
+        print(teaching_report.table(paths, _root()))
+        if args.pages:
+            print()
+            print(teaching_report.page_table(paths, _root()))
         return 0
     found = [p for path in TEACH_FIRST for p in check(path)]
     for line in found:

@@ -5,7 +5,11 @@ that keep every exercise's cell and check.
   hint share no run of 4 or more code tokens (Python's names, operators and numbers; strings and
   comments ignored) with the block's code.
 - Every exercise of the lab has, in its learner copy, a code cell to fill in (it raises
-  NotImplementedError) and its check (an ``assert`` or ``check(...)``).
+  NotImplementedError) and its check (an ``assert``, ``check(...)`` or a grade's
+  ``.require()``), in its statement's section (up to the next exercise).
+- A cell tagged ``grader`` (lab 5: it runs the grader on the learner's loop and shows its
+  verdict) is a code cell that calls something, holds no solution block and is no mechanism, in
+  a lab whose rule has graded cells (``teaching_cells.RULES``).
 
 Each function returns the problems as sentences naming the file and the cell.
 """
@@ -19,6 +23,8 @@ import tokenize
 from pathlib import Path
 
 from tools.authoring import exercises, learner_generator, solution_blocks
+from tools.checks import notebook_code as nbcode
+from tools.checks import teaching_cells as cells
 from tools.notebook_meta import ROOT, cell_source
 
 RUN = 4  # tokens in a row that a stub's docstring or first hint may not share with the code
@@ -133,3 +139,26 @@ def learner_texts(where: str, root: Path = ROOT) -> dict[str, str]:
         for i, c in enumerate(cells)
         if any(t in c.get("metadata", {}).get("tags", []) for t in wanted)
     }
+
+
+def grader_problems(nb: dict, where: str) -> list[str]:
+    """Cells tagged `grader` that are more than a call to a lab's grader: in a file whose rule
+    has no graded cells, not a code cell, a mechanism, holding a solution block, or calling
+    nothing."""
+    out, graded = [], cells.rule_for(where).graded
+    for i, cell in enumerate(nb.get("cells", [])):
+        if cells.GRADER_TAG not in nbcode.tags(cell):
+            continue
+        at, source = f"{where}: cell {i} is tagged {cells.GRADER_TAG!r}", cell_source(cell)
+        if not graded:
+            out.append(f"{at}, but only a graded lab's cells may be (the rules of teaching_cells)")
+        if cell.get("cell_type") != "code":
+            out.append(f"{at} but is not a code cell")
+            continue
+        if cells.MECHANISM_TAG in nbcode.tags(cell) or "mechanism" in nbcode.gpulab_meta(cell):
+            out.append(f"{at} and is a mechanism: a grader cell only runs the grader")
+        if solution_blocks.has_blocks(source) or cells.BEGIN in source:
+            out.append(f"{at} and holds a solution block: the learner's work is not graded code")
+        if not nbcode.calls(source, nbcode.bindings(nb)):
+            out.append(f"{at} but calls nothing: a grader cell runs the lab's grader")
+    return out
