@@ -6,6 +6,7 @@ the chapters, the report over every file of the course, and the list of what is 
 from __future__ import annotations
 
 import json
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -429,3 +430,29 @@ def test_the_outputs_and_site_tests_read_the_appendices_and_labs_without_a_page(
         if path.endswith(".ipynb"):
             page = teaching_report.paired_page(path)
             assert page is None or (ROOT / page).is_file(), path
+
+
+def test_a_writefile_cell_leaves_the_checkout_as_it_was(tmp_path):
+    (tmp_path / "labs" / "07_distributed").mkdir(parents=True)
+    script = "import torch\nprint(torch.ones(2))\n"
+    (tmp_path / "labs" / "07_distributed" / "ring.py").write_text(script)
+    same = notebook(code(f"%%writefile 07_distributed/ring.py\n{script}"))
+    assert teaching_labs.writefile_problems(same, LAB7, tmp_path) == []
+    changed = notebook(code("%%writefile 07_distributed/ring.py\nimport torch\n"))
+    assert (
+        "whose code differs from the cell's"
+        in (teaching_labs.writefile_problems(changed, LAB7, tmp_path)[0])
+    )
+    new = notebook(code("%%writefile scratch.py\nx = 1\n"))
+    assert teaching_labs.writefile_problems(new, LAB7, tmp_path) == [
+        f"{LAB7}: cell 2 writes labs/scratch.py, a file the repository neither holds nor "
+        "ignores: commit the script as the cell writes it, or write it where git ignores"
+    ]
+    # a path of the run's own: built from a variable, or outside the checkout
+    for target in ("{workdir}/scratch.py", "/tmp/scratch.py", "../../scratch.py"):
+        elsewhere = notebook(code(f"%%writefile {target}\nx = 1\n"))
+        assert teaching_labs.writefile_problems(elsewhere, LAB7, tmp_path) == [], target
+    # a file git ignores
+    subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
+    (tmp_path / ".gitignore").write_text("labs/scratch.py\n")
+    assert teaching_labs.writefile_problems(new, LAB7, tmp_path) == []

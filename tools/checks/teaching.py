@@ -92,6 +92,7 @@ def notebook_checks() -> dict:
         "learner-copy": lambda nb, where: (
             labs.learner_copy_problems(nb, where, _root()) if is_lab(where) else []
         ),
+        "writefile": lambda nb, where: labs.writefile_problems(nb, where, _root()),
         "machinery": notebook_machinery,
         "cpu-gpu-box": pages.box_problems,
     }

@@ -10,6 +10,8 @@ that keep every exercise's cell and check.
 - A cell tagged ``grader`` (lab 5: it runs the grader on the learner's loop and shows its
   verdict) is a code cell that calls something, holds no solution block and is no mechanism, in
   a lab whose rule has graded cells (``teaching_cells.RULES``).
+- A ``%%writefile`` cell (lab 7's scripts) leaves the checkout as it was when it runs: what it
+  writes is the repository's file with the cell's code, or a file git ignores.
 
 Each function returns the problems as sentences naming the file and the cell.
 """
@@ -19,6 +21,7 @@ from __future__ import annotations
 import io
 import json
 import re
+import subprocess
 import tokenize
 from pathlib import Path
 
@@ -161,4 +164,45 @@ def grader_problems(nb: dict, where: str) -> list[str]:
             out.append(f"{at} and holds a solution block: the learner's work is not graded code")
         if not nbcode.calls(source, nbcode.bindings(nb)):
             out.append(f"{at} but calls nothing: a grader cell runs the lab's grader")
+    return out
+
+
+def _ignored(path: Path, root: Path) -> bool:
+    """True when git ignores `path` in the checkout at `root` (False without git)."""
+    try:
+        done = subprocess.run(
+            ["git", "-C", str(root), "check-ignore", "-q", str(path)], capture_output=True
+        )
+    except OSError:
+        return False
+    return done.returncode == 0
+
+
+def writefile_problems(nb: dict, where: str, root: Path = ROOT) -> list[str]:
+    """`%%writefile` cells whose run would change the checkout: a script written out (relative
+    to the notebook's folder, where it runs) must be a file of the repository with the cell's
+    own code, or one git ignores. A path built from variables, or outside the checkout, is the
+    run's own."""
+    out = []
+    for i, cell in enumerate(nb.get("cells", [])):
+        source = cell_source(cell)
+        target = cells.writefile_target(source) if cell.get("cell_type") == "code" else None
+        if target is None or re.search(r"[{}$~]", target) or Path(target).is_absolute():
+            continue
+        path = ((root / where).parent / target.strip("\"'")).resolve()
+        if not path.is_relative_to(root.resolve()):
+            continue
+        rel = path.relative_to(root.resolve()).as_posix()
+        if path.is_file():
+            text = path.read_text(encoding="utf-8")
+            if text.rstrip("\n") != cells.script_of(source).rstrip("\n"):
+                out.append(
+                    f"{where}: cell {i} writes {rel}, whose code differs from the cell's: the "
+                    "script a run writes is the repository's file, so the two are the same"
+                )
+        elif not _ignored(path, root):
+            out.append(
+                f"{where}: cell {i} writes {rel}, a file the repository neither holds nor "
+                "ignores: commit the script as the cell writes it, or write it where git ignores"
+            )
     return out
