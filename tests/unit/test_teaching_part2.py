@@ -456,3 +456,13 @@ def test_a_writefile_cell_leaves_the_checkout_as_it_was(tmp_path):
     subprocess.run(["git", "init", "-q", str(tmp_path)], check=True)
     (tmp_path / ".gitignore").write_text("labs/scratch.py\n")
     assert teaching_labs.writefile_problems(new, LAB7, tmp_path) == []
+
+
+def test_the_fact_check_names_its_claims_by_number_and_no_other_file_does():
+    nb = notebook(md("Claim 12 is a speed-up; the seed_claims file holds it."))
+    fact = teaching.notebook_machinery(nb, "book/appendix/fact_check.ipynb")
+    assert [p.split("'")[1] for p in fact] == ["seed_claims"]
+    other = teaching.notebook_machinery(nb, "book/appendix/published_measurements.ipynb")
+    assert [p.split("'")[1] for p in other] == ["seed_claims", "Claim 12"]
+    assert teaching.claim_numbers_checked("notebooks/04_backends.ipynb")
+    assert not teaching.claim_numbers_checked("book/appendix/fact_check.ipynb")

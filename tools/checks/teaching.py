@@ -112,6 +112,14 @@ def page_checks() -> dict:
     }
 
 
+def claim_numbers_checked(where: str) -> bool:
+    """False for a file whose text names claims by number (the fact-check appendix's entries,
+    which the `{claim}` roles point to); True elsewhere."""
+    from tools.checks import teaching_cells as cells
+
+    return not cells.rule_for(where).claims_by_number
+
+
 def notebook_machinery(nb: dict, where: str) -> list[str]:
     """Machinery words in a notebook's Markdown, and in a lab's learner copy's stubs and hints."""
     from tools.checks import teaching_labs as labs
@@ -123,7 +131,7 @@ def notebook_machinery(nb: dict, where: str) -> list[str]:
         for i, c in enumerate(nb.get("cells", []))
         if c.get("cell_type") == "markdown"
     }
-    found = pages.machinery_problems(texts, where, MACHINERY_WORDS)
+    found = pages.machinery_problems(texts, where, MACHINERY_WORDS, claim_numbers_checked(where))
     if is_lab(where):
         learner = f"labs/learner/{Path(where).name}"
         found += pages.machinery_problems(

@@ -116,13 +116,18 @@ def _without_comments(text: str) -> str:
     return re.sub(r"<!--.*?-->", lambda m: "\n" * m.group(0).count("\n"), text, flags=re.S)
 
 
-def machinery_in(text: str, words: Iterable[str]) -> list[tuple[int, str]]:
-    """(line, what) for each machinery word or claim number in prose, in a text."""
+def machinery_in(
+    text: str, words: Iterable[str], claim_numbers: bool = True
+) -> list[tuple[int, str]]:
+    """(line, what) for each machinery word, and claim number in prose (unless
+    `claim_numbers` is False: the fact-check's entries), in a text."""
     pattern = _word_pattern(words)
     found = []
     for number, line in enumerate(_without_comments(text).splitlines(), start=1):
         found += [(number, m.group(0)) for m in pattern.finditer(line)]
-        found += [(number, m.group(0)) for m in CLAIM_NUMBER.finditer(ANY_ROLE.sub(" ", line))]
+        if claim_numbers:
+            prose = ANY_ROLE.sub(" ", line)
+            found += [(number, m.group(0)) for m in CLAIM_NUMBER.finditer(prose)]
     return found
 
 
@@ -151,12 +156,15 @@ def box_problems(nb: dict, where: str) -> list[str]:
     ]
 
 
-def machinery_problems(texts: dict[str, str], where: str, words: Iterable[str]) -> list[str]:
-    """Machinery words in learner-facing texts: {label ("cell 3", "line"): text}."""
+def machinery_problems(
+    texts: dict[str, str], where: str, words: Iterable[str], claim_numbers: bool = True
+) -> list[str]:
+    """Machinery words in learner-facing texts: {label ("cell 3", "line"): text}; claim numbers
+    too unless `claim_numbers` is False."""
     words = tuple(words)
     out = []
     for label, text in texts.items():
-        for number, hit in machinery_in(text, words):
+        for number, hit in machinery_in(text, words, claim_numbers):
             at = f"{where}:{number}" if label == "page" else f"{where}: {label}, line {number}"
             out.append(f"{at}: {hit!r} names the course's machinery, not what a learner needs")
     return out
