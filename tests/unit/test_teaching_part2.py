@@ -438,6 +438,16 @@ def test_a_writefile_cell_leaves_the_checkout_as_it_was(tmp_path):
     (tmp_path / "labs" / "07_distributed" / "ring.py").write_text(script)
     same = notebook(code(f"%%writefile 07_distributed/ring.py\n{script}"))
     assert teaching_labs.writefile_problems(same, LAB7, tmp_path) == []
+    # the file a run writes ends with one newline, whether or not the cell does
+    assert (
+        teaching_labs.writefile_problems(
+            notebook(code(f"%%writefile 07_distributed/ring.py\n{script.rstrip()}")), LAB7, tmp_path
+        )
+        == []
+    )
+    (tmp_path / "labs" / "07_distributed" / "bare.py").write_text(script.rstrip())
+    bare = notebook(code(f"%%writefile 07_distributed/bare.py\n{script.rstrip()}"))
+    assert teaching_labs.writefile_problems(bare, LAB7, tmp_path)
     changed = notebook(code("%%writefile 07_distributed/ring.py\nimport torch\n"))
     assert (
         "whose code differs from the cell's"

@@ -194,8 +194,9 @@ def writefile_problems(nb: dict, where: str, root: Path = ROOT) -> list[str]:
             continue
         rel = path.relative_to(root.resolve()).as_posix()
         if path.is_file():
-            text = path.read_text(encoding="utf-8")
-            if text.rstrip("\n") != cells.script_of(source).rstrip("\n"):
+            script = cells.script_of(source)
+            # IPython writes the cell's lines, the last one ended by a newline
+            if path.read_text(encoding="utf-8") != script + ("" if script.endswith("\n") else "\n"):
                 out.append(
                     f"{where}: cell {i} writes {rel}, whose code differs from the cell's: the "
                     "script a run writes is the repository's file, so the two are the same"
