@@ -56,7 +56,8 @@ WRITEFILE = re.compile(r"^%%writefile(?:\s+-a)?\s+(?P<target>\S.*?)\s*$")
 
 @dataclass(frozen=True)
 class Rule:
-    """What the mechanism count asks of the files whose path matches `glob` (fnmatch)."""
+    """What the teaching checks ask of the files whose path matches `glob` (fnmatch), beyond
+    what they ask of every file: how many mechanisms, which by name, graded cells, scripts."""
 
     glob: str
     share: float = 0.5  # of the main-body code cells, as verified mechanism cells
