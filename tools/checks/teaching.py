@@ -214,7 +214,7 @@ def main(argv: list[str] | None = None) -> int:
         print(teaching_report.table(paths, _root()))
         if args.pages:
             print()
-            print(teaching_report.page_table(paths, _root()))
+            print(teaching_report.page_table(paths, MACHINERY_WORDS, _root()))
         return 0
     found = [p for path in TEACH_FIRST for p in check(path)]
     for line in found:

@@ -119,11 +119,10 @@ def row(path: str, root: Path = ROOT) -> dict:
     }
 
 
-def page_row(path: str, root: Path = ROOT) -> dict:
+def page_row(path: str, words_to_avoid: tuple[str, ...], root: Path = ROOT) -> dict:
     """The report's row of one page: its pictures, its claim and verdict roles (all, and those
-    outside "What the articles said"), its machinery words, its words and reading time."""
-    from tools.checks import teaching
-
+    outside "What the articles said"), its machinery words (of `words_to_avoid`), its words and
+    reading time."""
     text = (root / path).read_text(encoding="utf-8")
     n = page_words(path, root)
     prose = pages.page_prose(text)
@@ -133,7 +132,7 @@ def page_row(path: str, root: Path = ROOT) -> dict:
         "article roles (all / outside)": (
             f"{len(pages.ARTICLE_ROLE.findall(prose))} / {len(pages.role_problems(text, path))}"
         ),
-        "machinery words": len(pages.machinery_in(prose, teaching.MACHINERY_WORDS)),
+        "machinery words": len(pages.machinery_in(prose, words_to_avoid)),
         "words": n,
         "reading (min)": round(n / WORDS_PER_MINUTE),
     }
@@ -160,6 +159,8 @@ def table(paths: list[str], root: Path = ROOT) -> str:
     return _markdown([row(p, root) for p in paths if p.endswith(".ipynb")], COLUMNS)
 
 
-def page_table(paths: list[str], root: Path = ROOT) -> str:
-    """The pages' report as a Markdown table, one row per page (`.md`) of `paths`."""
-    return _markdown([page_row(p, root) for p in paths if p.endswith(".md")], PAGE_COLUMNS)
+def page_table(paths: list[str], words_to_avoid: tuple[str, ...], root: Path = ROOT) -> str:
+    """The pages' report as a Markdown table, one row per page (`.md`) of `paths`; the
+    machinery words counted are `words_to_avoid` (teaching.MACHINERY_WORDS)."""
+    rows = [page_row(p, words_to_avoid, root) for p in paths if p.endswith(".md")]
+    return _markdown(rows, PAGE_COLUMNS)
