@@ -1,7 +1,10 @@
 """The teaching checks that need a notebook's executed outputs, on every notebook and lab that
 tools/checks/teaching.py lists (TEACH_FIRST): no printed output names the course's machinery,
 and no prediction's answer is shown before it is asked, in the notebook or on its chapter page
-as rendered in English (the Chinese edition's half is in tests/site, on the built pages)."""
+as rendered in English (the Chinese edition's half is in tests/site, on the built pages). An
+appendix notebook is its own page (no chapter page to read); a lab's %%writefile scripts are
+checked before the run (teaching_labs.writefile_problems: the run leaves the checkout as it was).
+The notebooks run once per session, shared with tests/notebooks/test_execute.py's budgets."""
 
 from __future__ import annotations
 
