@@ -35,6 +35,7 @@ TEACH_FIRST: tuple[str, ...] = (
     "labs/02_predict_then_measure_lab.ipynb",
     "book/workshop/jupyterhub.md",
     "book/workshop/attendee.md",
+    "book/workshop/instructor_guide.md",
 )
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).
