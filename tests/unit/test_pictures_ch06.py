@@ -1,4 +1,4 @@
-"""Chapter 6's picture: the scenarios' memory stacks, drawn without arguments, and checked by hand."""
+"""Chapter 6's picture: the scenarios' memory stacks, drawn without arguments, checked by hand."""
 
 from __future__ import annotations
 
