@@ -36,6 +36,8 @@ TEACH_FIRST: tuple[str, ...] = (
     "book/workshop/jupyterhub.md",
     "book/workshop/attendee.md",
     "book/workshop/instructor_guide.md",
+    "book/06_choosing_hardware.md",
+    "notebooks/06_choosing_hardware.ipynb",
 )
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).

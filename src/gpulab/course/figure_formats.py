@@ -41,18 +41,16 @@ FORMATS: dict[str, tuple[str, ...]] = {
         llama32_1b_states_gb llama3b_rtx4060ti_vs_cpu_x llama3b_rtx4090_vs_cpu_x
         llama70_all_logits_gb llama70_fp16_gb llama70_full_ft_cards_worth
         llama70_handover_pcie4_us llama70_head_norm_gb llama70_int4_2k_need_gb
-        llama70_int4_2k_offload_tok_s llama70_int4_2k_two_3090_tok_s llama70_int4_gb
+        llama70_int4_gb
         llama70_int4_matrices_gb llama70_int4_need_gb llama70_int4_offload_tok_s
         llama70_int4_per_card_gb llama70_int4_read_gb llama70_int4_4k_read_gb
         llama70_int4_rtx4090_bound_tok_s llama70_int4_two_3090_tok_s llama70_kept16_at_int4_gb
         llama70_kept16_gb llama70_kv_128k_gb llama70_kv_8k_mha_gb llama70_kv_users_gb
-        llama70_kv_users_over_q4km llama70_over_r1_kv llama70_pair_margin_gb llama70_pair_max_gb
-        llama70_pair_min_gb llama70_pair_vs_one_max_x llama70_pair_vs_one_min_x
-        llama70_q4km_2k_need_gb llama70_q4km_2k_offload_tok_s llama70_q4km_2k_two_3090_tok_s
+        llama70_kv_users_over_q4km llama70_over_r1_kv
         llama70_q4km_4k_read_gb llama70_q4km_rtx4090_4k_bound_tok_s llama70_q4km_gb
         llama70_q4km_layer_mb llama70_q4km_layer_read_mb llama70_q4km_left_two_3090_gb
         llama70_q4km_need_gb llama70_q4km_offload_tok_s llama70_q4km_read_gb
-        llama70_q4km_two_3090_tok_s llama70_split_vs_offload llama70_tp2_nvlink_tok_s
+        llama70_split_vs_offload llama70_tp2_nvlink_tok_s
         llama70_tp2_pcie_tok_s llama7_forward_gflop_per_token llama7_fp16_ddr5_bound_tok_s
         llama7_fp16_m3max_bound_tok_s llama7_fp16_m3ultra_bound_tok_s llama7_fp16_need_gb
         llama7_fp16_rtx4090_bound_tok_s llama7_fp16_rtx4090_1k_bound_tok_s
@@ -71,7 +69,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         ratio_fp16_int4 ratio_fp16_q4km rent4090_week_cny
         rtx3060_bf16_derived_tflops rtx3060_bf16_tflops rtx3090_bf16_tflops
         rtx3090_fp16_fp16acc_tflops rtx3090_fp16_tflops rtx3090_nvlink_both_gbs
-        rtx3090_pair_reported_gb rtx4060ti_vs_ddr5_ratio rtx4090_bf16_tflops
+        rtx4060ti_vs_ddr5_ratio rtx4090_bf16_tflops
         rtx4090_fp16_fp16acc_tflops rtx4090_fp16_tflops rtx4090_fp16acc_derived_tflops
         rtx4090_fp32_derived_tflops rtx4090_fp32_tflops rtx4090_fp8_tflops
         rtx4090_observed_peak_tflops rtx4090_over_3060_bf16 rtx4090_over_3060_bw
@@ -96,7 +94,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         b200_fp4_over_fp16 b200_fp4_over_fp8 b200_fp4_vs_fp16_x b200_fp8_over_fp16
         batch_full2048_user_tok_s batch_gain bert_chunk_exact_gflop bert_chunk_gflop
         bert_matrix_params_m bert_params_m bf16_adamw_bytes bf16_ratio_allcore bf16_ratio_base
-        bf16_ratio_maxturbo break_even_rent4090_months bw_ratio_4800 chain_fusion_speedup_x
+        bf16_ratio_maxturbo bw_ratio_4800 chain_fusion_speedup_x
         claim75_cpu_needs_x_peak claim75_gpu_needs_x_peak claim75_ratio company30_rtx5090_tok_s
         company5_first_gpu_memory_gb core_count_ratio cpu_allcore_e_gflops cpu_allcore_p_gflops
         cpu_allcore_ridge cpu_base_e_gflops cpu_base_p_gflops cpu_base_ridge cpu_maxturbo_e_gflops
@@ -104,7 +102,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         doctor_low_ram_gib doctor_low_vram_gib embed_1000000_pflop embed_ratio_hi embed_ratio_lo
         eth100_gbit_s eth400_gbit_s eth400_gbs fa2_h100_tflops finetune_lora_rtx4090_h
         finetune_rtx4090_h four_a100_usable_gb fp32_adamw_bytes fp32_bits fp32_ratio_allcore
-        fp32_ratio_base fp32_ratio_maxturbo fp4_naive_shrink ft70_8x_h100_gb ft_bytes_per_param
+        fp32_ratio_base fp32_ratio_maxturbo fp4_naive_shrink ft70_8x_h100_gb
         gpu_excursion_x gtx1650_data_rate_gbps gtx1650_gddr6_gbps gtx1650_memory_gib
         guide_low_free_ram_gib guide_low_free_vram_gib h100_nvlink_both_gbs h100_nvlink_gbs
         h100_nvlink_vs_ndr h100_ridge_flop_per_byte h200_memory_gb hdd_70b_s hdd_7b_s hdd_mbs
@@ -120,12 +118,13 @@ FORMATS: dict[str, tuple[str, ...]] = {
         mixed_adamw_bytes offload_cpu_read_ms offload_cpu_total_ms offload_pcie_ms
         offload_pcie_total_ms offload_ram_ms offload_step_ms pcie3_gt_s pcie4_gt_s pcie4_gts
         pcie5_gt_s pcore_allcore_gflops personal_rtx3060_tok_s personal_rtx4060ti_tok_s
-        pp_boundary_mb pretrain_days psu_min_for_peak_w psu_peak_w psu_sustained_w
+        pp_boundary_mb pretrain_days psu_sustained_w psu5090_sustained_w psu5090_peak_w
+        psu5090_min_for_peak_w default_cpu_power_w
         r1_article_int4_bits r1_fp16_gb r1_fp8_gb r1_int4_h200_bound_tok_s r1_h200_left_gb
         r1_int4_need_gb r1_int4_rtx4090_bound_tok_s
         r1_params_b r1_q4km_35_layers_gb r1_q4km_gb rest_of_system_w
         ridge_4090_bf16 ridge_4090_fp32 ridge_h200_bf16 rtx3060_data_rate_gbps
-        rtx3060_over_ddr5_bw rtx3090_memory_gb rtx3090_pair_memory_gb rtx3090_pair_power_w
+        rtx3060_over_ddr5_bw rtx3090_memory_gb
         rtx4060ti_gbs rtx4090_bf16_over_fp32 rtx4090_board_w rtx4090_data_rate_gbps
         rtx4090_derived_gbs rtx4090_gbs rtx4090_vs_pcie4_x rtx5090_fp16_fp16acc_tflops
         rtx5090_fp4_over_bf16 rtx5090_fp4_over_fp16 rtx5090_fp4_vs_bf16_x rtx5090_fp4_vs_fp16acc_x
