@@ -390,7 +390,7 @@ def markdown(
             value.format(**text),
             computed.format(name=c.computed_name, text=shown[0], how=shown[1])
             if r is not None
-            else source.format(source=_md_escape(c.derivation["source"])),
+            else source.format(source=_linked(_md_escape(c.derivation["source"]))),
         ]
         lines += [
             line.format(**text) for key, line in (("note", note), ("reason", reason)) if text[key]
