@@ -97,9 +97,12 @@ def _root() -> Path:
 @checked
 def stated_minutes(notebook_json: str) -> int:
     """The minutes a notebook's title cell states ("**Time:** 45 minutes"), from its JSON."""
-    cells = json.loads(notebook_json).get("cells", [])
-    source = cells[0].get("source", "") if cells else ""
-    title = source if isinstance(source, str) else "".join(source)
+    try:
+        cells = json.loads(notebook_json).get("cells") or [{}]
+        source = cells[0].get("source", "")
+        title = source if isinstance(source, str) else "".join(map(str, source))
+    except (ValueError, AttributeError, TypeError, KeyError):  # not a notebook's JSON
+        title = ""
     match = TIME.search(title)
     if match is None:
         raise GpulabConfigError(
