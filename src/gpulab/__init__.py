@@ -39,6 +39,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "published",
         "published_memory",
         "languages",
+        "course_map",
     ),
     "machine": (
         "hardware",
@@ -100,6 +101,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "record",
     ),
     "ui": (
+        "pictures_intro",
         "pictures_ch00",
         "tables",
         "plots",
@@ -117,6 +119,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
     ),
     "course": (
         "labs",
+        "figures_intro",
         "slowloop",
         "training_loops",
         "slowloop_grading",

@@ -114,10 +114,12 @@ def test_a_rename_rewrites_the_roles_of_a_page_and_of_its_translation_alike():
 def test_changing_one_constant_changes_every_page_that_shows_a_figure_from_it(tmp_path):
     """On a scratch copy, Q4_K_M's bits per weight changes; the pages that paste a figure
     derived from it say something else, and the pages that paste none stay as they were."""
-    for part in ("src", "book", "tools"):
+    # the notebooks and the table of contents too: the introduction's map reads their times
+    for part in ("src", "book", "tools", "notebooks", "labs"):
         shutil.copytree(
             ROOT / part, tmp_path / part, ignore=shutil.ignore_patterns("__pycache__", "*.pyc")
         )
+    shutil.copy(ROOT / "_toc.yml", tmp_path / "_toc.yml")
     formats = tmp_path / "src" / "gpulab" / "reference" / "formats.py"
 
     def rendered() -> dict[str, str]:

@@ -38,6 +38,9 @@ TEACH_FIRST: tuple[str, ...] = (
     "book/workshop/instructor_guide.md",
     "book/06_choosing_hardware.md",
     "notebooks/06_choosing_hardware.ipynb",
+    "book/intro.md",
+    "book/appendix/fact_check.ipynb",
+    "book/appendix/published_measurements.ipynb",
 )
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).
