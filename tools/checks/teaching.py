@@ -27,6 +27,9 @@ TEACH_FIRST: tuple[str, ...] = (
     "book/02_vram.md",
     "notebooks/02_will_it_fit.ipynb",
     "labs/02_predict_then_measure_lab.ipynb",
+    "book/04_backends.md",
+    "notebooks/04_backends.ipynb",
+    "labs/04_triton_kernels_lab.ipynb",
 )
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).
