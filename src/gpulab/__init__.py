@@ -116,6 +116,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "pictures_ch01",
         "pictures_ch02",
         "pictures_ch06",
+        "pictures_ch04",
     ),
     "course": (
         "labs",

@@ -41,6 +41,9 @@ TEACH_FIRST: tuple[str, ...] = (
     "book/intro.md",
     "book/appendix/fact_check.ipynb",
     "book/appendix/published_measurements.ipynb",
+    "book/04_backends.md",
+    "notebooks/04_backends.ipynb",
+    "labs/04_triton_kernels_lab.ipynb",
 )
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).

@@ -29,7 +29,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         ddr5_5600_gbs ddr5_channel_low_gbs decode_ddr5_tok_s decode_rtx4090_ms
         llama8_bf16_rtx4090_bound_tok_s ecore_allcore_ghz ecore_base_ghz ecore_maxturbo_ghz
         electricity_day_cny electricity_year_board_power_cny electricity_year_cny
-        embed_10000_pflop embed_50000_pflop epyc_gbs eth100_gbs fa3_fp8_pflops fa3_speedup_high_x
+        embed_10000_pflop embed_50000_pflop epyc_gbs eth100_gbs fa3_speedup_high_x
         fa3_speedup_low_x gtx1650_gddr5_ratio_hi gtx1650_gddr5_ratio_lo gtx1650_gddr6_ratio_lo
         h100_bf16_over_fp32 h100_bf16_tflops
         h100_cache_room_gb h100_fp16_tflops h100_fp32_tflops h100_fp8_tflops h100_usable_gb
@@ -48,19 +48,20 @@ FORMATS: dict[str, tuple[str, ...]] = {
         llama70_kept16_gb llama70_kv_128k_gb llama70_kv_8k_mha_gb llama70_kv_users_gb
         llama70_kv_users_over_q4km llama70_over_r1_kv
         llama70_q4km_4k_read_gb llama70_q4km_rtx4090_4k_bound_tok_s llama70_q4km_gb
-        llama70_q4km_layer_mb llama70_q4km_layer_read_mb llama70_q4km_left_two_3090_gb
+        llama70_q4km_layer_mb llama70_q4km_layer_read_mb llama70_kv_4k_layer_mb
+        llama70_q4km_left_two_3090_gb
         llama70_q4km_need_gb llama70_q4km_offload_tok_s llama70_q4km_read_gb
         llama70_split_vs_offload llama70_tp2_nvlink_tok_s
-        llama70_tp2_pcie_tok_s llama7_forward_gflop_per_token llama7_fp16_ddr5_bound_tok_s
-        llama7_fp16_m3max_bound_tok_s llama7_fp16_m3ultra_bound_tok_s llama7_fp16_need_gb
+        llama70_tp2_pcie_tok_s llama7_forward_gflop_per_token
+        llama7_fp16_m3ultra_bound_tok_s llama7_fp16_need_gb
         llama7_fp16_rtx4090_bound_tok_s llama7_fp16_rtx4090_1k_bound_tok_s
-        llama7_fp16_rtx4090_2k_bound_tok_s llama7_fp16_rx7900xtx_bound_tok_s llama7_grad_gb
-        llama7_q4km_ddr5_bound_tok_s llama7_q4km_m3max_bound_tok_s llama7_q4km_need_gb
+        llama7_fp16_rx7900xtx_bound_tok_s llama7_grad_gb
+        llama7_q4km_need_gb
         llama8_2n_gflop llamacpp_f16_tok_s llamacpp_q4_0_tok_s loader_per_worker_ms lora_nvlink_ms
         lora_params_m lora_pcie4_ms mi300x_usable_gb mxfp4_shrink nf4_plain_bits ngl_fit_float
-        ngl_fit_reported_float nvfp4_bpw nvfp4_shrink nvme4_70b_s nvme4_7b_s offload_from_ram_gb
-        offload_full_ms offload_gpu_ms offload_from_vram_gb offload_gpu_read_ms
-        offload_pcie_tok_s offload_slowdown offload_slowdown_x offload_tok_s
+        nvfp4_bpw nvfp4_shrink nvme4_70b_s nvme4_7b_s
+        offload_full_ms offload_gpu_ms
+        offload_pcie_tok_s offload_slowdown
         offload_wc_gb offload_wg_gb pcie3_x16_gbs pcie4_x16_gbs pcie5_x16_gbs pcore_allcore_ghz
         pcore_base_ghz pcore_maxturbo_ghz peak_usable_gb personal_needed_gb
         phi3_gtx1650_bound_tok_s prefill_matmul_tflop q4k_bits q8_bits qwen72_fp16_gb
@@ -110,13 +111,13 @@ FORMATS: dict[str, tuple[str, ...]] = {
         linear_big_gpu_us linear_intensity linear_samples_per_us llama3b_cpu_tok_s
         llama3b_prompt_rtx4060ti_ms llama3b_prompt_rtx4060ti_vs_cpu_x llama3b_rtx4060ti_tok_s
         llama3b_rtx4090_tok_s llama70_int4_2k_two_4090_layer_tok_s
-        llama70_int4_2k_two_4090_tensor_tok_s llama70_int4_h200_bound_tok_s llama70_q4km_head_mb
+        llama70_int4_2k_two_4090_tensor_tok_s llama70_int4_h200_bound_tok_s
         llama70_q4km_two_4090_tok_s llama70_tp_message_kib llama7_full_finetune_gb
-        llama7_q4km_m3ultra_bound_tok_s llama7_q4km_rtx4090_bound_tok_s
-        llama7_q4km_rtx4090_2k_bound_tok_s llama7_q4km_rx7900xtx_bound_tok_s llama8_kv_kib_per_token
-        llamacpp_buffers_gb llm_bf16_gb llm_params_b lora_grad_mb matmul_n_fp16 mixed_adam8_bytes
-        mixed_adamw_bytes offload_cpu_read_ms offload_cpu_total_ms offload_pcie_ms
-        offload_pcie_total_ms offload_ram_ms offload_step_ms pcie3_gt_s pcie4_gt_s pcie4_gts
+        llama7_q4km_rtx4090_bound_tok_s
+        llama8_kv_kib_per_token
+        llm_bf16_gb llm_params_b lora_grad_mb matmul_n_fp16 mixed_adam8_bytes
+        mixed_adamw_bytes offload_cpu_total_ms offload_pcie_ms
+        offload_pcie_total_ms offload_ram_ms pcie3_gt_s pcie4_gt_s pcie4_gts
         pcie5_gt_s pcore_allcore_gflops personal_rtx3060_tok_s personal_rtx4060ti_tok_s
         pp_boundary_mb pretrain_days psu_sustained_w psu5090_sustained_w psu5090_peak_w
         psu5090_min_for_peak_w default_cpu_power_w
@@ -179,7 +180,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         laptop_claim_share_q4km llama31_mfu_hi llama31_mfu_lo llama70_int4_rtx4090_claim_share
         llama7_fp16_m3ultra_claim_share llama7_fp16_rtx4090_claim_share
         llama7_fp16_rx7900xtx_claim_share llama7_q4km_rtx4090_claim_share mfu_assumed offload_drop
-        offload_fraction offload_ram_share phi3_claim_share prefill_attention_share
+        offload_fraction phi3_claim_share prefill_attention_share
         psu_excursion_x q8_over_q4km qwen72_fp16_rtx4090_claim_share r1_int4_rtx4090_claim_share
         r1_vs_dense_read rtx4090_observed_over_boost scores_share_2048 scores_share_512
         scores_share_8192 tinygrad_share_of_pcie4
@@ -195,7 +196,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         llama70_layer_norm_params llama70_layer_params llama70_layer_qo_params llama70_params
         llama70_vocab llama7_kv_bytes_per_token llama7_kv_ctx llama7_params
         llama8_kv_bytes_per_token ngl_context_tokens offload_context oom_seq oom_tokens
-        perf_context_tokens r1_hop_bytes r1_kv_bytes_per_token rtx3090_gbs rtx4090_cuda_cores
+        r1_hop_bytes r1_kv_bytes_per_token rtx3090_gbs rtx4090_cuda_cores
         rtx5090_sparse_fp4_tops split_bytes_per_token
     """.split()
     ),
@@ -221,7 +222,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
     ),
     "g": tuple(
         """
-        a100_bf16_tflops a100_fp16_tflops m3max_gbs m3ultra_gbs rx7900xtx_gbs t4_fp16_tflops
+        a100_bf16_tflops a100_fp16_tflops m3ultra_gbs rx7900xtx_gbs t4_fp16_tflops
     """.split()
     ),
     "+.1%": tuple(
