@@ -29,7 +29,6 @@ SHOWN = {
         "perf.decode_bytes_per_step",
     },
     "notebooks/04_backends.ipynb": {"attention.naive_attention", "attention.sdpa"},
-    "notebooks/05_pitfalls.ipynb": {"syncs.unsynchronised_seconds"},
 }
 PREDICTIONS_PER_CHAPTER = 2
 
