@@ -29,6 +29,7 @@ TEACH_FIRST: tuple[str, ...] = (
     "labs/02_predict_then_measure_lab.ipynb",
     "book/05_pitfalls.md",
     "notebooks/05_pitfalls.ipynb",
+    "labs/05_fix_slow_training_loop_lab.ipynb",
 )
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).
