@@ -147,6 +147,7 @@ def _read_counter():
     return ReadCounter()
 
 
+@checked
 def count_reads(variant: str, device: Any, config: SyncConfig = SyncConfig()) -> tuple[float, int]:
     """Run the loop once from a fresh model; (the summed loss, the host reads it made)."""
     if variant not in VARIANTS:
