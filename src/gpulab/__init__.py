@@ -117,6 +117,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "pictures_ch02",
         "pictures_ch06",
         "pictures_ch04",
+        "pictures_ch05",
     ),
     "course": (
         "labs",

@@ -29,7 +29,6 @@ SHOWN = {
         "perf.decode_bytes_per_step",
     },
     "notebooks/04_backends.ipynb": {"memory.gpu_layers_that_fit"},
-    "notebooks/05_pitfalls.ipynb": {"syncs.unsynchronised_seconds"},
 }
 PREDICTIONS_PER_CHAPTER = 2
 

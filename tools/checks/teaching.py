@@ -44,6 +44,9 @@ TEACH_FIRST: tuple[str, ...] = (
     "book/04_backends.md",
     "notebooks/04_backends.ipynb",
     "labs/04_triton_kernels_lab.ipynb",
+    "book/05_pitfalls.md",
+    "notebooks/05_pitfalls.ipynb",
+    "labs/05_fix_slow_training_loop_lab.ipynb",
 )
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).

@@ -47,6 +47,7 @@ class SyncResult:
     total_loss: float
     description: str
     spread_per_step: float = 0.0  # interquartile range of the rounds, per step
+    host_reads: int = 0  # device -> host reads in one run, counted as the loop makes them
 
 
 def describe(rows: list[SyncResult], device_type: str) -> str:
@@ -113,13 +114,55 @@ def _loop(variant: str, model, opt, x, y, steps: int) -> float:
     return float(total.item()) + host_total
 
 
-def run_variant(variant: str, device: Any, config: SyncConfig = SyncConfig()) -> float:
-    """Run the loop once from a fresh model, reading the loss as `variant` says; the summed loss."""
+# The tensor methods that copy a value to the host (and so wait for the device): `__repr__` is
+# what print() calls; a float() of a tensor already on the host waits for nothing.
+HOST_READS = ("item", "cpu", "tolist", "numpy", "__repr__")
+
+
+def _read_counter():
+    """A TorchFunctionMode counting the host reads made by code outside torch (and prints)."""
+    import os
+    import sys
+    from collections import Counter
+
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    torch_dir = os.path.dirname(torch.__file__)
+
+    class ReadCounter(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.calls: Counter = Counter()
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "")
+            if name in HOST_READS and args and isinstance(args[0], torch.Tensor):
+                caller = sys._getframe(1).f_code.co_filename
+                # torch's own reads are not the loop's; a print always comes through torch
+                if name == "__repr__" or not caller.startswith(torch_dir):
+                    self.calls[name] += 1
+            return func(*args, **(kwargs or {}))
+
+    return ReadCounter()
+
+
+@checked
+def count_reads(variant: str, device: Any, config: SyncConfig = SyncConfig()) -> tuple[float, int]:
+    """Run the loop once from a fresh model; (the summed loss, the host reads it made)."""
     if variant not in VARIANTS:
         raise GpulabConfigError(
             f"variant={variant!r} is not known; use one of {', '.join(VARIANTS)}"
         )
-    return _loop(variant, *_setup(config, device), config.steps)
+    counter = _read_counter()
+    with counter:
+        total = _loop(variant, *_setup(config, device), config.steps)
+    return total, sum(counter.calls.values())
+
+
+def run_variant(variant: str, device: Any, config: SyncConfig = SyncConfig()) -> float:
+    """Run the loop once from a fresh model, reading the loss as `variant` says; the summed loss."""
+    return count_reads(variant, device, config)[0]
 
 
 @checked
@@ -129,10 +172,11 @@ def compare(
     """Time each variant's loop against the others, interleaved (timing.interleaved), on one device.
 
     Each variant trains its own copy of the model from the same seed, so no variant inherits
-    another's warmed-up state; the summed loss is from a separate fresh run of each.
+    another's warmed-up state; the summed loss and the host reads are from a separate fresh run
+    of each.
     """
     require_positive_ints(batch=config.batch, width=config.width, steps=config.steps)
-    totals = {name: run_variant(name, device, config) for name in VARIANTS}
+    counted = {name: count_reads(name, device, config) for name in VARIANTS}
     states = {name: _setup(config, device) for name in VARIANTS}
     measured = timing.interleaved(
         {name: functools.partial(_loop, name, *states[name], config.steps) for name in VARIANTS},
@@ -143,9 +187,10 @@ def compare(
         SyncResult(
             name,
             measured[name].median / config.steps,
-            totals[name],
+            counted[name][0],
             description,
             measured[name].iqr / config.steps,
+            counted[name][1],
         )
         for name, description in VARIANTS.items()
     ]
