@@ -143,3 +143,22 @@ def test_a_stale_library_cell_is_refreshed_and_reported():
     )
     with pytest.raises(ValueError, match="no function 'nope'"):
         learner_generator.library_source("gpulab.course.training_loops:nope")
+
+
+def test_the_fixed_loops_workers_fail_the_run_when_they_die_instead_of_hanging_it(monkeypatch):
+    """With workers, the fixed loop's DataLoader waits at most LOADER_TIMEOUT_S for a batch;
+    without, no timeout applies (DataLoader's own default)."""
+    seen = []
+    real = training_loops.DataLoader
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("timeout", 0))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training_loops, "DataLoader", recording)
+    for workers, timeout in ((0, 0.0), (1, slowloop.LOADER_TIMEOUT_S)):
+        run = training_loops.prepare(TASK, 2, "cpu", seed=0)
+        run.workers = workers
+        assert run.loader_timeout == timeout
+        training_loops.fixed_training_loop(run)
+        assert seen[-1] == timeout

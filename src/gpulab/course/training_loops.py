@@ -30,6 +30,7 @@ from gpulab.bench import timing
 from gpulab.bench.precision import autocast, fast_precision
 from gpulab.core.validate import NonNegativeInt, PositiveInt, checked
 from gpulab.course.slowloop import (
+    LOADER_TIMEOUT_S,
     SyntheticImages,
     Task,
     build_model,
@@ -55,6 +56,12 @@ class LoopRun:
     workers: int  # loader processes this machine can spare (slowloop.recommended_workers)
     profiling: bool = False  # label the parts for torch.profiler as well as timing them
     part_seconds: dict[str, float] = field(default_factory=dict)  # host time in each part
+
+    @property
+    def loader_timeout(self) -> float:
+        """Seconds a DataLoader waits for a worker's batch (0 without workers): a worker that
+        died fails the run instead of hanging it."""
+        return LOADER_TIMEOUT_S if self.workers else 0.0
 
     @contextlib.contextmanager
     def part(self, name: str):
@@ -150,7 +157,7 @@ def fixed_training_loop(run: LoopRun) -> list[float]:
     counts = torch.bincount(torch.as_tensor(run.dataset.labels), minlength=task.classes).double()
     weights = torch.where(counts > 0, counts.sum() / (task.classes * counts), 0).float().to(device)
     loader = DataLoader(run.dataset, task.batch, sampler=run.order, num_workers=run.workers,
-                        pin_memory=device.type == "cuda")  # whole batches, prepared ahead
+                        pin_memory=device.type == "cuda", timeout=run.loader_timeout)
     bf16 = device.type == "cuda" and torch.cuda.is_bf16_supported(including_emulation=False)
     batches, losses = iter(loader), []  # the losses stay on the device
     for _ in range(run.steps):
