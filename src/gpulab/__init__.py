@@ -113,6 +113,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "pictures_ch03",
         "pictures_ch01",
         "pictures_ch02",
+        "pictures_ch07",
     ),
     "course": (
         "labs",

@@ -27,6 +27,8 @@ TEACH_FIRST: tuple[str, ...] = (
     "book/02_vram.md",
     "notebooks/02_will_it_fit.ipynb",
     "labs/02_predict_then_measure_lab.ipynb",
+    "book/07_beyond_one_gpu.md",
+    "notebooks/07_beyond_one_gpu.ipynb",
 )
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).
