@@ -118,6 +118,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "pictures_ch06",
         "pictures_ch04",
         "pictures_ch05",
+        "pictures_ch07",
     ),
     "course": (
         "labs",

@@ -110,7 +110,6 @@ COINCIDENCES = {
         ("timing_least_ms", "timing_bad_vs_peak_x", "the bad timing reads 1 ms"),
         ("llama7_fp16_gb", "llama7_grad_gb", "FP16 gradients, one per weight"),
         ("h100_fit_2048", "batch_full2048", "the batch table's full-card row"),
-        ("llama70_fp16_gb", "zero3_gb", "16 bytes over 8 GPUs is 2 per parameter"),
         ("claim75_ratio", "rtx3090_nvlink_gbs", "56.25 twice"),
         ("rtx3060_tensor_cores", "tier7_mixed_adamw_gb", "112 twice"),
         ("bert_chunk_gflop", "embed_1000000_pflop", "a million chunks: GFLOP to PFLOP"),

@@ -47,6 +47,9 @@ TEACH_FIRST: tuple[str, ...] = (
     "book/05_pitfalls.md",
     "notebooks/05_pitfalls.ipynb",
     "labs/05_fix_slow_training_loop_lab.ipynb",
+    "book/07_beyond_one_gpu.md",
+    "notebooks/07_beyond_one_gpu.ipynb",
+    "labs/07_torch_distributed_lab.ipynb",
 )
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).

@@ -85,6 +85,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         timing_least_ms tinygrad_busbw_gbs tp2_nvlink_gain_pct tp_read_per_card_ms
         train_scores_8k_layer_gb two_3090_usable_gb two_4090_available_gb two_a100_usable_gb
         two_h100_usable_gb zero3_vs_dp_traffic_ratio
+        llama7_zero1_gb llama7_zero2_gb llama7_zero3_gb
     """.split()
     ),
     ".0f": tuple(
@@ -209,7 +210,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         pretrain_cluster_tok_s rent4090_year_cny rtx3060_price_usd rtx3090_driver_mib
         rtx4060ti_price_usd rtx4090_driver_mib rtx4090_observed_clock_high_mhz
         rtx4090_observed_clock_low_mhz rtx5090_fp4_tflops sd35_cpu_min_s sd35_image_tflop
-        t4_driver_mib timing_bad_tflops zero0_gb zero1_gb zero2_gb zero3_gb
+        t4_driver_mib timing_bad_tflops
             laptop_llama_tokens
     """.split()
     ),
