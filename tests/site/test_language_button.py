@@ -10,6 +10,8 @@ from tests.site.conftest import open_offline
 
 ZH = "zh_CN"
 PAGE = "book/02_vram.html"
+# two of the page's sections: ids come from the English headings, the same in both editions
+FIRST, SECOND = "the-kv-cache-context-costs-memory", "what-the-articles-said"
 
 
 @pytest.mark.parametrize(("start", "other"), [(PAGE, f"{ZH}/{PAGE}"), (f"{ZH}/{PAGE}", PAGE)])
@@ -17,16 +19,16 @@ def test_the_language_button_keeps_the_section(browser, site, site_url, start, o
     """From a page opened at a section, and again after moving to another section, the button
     lands on that section of the other edition's page."""
     tab, outside = open_offline(browser, viewport={"width": 1280, "height": 900})
-    tab.goto(f"{site_url}/{start}#the-one-formula", wait_until="load")
+    tab.goto(f"{site_url}/{start}#{FIRST}", wait_until="load")
     with tab.expect_navigation():
         tab.click("a.gpulab-language-button")
-    assert tab.url == f"{site_url}/{other}#the-one-formula"
-    assert tab.evaluate("() => document.getElementById('the-one-formula') !== null")
+    assert tab.url == f"{site_url}/{other}#{FIRST}"
+    assert tab.evaluate(f"() => document.getElementById('{FIRST}') !== null")
     # a section reached inside the page (the hash changes, the page stays)
-    tab.evaluate("() => { window.location.hash = 'verdicts'; }")
+    tab.evaluate(f"() => {{ window.location.hash = '{SECOND}'; }}")
     with tab.expect_navigation():
         tab.click("a.gpulab-language-button")
-    assert tab.url == f"{site_url}/{start}#verdicts"
+    assert tab.url == f"{site_url}/{start}#{SECOND}"
     assert len(tab.context.pages) == 1, "the other edition opened in a new tab"
     tab.close()
     assert not outside
