@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import OneOf, PositiveFloat, PositiveInt, check_value, checked
+from gpulab.core.validate import OneOf, PositiveFloat, PositiveInt, check_value, checked, lenient
 from gpulab.reference.formats import DTYPE_BYTES
 from gpulab.reference.specs import GPUSpec, PeakDtype, resolve_gpu
 
@@ -96,6 +96,7 @@ def layernorm_cost(rows: PositiveInt, cols: PositiveInt, dtype: Any) -> OpCost:
 # ---------------------------------------------------------------- work of common operations
 
 
+@lenient("accepts ints, names and torch dtypes, checked by hand")
 def itemsize(dtype: Any) -> int | float:
     """Bytes per element: of an int given directly, a dtype name ("bf16"), or a torch dtype.
 
@@ -172,6 +173,7 @@ class Share(float):
         return float(self), self.note
 
 
+@lenient("None for an unknown peak, as a report shows it")
 def percent_of_peak(achieved: float, peak: float | None) -> Share | None:
     """Achieved rate as a percentage of a peak; None when the peak is unknown.
 
