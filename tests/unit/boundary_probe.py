@@ -35,10 +35,12 @@ from typing import Annotated, Any
 import gpulab
 from gpulab.core.errors import GpulabConfigError
 
-# The layers whose public functions must check what they are given. ``core`` is the
-# validation layer itself (its functions are the checks).
-LAYERS = ("reference", "machine", "estimate", "bench", "ui", "course")
+# The layers whose public functions must check what they are given, bottom to top.
+LAYERS = ("core", "reference", "machine", "estimate", "bench", "ui", "course")
 SECONDS_PER_CALL = 10
+# The validation layer itself: its functions are the checks (and build them), so they take
+# annotations, rules and values of any kind on purpose.
+VALIDATION_MODULES = ("gpulab.core.constraints", "gpulab.core.checkers", "gpulab.core.validate")
 
 
 class Stranger:
@@ -77,7 +79,11 @@ def public_functions(layers: Sequence[str] = LAYERS) -> dict[str, list[Callable]
             module = importlib.import_module(f"gpulab.{layer}.{name}")
             for attr in getattr(module, "__all__", ()):
                 obj = getattr(module, attr, None)
-                if inspect.isfunction(obj) and obj.__module__ == module.__name__:
+                if (
+                    inspect.isfunction(obj)
+                    and obj.__module__ == module.__name__
+                    and module.__name__ not in VALIDATION_MODULES
+                ):
                     found[layer].append(obj)
     return found
 
