@@ -83,6 +83,21 @@ def test_checked_still_refuses_what_it_refused():
 
 
 @checked
+def _flag(on: bool) -> bool:
+    return on
+
+
+def test_checked_hands_on_numpy_bools_as_plain_bools():
+    """A bool parameter takes NumPy's bool (np.True_, what comparisons on arrays give) as a
+    builtin bool, under NumPy 1 (bool_) and NumPy 2 (bool) alike; an int is still refused."""
+    assert _flag(np.bool_(True)) is True
+    assert _flag(np.bool_(False)) is False
+    assert _flag(np.array(3) > 2) is True
+    with pytest.raises(GpulabConfigError, match="must be True or False"):
+        _flag(np.int64(1))
+
+
+@checked
 @dataclass(frozen=True)
 class _Config:
     steps: PositiveInt = 1
