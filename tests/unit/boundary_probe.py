@@ -245,11 +245,21 @@ def probe(fn: Callable) -> tuple[str, list[str]]:
     return "checked", problems
 
 
+def undeclared(layers: Sequence[str] = LAYERS) -> list[str]:
+    """Modules of the layers that declare no ``__all__``: their public API cannot be read."""
+    return [
+        f"gpulab.{layer}.{name}: no __all__ (a module names its public API)"
+        for layer in layers
+        for name in gpulab.LAYERS[layer]
+        if not hasattr(importlib.import_module(f"gpulab.{layer}.{name}"), "__all__")
+    ]
+
+
 def main() -> None:
     """Probe the layers named on the command line (default: all) and print JSON."""
     layers = sys.argv[1:] or list(LAYERS)
     os.chdir(tempfile.mkdtemp(prefix="gpulab-boundary-"))  # a stray write lands here
-    result: dict[str, Any] = {"layers": {}, "problems": [], "lenient": {}}
+    result: dict[str, Any] = {"layers": {}, "problems": undeclared(layers), "lenient": {}}
     for layer, functions in public_functions(layers).items():
         counts = {"public": len(functions), "with_parameters": 0, "checked": 0, "lenient": 0}
         for fn in functions:
