@@ -8,12 +8,15 @@ give a report rather than a traceback.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
+from gpulab.core.validate import PositiveFloat, checked
 from gpulab.machine.nvml import MAX_GPUS
 from gpulab.machine.report import GPUInfo, TorchInfo
 
 __all__ = [
+    "TorchModule",
     "backend_of",
     "call",
     "import_torch_traced",
@@ -22,6 +25,18 @@ __all__ = [
     "torch_read",
     "torch_timeout_info",
 ]
+
+
+@runtime_checkable
+class TorchModule(Protocol):
+    """What the probes read first of torch: the torch module, or a test's fake of it.
+
+    Everything else (``torch.backends.mps``, ``torch.xpu``, the device calls) is looked up
+    when it is needed, and a missing or broken part is a note, not an error.
+    """
+
+    cuda: Any  # torch.cuda
+    version: Any  # torch.version
 
 
 def import_torch_traced() -> tuple[Any | None, str | None, str | None]:
@@ -66,8 +81,9 @@ def _raised_in(exc: BaseException) -> str | None:
     return None
 
 
+@checked
 def torch_read(
-    torch: Any = None,
+    torch: TorchModule | None = None,
     progress: dict[str, Any] | None = None,
 ) -> tuple[Any | None, TorchInfo, list[str]]:
     """Import torch (unless given) and describe it, in this thread, without a time limit.
@@ -85,8 +101,9 @@ def torch_read(
     return torch, info, notes
 
 
+@checked
 def torch_timeout_info(
-    progress: dict[str, Any], timeout_s: float, pynvml_hung: bool = False
+    progress: dict[str, Any], timeout_s: PositiveFloat, pynvml_hung: bool = False
 ) -> tuple[TorchInfo, str]:
     """The TorchInfo and the note for a torch that did not answer within ``timeout_s``."""
     torch = progress.get("torch")
@@ -115,7 +132,12 @@ def torch_timeout_info(
     return info, note
 
 
-def call(fn: Any, default: Any, notes: list[str] | None = None) -> Any:
+# What a probe gives back when it fails: False, 0, [] or None (``call``'s default).
+ProbeDefault = bool | int | list[str] | None
+
+
+@checked
+def call(fn: Callable[[], Any], default: ProbeDefault, notes: list[str] | None = None) -> Any:
     """Call a torch probe; collect its warnings as notes and return ``default`` on failure."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -146,8 +168,9 @@ def _torch_build(torch: Any, mps_built: bool, xpu_available: bool) -> str:
     return "cpu-only"
 
 
+@checked
 def torch_info(
-    torch: Any = None, import_error: str | None = None, broken_by: str | None = None
+    torch: TorchModule | None = None, import_error: str | None = None, broken_by: str | None = None
 ) -> tuple[TorchInfo, list[str]]:
     """Describe the torch build; never raises. ``broken_by``: the module that broke its import."""
     if torch is None and import_error is None:
@@ -227,6 +250,7 @@ def _torch_notes(info: TorchInfo) -> list[str]:
     return []
 
 
+@checked
 def backend_of(info: TorchInfo) -> str:
     """The best backend torch can use now."""
     if info.cuda_available:
@@ -238,7 +262,8 @@ def backend_of(info: TorchInfo) -> str:
     return "cpu"
 
 
-def torch_gpus(torch: Any, info: TorchInfo, notes: list[str]) -> list[GPUInfo]:
+@checked
+def torch_gpus(torch: TorchModule | None, info: TorchInfo, notes: list[str]) -> list[GPUInfo]:
     """List GPUs through torch, for ROCm and for NVIDIA machines without NVML."""
     if torch is None:
         return []
