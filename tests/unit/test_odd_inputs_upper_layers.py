@@ -375,3 +375,17 @@ def test_machine_functions_take_numpy_numbers_as_plain_ones():
     )
     failed = torch_probe.call(lambda: 1 / 0, np.int64(0))  # the probe fails: the default
     assert (type(failed), failed) == (int, 0)
+
+
+def test_budget_and_monitor_refuse_odd_arguments_in_one_line():
+    """A device torch does not know, a load that is not a function: one line each."""
+    from gpulab.machine import budget, monitor
+
+    message = _refused_in_one_line(lambda: budget.free_bytes("banana"), "device")
+    assert "not a device torch knows" in message
+    _refused_in_one_line(lambda: budget.free_bytes(None), "device")
+    _refused_in_one_line(lambda: monitor.watch(42), "load")
+    _refused_in_one_line(
+        lambda: monitor.watch(lambda: None, interval_s=np.float64(0)), "interval_s"
+    )
+    assert budget.fits("cpu", np.float64(0.0)) is budget.fits("cpu", 0.0) is True
