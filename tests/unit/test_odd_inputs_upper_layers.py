@@ -365,7 +365,7 @@ def test_machine_functions_refuse_odd_arguments_in_one_line():
 
 def test_machine_functions_take_numpy_numbers_as_plain_ones():
     """np.float64 and np.int64 give what the same plain Python numbers give."""
-    from gpulab.machine import nvml, torch_probe
+    from gpulab.machine import monitor, nvml, torch_probe
 
     progress = {"stage": "import"}
     note = nvml.nvml_timeout_note(progress, np.float64(2.5))
@@ -373,8 +373,9 @@ def test_machine_functions_take_numpy_numbers_as_plain_ones():
     assert torch_probe.torch_timeout_info({}, np.int64(60)) == torch_probe.torch_timeout_info(
         {}, 60
     )
-    failed = torch_probe.call(lambda: 1 / 0, np.int64(0))  # the probe fails: the default
-    assert (type(failed), failed) == (int, 0)
+    odd = monitor.watch(lambda: None, "cpu", interval_s=np.float64(0.02), min_seconds=np.int64(0))
+    plain = monitor.watch(lambda: None, "cpu", interval_s=0.02, min_seconds=0)
+    assert (odd.device, odd.note, odd.max_clock_mhz) == (plain.device, plain.note, None)
 
 
 def test_budget_and_monitor_refuse_odd_arguments_in_one_line():

@@ -11,7 +11,7 @@ import warnings
 from collections.abc import Callable
 from typing import Any, Protocol, runtime_checkable
 
-from gpulab.core.validate import PositiveFloat, checked
+from gpulab.core.validate import PositiveFloat, checked, lenient
 from gpulab.machine.nvml import MAX_GPUS
 from gpulab.machine.report import GPUInfo, TorchInfo
 
@@ -97,8 +97,19 @@ def torch_read(
     if torch is None:
         torch, why, broken_by = import_torch_traced()
     progress.update(stage="probe", torch=torch)
-    info, notes = torch_info(torch, why, broken_by=broken_by)
-    return torch, info, notes
+    info, notes = _torch_info(torch, why, broken_by)
+    # What an import gave is not a caller's argument: a torch folder left behind by an
+    # uninstall imports as an empty package, which is described above ("could not be
+    # queried") and then has no GPUs to list, rather than being refused by a check.
+    return (torch if _looks_like_torch(torch) else None), info, notes
+
+
+def _looks_like_torch(module: Any) -> bool:
+    """True when ``module`` has what TorchModule names (torch.cuda and torch.version)."""
+    try:
+        return isinstance(module, TorchModule)
+    except Exception:  # an attribute lookup that raises something odd
+        return False
 
 
 @checked
@@ -132,12 +143,8 @@ def torch_timeout_info(
     return info, note
 
 
-# What a probe gives back when it fails: False, 0, [] or None (``call``'s default).
-ProbeDefault = bool | int | list[str] | None
-
-
-@checked
-def call(fn: Callable[[], Any], default: ProbeDefault, notes: list[str] | None = None) -> Any:
+@lenient("calls whatever torch exposes as a probe; any failure gives the default")
+def call(fn: Callable[[], Any], default: Any, notes: list[str] | None = None) -> Any:
     """Call a torch probe; collect its warnings as notes and return ``default`` on failure."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -173,6 +180,13 @@ def torch_info(
     torch: TorchModule | None = None, import_error: str | None = None, broken_by: str | None = None
 ) -> tuple[TorchInfo, list[str]]:
     """Describe the torch build; never raises. ``broken_by``: the module that broke its import."""
+    return _torch_info(torch, import_error, broken_by)
+
+
+def _torch_info(
+    torch: Any, import_error: str | None, broken_by: str | None
+) -> tuple[TorchInfo, list[str]]:
+    """torch_info's body, for a torch of any shape (what an import gave)."""
     if torch is None and import_error is None:
         torch, import_error, broken_by = import_torch_traced()
     if torch is None:
@@ -218,7 +232,8 @@ def _describe(torch: Any, notes: list[str]) -> TorchInfo:
         mps_built=mps_built,
         mps_available=mps_available,
         xpu_available=xpu_available,
-        arch_list=list(call(torch.cuda.get_arch_list, []) or []),
+        # names only ("sm_90"): the doctor's rule reads each as text
+        arch_list=[a for a in list(call(torch.cuda.get_arch_list, []) or []) if isinstance(a, str)],
     )
     info.build = _torch_build(torch, mps_built, xpu_available)
     info.device_count = _torch_device_count(torch, info)
