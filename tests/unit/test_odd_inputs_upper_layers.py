@@ -310,3 +310,98 @@ def test_no_text_names_the_missing_module():
     ]
     naming = [str(p.relative_to(ROOT)) for p in texts if "-m gpulab.labs" in p.read_text("utf-8")]
     assert naming == []
+
+
+# ------------------------------------------------------------------------- issue 30: machine
+# The machine layer checks its arguments at its boundary (@checked): the issue's example in it,
+# render_json(report, "x"), and its neighbours are refused in one line naming the parameter.
+
+
+def _machine_report():
+    """A CPU-only HardwareReport built by hand (no detection, nothing read from this machine)."""
+    from gpulab.machine.report import CPUInfo, HardwareReport, TorchInfo
+
+    return HardwareReport(
+        os="Linux",
+        python="3.11",
+        torch=TorchInfo(installed=True, version="2.13.0+cpu"),
+        cpu=CPUInfo(model="Test CPU", physical_cores=4, logical_cores=8, vector_extensions=[]),
+        ram_total_bytes=16 * 1024**3,
+        ram_available_bytes=8 * 1024**3,
+        gpus=[],
+        backend="cpu",
+        in_colab=False,
+        visible_devices={},
+        nvidia_device_files=False,
+        notes=[],
+    )
+
+
+def _refused_in_one_line(call, field: str) -> str:
+    with pytest.raises(GpulabConfigError) as err:
+        call()
+    message = str(err.value)
+    assert err.value.field == field, message
+    assert "\n" not in message and message.startswith(field), message
+    return message
+
+
+def test_render_json_refuses_findings_that_are_not_a_list():
+    """The issue's example: render_json(report, "x") is one line naming `findings`."""
+    import json
+
+    from gpulab.machine import doctor
+
+    report = _machine_report()
+    message = _refused_in_one_line(lambda: doctor.render_json(report, "x"), "findings")
+    assert message == "findings='x' must be a list, not str"
+    _refused_in_one_line(lambda: doctor.render_json("x", []), "report")
+    _refused_in_one_line(lambda: doctor.render_text(report, [object()]), "findings[0]")
+    assert json.loads(doctor.render_json(report, []))["exit_code"] == 0  # a right call still works
+
+
+def test_machine_functions_refuse_odd_arguments_in_one_line():
+    """pick_device(3), check_quick('maybe'), detect(nvml='x'), device_peak(report, 3)..."""
+    from gpulab.machine import hardware, peaks, rules_setup, visible
+
+    report = _machine_report()
+    assert _refused_in_one_line(lambda: hardware.pick_device(3), "device") == (
+        "device=3 must be a string, not int"
+    )
+    _refused_in_one_line(lambda: hardware.check_quick("maybe"), "quick")
+    _refused_in_one_line(lambda: hardware.detect(nvml="pynvml"), "nvml")
+    _refused_in_one_line(lambda: hardware.detect(torch_module="torch"), "torch_module")
+    _refused_in_one_line(lambda: hardware.detect(environ=["CUDA_VISIBLE_DEVICES"]), "environ")
+    _refused_in_one_line(lambda: peaks.device_peak(report, 3), "device")
+    _refused_in_one_line(lambda: peaks.device_peak(report, "cpu", "fp33"), "dtype")
+    _refused_in_one_line(lambda: visible.parse_visible_devices(0), "value")
+    _refused_in_one_line(lambda: rules_setup.arch_list_covers("sm_90", "9.0"), "arch_list")
+
+
+def test_machine_functions_take_numpy_numbers_as_plain_ones():
+    """np.float64 and np.int64 give what the same plain Python numbers give."""
+    from gpulab.machine import monitor, nvml, torch_probe
+
+    progress = {"stage": "import"}
+    note = nvml.nvml_timeout_note(progress, np.float64(2.5))
+    assert note == nvml.nvml_timeout_note(progress, 2.5) and "within 2.5 s" in note
+    assert torch_probe.torch_timeout_info({}, np.int64(60)) == torch_probe.torch_timeout_info(
+        {}, 60
+    )
+    odd = monitor.watch(lambda: None, "cpu", interval_s=np.float64(0.02), min_seconds=np.int64(0))
+    plain = monitor.watch(lambda: None, "cpu", interval_s=0.02, min_seconds=0)
+    assert (odd.device, odd.note, odd.max_clock_mhz) == (plain.device, plain.note, None)
+
+
+def test_budget_and_monitor_refuse_odd_arguments_in_one_line():
+    """A device torch does not know, a load that is not a function: one line each."""
+    from gpulab.machine import budget, monitor
+
+    message = _refused_in_one_line(lambda: budget.free_bytes("banana"), "device")
+    assert "not a device torch knows" in message
+    _refused_in_one_line(lambda: budget.free_bytes(None), "device")
+    _refused_in_one_line(lambda: monitor.watch(42), "load")
+    _refused_in_one_line(
+        lambda: monitor.watch(lambda: None, interval_s=np.float64(0)), "interval_s"
+    )
+    assert budget.fits("cpu", np.float64(0.0)) is budget.fits("cpu", 0.0) is True
