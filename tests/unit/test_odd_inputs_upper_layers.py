@@ -405,3 +405,99 @@ def test_budget_and_monitor_refuse_odd_arguments_in_one_line():
         lambda: monitor.watch(lambda: None, interval_s=np.float64(0)), "interval_s"
     )
     assert budget.fits("cpu", np.float64(0.0)) is budget.fits("cpu", 0.0) is True
+
+
+# ------------------------------------------------------------------------- issue 30: ui and course
+# The issue's example in these layers, class_weights(labels, 0) (an IndexError deep in its loop
+# before), and other bad values there, each refused in one line naming the parameter; NumPy
+# numbers are accepted where a Python number is, with the same result.
+
+
+@pytest.mark.parametrize(
+    "labels, classes, field",
+    [
+        ([0, 0, 1, 2, 2, 2], 0, "classes"),  # the issue's example
+        ([0, 0, 1, 2, 2, 2], 2, "classes"),  # labels 0 to 2 need three classes: two are too few
+        ([0, -1, 1], 3, "labels"),  # a negative label would count as the last class
+        ([0.0, 1.0], 3, "labels"),  # not class ids
+        ("list", 3, "labels"),  # a list, not an array
+    ],
+    ids=["classes=0", "too-few-classes", "negative-label", "float-labels", "a-list"],
+)
+def test_class_weights_refuses_what_it_cannot_count_naming_the_parameter(labels, classes, field):
+    """The issue's class_weights(labels, 0), and its neighbours, each refused in one line."""
+    from gpulab.course.slowloop import class_weights
+
+    given = [0, 1] if labels == "list" else np.array(labels)
+    with pytest.raises(GpulabConfigError) as err:
+        class_weights(given, classes)
+    assert err.value.field == field
+    assert "\n" not in str(err.value)
+
+
+def test_class_weights_counts_as_before_with_numpy_or_python_classes():
+    """Balanced weights n / (classes x count), counted by hand: 6 labels, counts 2, 1, 3, 0."""
+    from gpulab.course.slowloop import class_weights
+
+    labels = np.array([0, 0, 1, 2, 2, 2])
+    by_hand = [6 / (4 * 2), 6 / (4 * 1), 6 / (4 * 3), 0.0]
+    assert class_weights(labels, 4) == by_hand
+    assert class_weights(labels, np.int64(4)) == by_hand
+    assert class_weights(labels.astype(np.uint8), np.int32(4)) == by_hand
+
+
+@pytest.mark.parametrize(
+    "module, function, kwargs, field",
+    [
+        ("gpulab.course.figures", "format_figure", {"value": True}, "value"),
+        (
+            "gpulab.course.figures",
+            "chapter_figures",
+            {"notebook": "notebooks/99.ipynb"},
+            "notebook",
+        ),
+        ("gpulab.course.figures_ch01", "tensor_fmas_per_clock", {"name": "L4"}, "name"),
+        (
+            "gpulab.course.figures_ch01",
+            "ddr5_bandwidth_gbs",
+            {"channels": 0, "mts": 4800},
+            "channels",
+        ),
+        ("gpulab.course.textdata", "split_ids", {"ids": [1, 2, 3], "held_out": 1.0}, "held_out"),
+        ("gpulab.course.textdata", "load_corpus", {"max_chars": 0}, "max_chars"),
+        ("gpulab.course.slowloop", "loader_options", {"workers": -1}, "workers"),
+        ("gpulab.course.slowloop", "recommended_workers", {"device": 3}, "device"),
+        ("gpulab.course.slowloop_grading", "tolerance_for", {"precision": "bf16"}, "precision"),
+        ("gpulab.course.derivations", "compute", {"name": "nope"}, "name"),
+        ("gpulab.ui.calculators", "cost_calculator_html", {"currency": "EUR"}, "currency"),
+        ("gpulab.ui.calculators", "memory_calculator_html", {"context": "8k"}, "context"),
+        ("gpulab.ui.cli", "parse_memory", {"text": None}, "text"),
+        ("gpulab.ui.listing", "show", {"obj": 42}, "obj"),
+    ],
+)
+def test_ui_and_course_refuse_a_bad_value_in_one_line_naming_it(module, function, kwargs, field):
+    """What used to fail deep inside (a TypeError, a KeyError, a torch error) is refused first."""
+    import importlib
+
+    fn = getattr(importlib.import_module(module), function)
+    with pytest.raises(GpulabConfigError) as err:
+        fn(**kwargs)
+    assert err.value.field == field
+    assert "\n" not in str(err.value)
+
+
+def test_ui_and_course_take_numpy_numbers_as_python_ones():
+    """NumPy integers and floats give what the same Python numbers give, checked by hand."""
+    from gpulab.course import derivations, figures_ch01, slowloop
+    from gpulab.ui import calculators
+
+    # two 64-bit channels (8 bytes each) at 4800 MT/s: 2 x 8 x 4800 / 1000 GB/s
+    assert figures_ch01.ddr5_bandwidth_gbs(np.int64(2), np.int32(4800)) == 2 * 8 * 4800 / 1e3
+    # 7 billion 16-bit weights: 7e9 x 2 bytes = 14 GB
+    assert derivations.nominal_weight_gb(np.float64(7e9), "bf16") == pytest.approx(14.0)
+    assert derivations.nominal_weight_gb(np.int64(7_000_000_000), "bf16") == pytest.approx(14.0)
+    options = slowloop.loader_options(np.int64(2))
+    assert options == slowloop.loader_options(2) and type(options["num_workers"]) is int
+    assert calculators.memory_calculator_html(
+        context=np.int64(4096), users=np.int32(2), memory_gb=np.float64(12.0)
+    ) == calculators.memory_calculator_html(context=4096, users=2, memory_gb=12.0)
