@@ -501,3 +501,66 @@ def test_ui_and_course_take_numpy_numbers_as_python_ones():
     assert calculators.memory_calculator_html(
         context=np.int64(4096), users=np.int32(2), memory_gb=np.float64(12.0)
     ) == calculators.memory_calculator_html(context=4096, users=2, memory_gb=12.0)
+
+
+# ------------------------------------------------------------------------- issue 30: bench
+
+
+def test_random_qkv_takes_a_numpy_seed_as_the_same_int():
+    """random_qkv(..., seed=np.int64(3)) failed inside torch ("an integer is required"); it now
+    gives exactly what seed=3 gives, which is torch's own generator seeded with 3."""
+    import torch
+
+    from gpulab.bench import attention
+
+    shape = (1, 2, 4, 8)
+    numpy_seeded = attention.random_qkv(*shape, seed=np.int64(3))
+    plain = attention.random_qkv(*shape, seed=3)
+    gen = torch.Generator().manual_seed(3)  # the oracle: three draws from torch's generator
+    expected = [torch.randn(*shape, generator=gen) for _ in range(3)]
+    for got, same, want in zip(numpy_seeded, plain, expected, strict=True):
+        assert torch.equal(got, same) and torch.equal(got, want)
+    positional = attention.random_qkv(np.int64(1), np.int32(2), np.int16(4), np.uint8(8))
+    assert positional[0].shape == shape
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "field"),
+    [
+        ({"seed": np.float64(3.0)}, "seed"),
+        ({"seed": "3"}, "seed"),
+        ({"heads": np.int64(0)}, "heads"),
+        ({"device": 0.5}, "device"),
+    ],
+)
+def test_random_qkv_refuses_a_bad_value_in_one_line_naming_it(kwargs, field):
+    """What random_qkv cannot take is refused at the boundary, one line naming the parameter."""
+    from gpulab.bench import attention
+
+    args = {"batch": 1, "heads": 2, "seq": 4, "head_dim": 8, **kwargs}
+    with pytest.raises(GpulabConfigError) as err:
+        attention.random_qkv(**args)
+    assert err.value.field == field
+    assert "\n" not in str(err.value) and field in str(err.value)
+
+
+def test_bench_functions_give_the_same_result_for_numpy_numbers():
+    """NumPy integers and floats work wherever a bench function takes an int or a float, and
+    give what plain Python numbers give (checked against arithmetic done here)."""
+    import torch
+
+    from gpulab.bench import quantize, triton_support, workloads
+
+    assert triton_support.cdiv(np.int64(10), np.int32(4)) == triton_support.cdiv(10, 4) == 3
+    assert workloads.time_to_embed(np.int64(1000), np.float32(50.0)) == pytest.approx(20.0)
+    assert workloads.time_to_embed(np.int64(1000), np.float64(50.0)) == workloads.time_to_embed(
+        1000, 50.0
+    )
+    w = torch.randn(8, 256, generator=torch.Generator().manual_seed(0))
+    numpy_args = quantize.quantize_per_group(w, np.int64(4), np.int32(64))
+    plain = quantize.quantize_per_group(w, 4, 64)
+    assert torch.equal(numpy_args.q, plain.q) and torch.equal(numpy_args.scale, plain.scale)
+    assert (numpy_args.bits, numpy_args.group_size) == (4, 64)
+    assert type(numpy_args.bits) is int and type(numpy_args.group_size) is int
+    # 8 x 256 codes at 4 bits, 8 x 4 scales at 16 bits
+    assert quantize.stored_bytes(numpy_args, np.int64(16)) == 8 * 256 // 2 + 8 * 4 * 2

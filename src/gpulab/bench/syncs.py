@@ -28,13 +28,14 @@ VARIANTS = {
 }
 
 
+@checked
 @dataclass(frozen=True)
 class SyncConfig:
     """The small training loop whose loss is read in each way."""
 
-    batch: int = 64  # samples per step
-    width: int = 256  # hidden width of the two-layer MLP
-    steps: int = 50  # steps per timed run
+    batch: PositiveInt = 64  # samples per step
+    width: PositiveInt = 256  # hidden width of the two-layer MLP
+    steps: PositiveInt = 50  # steps per timed run
     seed: int = 0
 
 
@@ -49,6 +50,7 @@ class SyncResult:
     spread_per_step: float = 0.0  # interquartile range of the rounds, per step
 
 
+@checked
 def describe(rows: list[SyncResult], device_type: str) -> str:
     """The verdict of the measurement on `.item()` against the on-device sum, in one line.
 
@@ -113,6 +115,7 @@ def _loop(variant: str, model, opt, x, y, steps: int) -> float:
     return float(total.item()) + host_total
 
 
+@checked
 def run_variant(variant: str, device: Any, config: SyncConfig = SyncConfig()) -> float:
     """Run the loop once from a fresh model, reading the loss as `variant` says; the summed loss."""
     if variant not in VARIANTS:
