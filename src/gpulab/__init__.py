@@ -39,6 +39,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "published",
         "published_memory",
         "languages",
+        "course_map",
     ),
     "machine": (
         "hardware",
@@ -100,6 +101,7 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "record",
     ),
     "ui": (
+        "pictures_intro",
         "pictures_ch00",
         "tables",
         "plots",
@@ -113,9 +115,14 @@ LAYERS: dict[str, tuple[str, ...]] = {
         "pictures_ch03",
         "pictures_ch01",
         "pictures_ch02",
+        "pictures_ch06",
+        "pictures_ch04",
+        "pictures_ch05",
+        "pictures_ch07",
     ),
     "course": (
         "labs",
+        "figures_intro",
         "slowloop",
         "training_loops",
         "slowloop_grading",

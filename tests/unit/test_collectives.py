@@ -130,3 +130,17 @@ def test_sharding_bad_inputs(kwargs, field):
     args = dict(param_bytes=8, grad_bytes=8, optimizer_bytes=16, world_size=2, stage=1)
     with pytest.raises(GpulabConfigError, match=field):
         sharded_bytes_per_rank(**{**args, **kwargs})
+
+
+def test_flat_times_are_refused_or_given_as_an_average_rate():
+    """Times that shrink with the size (a busy machine) have no slope: refused by default; with
+    if_flat="rate", a line through the origin whose rate lies between the points' own."""
+    sizes, times = [1e6, 4e6, 16e6], [3e-3, 2e-3, 1e-3]
+    with pytest.raises(GpulabConfigError, match="do not grow"):
+        fit_ring_model(sizes, times, 2)
+    fit = fit_ring_model(sizes, times, 2, if_flat="rate")
+    assert not fit.fitted and fit.latency_s == 0
+    own = [allreduce_bus_factor(2) * s / t for s, t in zip(sizes, times, strict=True)]
+    assert min(own) < fit.bus_bytes_per_s < max(own)
+    growing = fit_ring_model(sizes, [1e-3, 3e-3, 9e-3], 2, if_flat="rate")
+    assert growing.fitted and growing == fit_ring_model(sizes, [1e-3, 3e-3, 9e-3], 2)

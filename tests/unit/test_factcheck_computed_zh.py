@@ -48,7 +48,7 @@ def test_the_english_page_still_has_its_english_lines(claims):
     """The check would find English: the English edition's computed lines are all runs of it."""
     english = factcheck.markdown(claims.values())
     computed = [
-        line for line in english.splitlines() if line.startswith("- **Computed in this page**")
+        line for line in english.splitlines() if line.startswith("- **Computed in this page:**")
     ]
     assert len(computed) >= 60
     assert sum(bool(catalogue_style.latin_runs(line)) for line in computed) > 40

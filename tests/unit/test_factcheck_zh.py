@@ -149,7 +149,8 @@ def test_the_chinese_markdown_has_one_anchor_per_claim_and_chinese_verdicts(clai
     assert sorted(map(int, anchors)) == sorted(claims)
     for c in claims.values():
         assert md.count(f'<a id="claim-{c.id}"></a>') == 1
-        assert f"- **结论：** {VERDICTS_ZH[c.verdict]}（`{c.rubric_clause}`：" in md, c.id
+        wording = factcheck.clause_wording(c.rubric_clause, "zh_CN")
+        assert f"- **结论：** {VERDICTS_ZH[c.verdict]}，因为{wording}。" in md, c.id
         assert f"**说法 {c.id}**（" in md
         assert c.quote in md.replace("&lt;", "<").replace("&gt;", ">")
     for english in (
@@ -175,8 +176,8 @@ def test_one_chinese_entry_as_written_by_hand(claims):
         "\n"
         "> AMD ROCm生态追上，未来两年可能持平CUDA\n"
         "\n"
-        "- **结论：** 无法核实（`not-checkable.no-source`："
-        "这是预测：目前没有任何来源或推导能够判定。）\n"
+        "- **结论：** 无法核实，因为没有任何公开来源或推导能够判定读者会据以行动的某一部分。"
+        "这是预测：目前没有任何来源或推导能够判定。\n"
         "- **正确值：** 预测\n"
         "- **来源：** none\n"
         "- **无法核实的原因：** 这是对未来的预测。"
@@ -187,12 +188,13 @@ def test_the_english_markdown_of_a_claim_is_unchanged(claims):
     assert factcheck.markdown([claims[120]]) == (
         '<a id="claim-120"></a>\n'
         "\n"
-        "**Claim 120** (tutorial; discussed in chapter 4): GPT4All offers a GPU backend with CUDA, "
-        "Vulkan and Metal\n"
+        "**120.** GPT4All offers a GPU backend with CUDA, Vulkan and Metal (tutorial; discussed "
+        "in chapter 4)\n"
         "\n"
         "> GPT4All…选择“GPU”后端，支持CUDA、Vulkan、Metal\n"
         "\n"
-        "- **Verdict:** correct (`correct.all-parts-hold`: GPT4All offers all three backends.)\n"
+        "- **Verdict:** correct, since every part holds as stated, with no condition left "
+        "unstated. GPT4All offers all three backends.\n"
         "- **Correct value:** GPT4All (built on llama.cpp) offers CUDA, Metal and Vulkan\n"
         "- **Source:** DeepWiki, nomic-ai/gpt4all 'Hardware acceleration' "
         "(https://deepwiki.com/nomic-ai/gpt4all/3.3-hardware-acceleration)"
@@ -200,23 +202,22 @@ def test_the_english_markdown_of_a_claim_is_unchanged(claims):
     assert factcheck.markdown([claims[85]], lang="en") == factcheck.markdown([claims[85]])
     assert factcheck.rubric_markdown("en") == factcheck.rubric_markdown()
     assert factcheck.rubric_markdown().splitlines()[0] == (
-        "- **wrong**: every part of it is false (`wrong.false-any-reading`); or a part a reader "
-        "acts on is false, whatever else in it holds (`wrong.actionable-part-false`)."
+        "- **wrong**: every part of it is false; or a part a reader acts on is false, whatever "
+        "else in it holds."
     )
 
 
 def test_the_rubric_verdicts_sections_and_articles_in_chinese():
     text = factcheck.rubric_markdown("zh_CN")
-    assert text.splitlines()[3] == (
-        "- **正确**：每一部分都如其所述成立，没有留下未说明的条件（`correct.all-parts-hold`）。"
-    )
+    assert text.splitlines()[3] == "- **正确**：每一部分都如其所述成立，没有留下未说明的条件。"
     # the rules under the list, each in Chinese
     assert set(factcheck.RULE_WORDS["zh_CN"]) == set(factcheck.RULES)
     assert all(factcheck.RULE_WORDS["zh_CN"][key] in text for key in factcheck.RULES)
     for verdict, clauses in factcheck.RUBRIC.items():
         assert f"- **{VERDICTS_ZH[verdict]}**：" in text
         assert all(
-            f"`{cid}`" in text and CJK.search(factcheck.RUBRIC_WORDS["zh_CN"][cid])
+            factcheck.RUBRIC_WORDS["zh_CN"][cid] in text
+            and CJK.search(factcheck.RUBRIC_WORDS["zh_CN"][cid])
             for cid, _ in clauses
         )
     assert set(factcheck.RUBRIC_WORDS["zh_CN"]) == set(factcheck.RUBRIC_CLAUSES)

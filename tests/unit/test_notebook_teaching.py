@@ -28,8 +28,7 @@ SHOWN = {
         "perf.decode_tokens_per_s",
         "perf.decode_bytes_per_step",
     },
-    "notebooks/04_backends.ipynb": {"attention.naive_attention", "attention.sdpa"},
-    "notebooks/05_pitfalls.ipynb": {"syncs.unsynchronised_seconds"},
+    "notebooks/04_backends.ipynb": {"memory.gpu_layers_that_fit"},
 }
 PREDICTIONS_PER_CHAPTER = 2
 

@@ -61,6 +61,7 @@ def double(tmp_path, monkeypatch) -> str:
     (package / "pictures_ch01.py").write_text(CHAPTER.format(name="ch01-bars", small=8, large=24))
     (package / "pictures_ch02.py").write_text(CHAPTER.format(name="ch02-bars", small=12, large=80))
     (package / "plots.py").write_text("PICTURES = {'not-a-picture': print}\n")
+    (package / "pictures_chapter.py").write_text("PICTURES = {'not-a-picture-either': print}\n")
     monkeypatch.syspath_prepend(str(tmp_path / "double"))
     for name in [m for m in sys.modules if m.startswith(DOUBLE)]:
         monkeypatch.delitem(sys.modules, name)
@@ -73,10 +74,25 @@ def test_picture_modules_are_found_by_name(double):
         f"{double}.pictures_ch02",
     ]
     assert sorted(picture_registry.registered(double)) == ["ch01-bars", "ch02-bars"]
-    # gpulab's own: the chapters' modules, each registered in gpulab.LAYERS (none yet)
+    # gpulab's own: the chapters' modules and the introduction's, each registered in
+    # gpulab.LAYERS
     assert picture_registry.modules("gpulab.ui") == sorted(
-        p for p in gpulab.MODULES.values() if re.fullmatch(r"gpulab\.ui\.pictures_ch\d+", p)
+        p for p in gpulab.MODULES.values() if re.fullmatch(r"gpulab\.ui\.pictures_(ch\d+|intro)", p)
     )
+    assert "gpulab.ui.pictures_intro" in picture_registry.modules("gpulab.ui")
+
+
+def test_the_introductions_picture_module_is_found_too(double, tmp_path):
+    """The registry finds `pictures_chNN` and `pictures_intro`, the one page that is no
+    chapter's; a module of another name is not a picture module."""
+    folder = tmp_path / "double" / double
+    (folder / "pictures_intro.py").write_text(CHAPTER.format(name="intro-bars", small=1, large=2))
+    assert picture_registry.modules(double) == [
+        f"{double}.pictures_ch01",
+        f"{double}.pictures_ch02",
+        f"{double}.pictures_intro",
+    ]
+    assert sorted(picture_registry.registered(double)) == ["ch01-bars", "ch02-bars", "intro-bars"]
 
 
 def test_a_name_given_twice_or_not_in_kebab_case_is_refused(double, tmp_path):

@@ -139,7 +139,7 @@ def test_apple_prefill_is_excluded_with_the_reason():
 
 def test_a_device_without_a_spec_row_is_excluded():
     c = COMPARISONS["pr4812-rtx3090ti-tg128"]
-    assert c.ratio is None and "no row in the spec table" in c.excluded
+    assert c.ratio is None and "no row in the course's GPU spec table" in c.excluded
 
 
 def test_the_peak_follows_the_kernel_and_the_table():

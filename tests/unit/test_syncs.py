@@ -71,3 +71,24 @@ def test_the_words_follow_the_measured_result():
 def test_compare_reports_a_spread_for_every_variant():
     results = syncs.compare("cpu", SMALL, rounds=4)
     assert all(r.spread_per_step >= 0 for r in results)
+
+
+def test_the_reads_are_counted_as_the_loop_makes_them():
+    """One read after the loop for the on-device sum; one per step, plus that one, otherwise."""
+    counted = {v: syncs.count_reads(v, "cpu", SMALL) for v in syncs.VARIANTS}
+    assert counted["on-device"][1] == 1
+    for variant in ("item", "cpu", "print"):
+        assert counted[variant][1] == SMALL.steps + 1, variant
+    rows = syncs.compare("cpu", SMALL, rounds=2)
+    assert {r.variant: r.host_reads for r in rows} == {v: c[1] for v, c in counted.items()}
+
+
+def test_torch_s_own_reads_are_not_the_loop_s():
+    import torch
+
+    counter = syncs._read_counter()
+    x = torch.ones(3)
+    with counter:
+        torch.testing.assert_close(x, x)  # torch reads values itself, inside its own code
+        x.sum().item()
+    assert counter.calls == {"item": 1}

@@ -317,7 +317,6 @@ def test_unlisted_names_every_page_and_notebook_of_the_toc_not_in_teach_first(
     assert teaching.unlisted(root) == []
 
 
-@pytest.mark.xfail(strict=True, reason="the chapters of part 2 opt in as they comply")
 def test_every_page_and_notebook_is_listed():
     assert teaching.unlisted() == []
 

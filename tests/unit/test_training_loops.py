@@ -113,8 +113,10 @@ def _cell(nb: dict, cell_id: str) -> dict:
 
 def test_the_lab_shows_the_library_loops_as_they_are():
     nb = json.loads(LAB.read_text(encoding="utf-8"))
+    # the slow loop is printed from its source, then run: no copy to go stale
     shown = "".join(_cell(nb, "slow-loop-source")["source"])
-    assert shown == inspect.getsource(training_loops.slow_training_loop).rstrip("\n")
+    assert "print(inspect.getsource(slow_training_loop))" in shown
+    assert "slow_training_loop = training_loops.slow_training_loop" in shown
     solution = "".join(_cell(nb, "fixed-loop")["source"])
     assert solution == inspect.getsource(training_loops.fixed_training_loop).rstrip("\n")
     assert learner_generator.refresh_generated(json.loads(LAB.read_text(encoding="utf-8"))) is False
@@ -134,10 +136,29 @@ def test_the_learner_starts_from_a_copy_of_the_slow_loop_to_edit():
 
 def test_a_stale_library_cell_is_refreshed_and_reported():
     nb = json.loads(LAB.read_text(encoding="utf-8"))
-    _cell(nb, "slow-loop-source")["source"] = "def slow_training_loop(run):\n    return []"
+    _cell(nb, "fixed-loop")["source"] = "def fixed_training_loop(run):\n    return []"
     assert learner_generator.refresh_generated(nb) is True
-    assert "".join(_cell(nb, "slow-loop-source")["source"]).startswith(
-        "def slow_training_loop(run: LoopRun)"
+    assert "".join(_cell(nb, "fixed-loop")["source"]).startswith(
+        "def fixed_training_loop(run: LoopRun)"
     )
     with pytest.raises(ValueError, match="no function 'nope'"):
         learner_generator.library_source("gpulab.course.training_loops:nope")
+
+
+def test_the_fixed_loops_workers_fail_the_run_when_they_die_instead_of_hanging_it(monkeypatch):
+    """With workers, the fixed loop's DataLoader waits at most LOADER_TIMEOUT_S for a batch;
+    without, no timeout applies (DataLoader's own default)."""
+    seen = []
+    real = training_loops.DataLoader
+
+    def recording(*args, **kwargs):
+        seen.append(kwargs.get("timeout", 0))
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training_loops, "DataLoader", recording)
+    for workers, timeout in ((0, 0.0), (1, slowloop.LOADER_TIMEOUT_S)):
+        run = training_loops.prepare(TASK, 2, "cpu", seed=0)
+        run.workers = workers
+        assert run.loader_timeout == timeout
+        training_loops.fixed_training_loop(run)
+        assert seen[-1] == timeout

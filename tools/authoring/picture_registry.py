@@ -1,8 +1,9 @@
 """The pages' pictures that exist, found by name (tools/staging/pictures.py draws them).
 
 Each chapter's drawing functions live in gpulab's ``ui`` layer, one module per chapter
-(``gpulab.ui.pictures_ch01``, ``_ch02``...): each has ``PICTURES``, a dict from a picture's name
-(``"ch01-threads"``) to a function that takes no argument and returns a matplotlib Figure. A
+(``gpulab.ui.pictures_ch01``, ``_ch02``...), and the introduction's in ``pictures_intro``: each
+has ``PICTURES``, a dict from a picture's name (``"ch01-threads"``) to a function that takes no
+argument and returns a matplotlib Figure. A
 page shows one with a ``{figure}`` directive whose target is ``/_pictures/<name>.svg``; the
 teaching checks (tools/checks/teaching_pages.py) accept only a registered name.
 """
@@ -15,7 +16,7 @@ import re
 from collections.abc import Callable
 
 PACKAGE = "gpulab.ui"
-MODULE = re.compile(r"pictures_ch\d+")
+MODULE = re.compile(r"pictures_(?:ch\d+|intro)")  # a chapter's, or the introduction's
 
 NAME = re.compile(r"[a-z0-9]+(?:-[a-z0-9]+)*")  # "ch01-threads"
 

@@ -36,6 +36,20 @@ TEACH_FIRST: tuple[str, ...] = (
     "book/workshop/jupyterhub.md",
     "book/workshop/attendee.md",
     "book/workshop/instructor_guide.md",
+    "book/06_choosing_hardware.md",
+    "notebooks/06_choosing_hardware.ipynb",
+    "book/intro.md",
+    "book/appendix/fact_check.ipynb",
+    "book/appendix/published_measurements.ipynb",
+    "book/04_backends.md",
+    "notebooks/04_backends.ipynb",
+    "labs/04_triton_kernels_lab.ipynb",
+    "book/05_pitfalls.md",
+    "notebooks/05_pitfalls.ipynb",
+    "labs/05_fix_slow_training_loop_lab.ipynb",
+    "book/07_beyond_one_gpu.md",
+    "notebooks/07_beyond_one_gpu.ipynb",
+    "labs/07_torch_distributed_lab.ipynb",
 )
 
 # The course's own machinery, which learner-facing text does not name (case-insensitive).

@@ -11,13 +11,28 @@ from __future__ import annotations
 
 import functools
 import io
+from collections.abc import Callable
 from contextlib import redirect_stdout
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from gpulab.bench import timing
-from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import PositiveInt, checked, require_positive_ints
+from gpulab.core.validate import OneOf, PositiveInt, checked
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "HOST_READS",
+    "VARIANTS",
+    "SyncConfig",
+    "SyncResult",
+    "compare",
+    "count_reads",
+    "describe",
+    "run_variant",
+    "unsynchronised_seconds",
+]
 
 # Each variant reads the loss in a different way, once per step.
 VARIANTS = {
@@ -48,6 +63,7 @@ class SyncResult:
     total_loss: float
     description: str
     spread_per_step: float = 0.0  # interquartile range of the rounds, per step
+    host_reads: int = 0  # device -> host reads in one run, counted as the loop makes them
 
 
 @checked
@@ -115,27 +131,73 @@ def _loop(variant: str, model, opt, x, y, steps: int) -> float:
     return float(total.item()) + host_total
 
 
+# The tensor methods that copy a value to the host (and so wait for the device): `__repr__` is
+# what print() calls; a float() of a tensor already on the host waits for nothing.
+HOST_READS = ("item", "cpu", "tolist", "numpy", "__repr__")
+
+
+def _read_counter():
+    """A TorchFunctionMode counting the host reads made by code outside torch (and prints)."""
+    import os
+    import sys
+    from collections import Counter
+
+    import torch
+    from torch.overrides import TorchFunctionMode
+
+    torch_dir = os.path.dirname(torch.__file__)
+
+    class ReadCounter(TorchFunctionMode):
+        def __init__(self):
+            super().__init__()
+            self.calls: Counter = Counter()
+
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            name = getattr(func, "__name__", "")
+            if name in HOST_READS and args and isinstance(args[0], torch.Tensor):
+                caller = sys._getframe(1).f_code.co_filename
+                # torch's own reads are not the loop's; a print always comes through torch
+                if name == "__repr__" or not caller.startswith(torch_dir):
+                    self.calls[name] += 1
+            return func(*args, **(kwargs or {}))
+
+    return ReadCounter()
+
+
 @checked
-def run_variant(variant: str, device: Any, config: SyncConfig = SyncConfig()) -> float:
+def count_reads(
+    variant: Annotated[str, OneOf(tuple(VARIANTS), "variant")],
+    device: torch.device | str,
+    config: SyncConfig = SyncConfig(),
+) -> tuple[float, int]:
+    """Run the loop once from a fresh model; (the summed loss, the host reads it made)."""
+    counter = _read_counter()
+    with counter:
+        total = _loop(variant, *_setup(config, device), config.steps)
+    return total, sum(counter.calls.values())
+
+
+@checked
+def run_variant(
+    variant: Annotated[str, OneOf(tuple(VARIANTS), "variant")],
+    device: torch.device | str,
+    config: SyncConfig = SyncConfig(),
+) -> float:
     """Run the loop once from a fresh model, reading the loss as `variant` says; the summed loss."""
-    if variant not in VARIANTS:
-        raise GpulabConfigError(
-            f"variant={variant!r} is not known; use one of {', '.join(VARIANTS)}"
-        )
-    return _loop(variant, *_setup(config, device), config.steps)
+    return count_reads(variant, device, config)[0]
 
 
 @checked
 def compare(
-    device: Any, config: SyncConfig = SyncConfig(), rounds: PositiveInt = 7
+    device: torch.device | str, config: SyncConfig = SyncConfig(), rounds: PositiveInt = 7
 ) -> list[SyncResult]:
     """Time each variant's loop against the others, interleaved (timing.interleaved), on one device.
 
     Each variant trains its own copy of the model from the same seed, so no variant inherits
-    another's warmed-up state; the summed loss is from a separate fresh run of each.
+    another's warmed-up state; the summed loss and the host reads are from a separate fresh run
+    of each.
     """
-    require_positive_ints(batch=config.batch, width=config.width, steps=config.steps)
-    totals = {name: run_variant(name, device, config) for name in VARIANTS}
+    counted = {name: count_reads(name, device, config) for name in VARIANTS}
     states = {name: _setup(config, device) for name in VARIANTS}
     measured = timing.interleaved(
         {name: functools.partial(_loop, name, *states[name], config.steps) for name in VARIANTS},
@@ -146,9 +208,10 @@ def compare(
         SyncResult(
             name,
             measured[name].median / config.steps,
-            totals[name],
+            counted[name][0],
             description,
             measured[name].iqr / config.steps,
+            counted[name][1],
         )
         for name, description in VARIANTS.items()
     ]
@@ -156,7 +219,10 @@ def compare(
 
 @checked
 def unsynchronised_seconds(
-    fn, device: Any, calls: PositiveInt = 10, repeats: PositiveInt = 5
+    fn: Callable[[], Any],
+    device: torch.device | str,
+    calls: PositiveInt = 10,
+    repeats: PositiveInt = 5,
 ) -> tuple[float, float]:
     """Time `calls` calls of fn two ways: without a device sync (the mistake), and with one.
 

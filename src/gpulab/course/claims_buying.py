@@ -33,8 +33,8 @@ def cuda_12_6_min_driver() -> Computed:
         float(linux.split(".")[0]),
         "driver",
         f"{linux} (Linux) / {windows} (Windows)",
-        f"NVIDIA's CUDA 12.6 GA driver (gpulab/data/cuda_driver_minimums.json, from the CUDA "
-        f"release notes); minor-version compatibility runs CUDA 12.x on >= {compat}",
+        f"NVIDIA's CUDA 12.6 GA driver (the minimum-driver table of the CUDA release notes); "
+        f"minor-version compatibility runs CUDA 12.x on >= {compat}",
         {"linux": linux, "windows": windows, "compat": compat},
     )
 

@@ -42,6 +42,7 @@ digits added), and the renderers take a ``lang`` (one of LANGS).
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from typing import Annotated, Any
@@ -104,6 +105,7 @@ __all__ = [
     "by_chapter",
     "by_section",
     "check_all",
+    "clause_wording",
     "compute",
     "computed_lines",
     "counts",
@@ -278,6 +280,15 @@ def _md_escape(text: str) -> str:
     return text.replace("|", "\\|").replace("<", "&lt;").replace(">", "&gt;")
 
 
+# Another entry named in an English entry's text ("see claim 26"): a link to it, worded as the
+# page labels its entries (the Chinese edition's "说法 26" is the {claim} role's own label).
+_CROSS_REFERENCE = re.compile(r"\b[Cc]laim (\d+)\b")
+
+
+def _linked(text: str) -> str:
+    return _CROSS_REFERENCE.sub(r"[entry \1](#claim-\1)", text)
+
+
 @checked
 def verdict_name(verdict: Annotated[str, OneOf(VERDICTS, "verdict")], lang: Lang = "en") -> str:
     """A verdict as the edition in `lang` words it: "misleading" is 有误导性 in Chinese."""
@@ -294,21 +305,25 @@ def section_title(
 
 
 @checked
+def clause_wording(
+    clause: Annotated[str, OneOf(tuple(RUBRIC_CLAUSES), "clause")], lang: Lang = "en"
+) -> str:
+    """A rubric clause as a reader reads it in `lang` ("every part of it is false"), not its id."""
+    if lang != languages.source():
+        return RUBRIC_WORDS[lang][clause]
+    return next(text for cid, text in RUBRIC[RUBRIC_CLAUSES[clause]] if cid == clause)
+
+
+@checked
 def rubric_markdown(lang: Lang = "en") -> str:
-    """The rubric in CommonMark: one line per verdict, in precedence order, with its clauses and
-    their ids, then the rules that apply them (precedence, what a reader acts on, the reading)."""
+    """The rubric in CommonMark: one line per verdict, in precedence order, with its clauses in
+    words, then the rules that apply them (precedence, what a reader acts on, the reading)."""
     source = lang == languages.source()
-    words = (
-        {"line": "- **{}**: {}.", "join": "; or ", "clause": "{} (`{}`)"}
-        if source
-        else WORDS[lang]["rubric_markdown"]
-    )
-    line, join, clause = words["line"], words["join"], words["clause"]
+    words = {"line": "- **{}**: {}.", "join": "; or "} if source else WORDS[lang]["rubric_markdown"]
+    line, join = words["line"], words["join"]
     lines = []
     for verdict, clauses in RUBRIC.items():
-        wording = join.join(
-            clause.format(text if source else RUBRIC_WORDS[lang][cid], cid) for cid, text in clauses
-        )
+        wording = join.join(clause_wording(cid, lang) for cid, _ in clauses)
         lines.append(line.format(verdict_name(verdict, lang), wording))
     rules = RULES if source else RULE_WORDS[lang]
     return "\n".join(lines) + "\n\n" + "\n\n".join(rules[key] for key in RULES)
@@ -333,10 +348,10 @@ _ENTRY = {
         {SEED_FILES[0]: "tutorial", SEED_FILES[1]: "hardware guide"},
         "chapter {}",
         "the set-up page",
-        "**Claim {id}** ({article}; discussed in {where}): {claim}",
-        "- **Verdict:** {verdict} (`{clause}`: {why})",
+        "**{id}.** {claim} ({article}; discussed in {where})",
+        "- **Verdict:** {verdict}, since {clause}. {why}",
         "- **Correct value:** {correct_value}",
-        "- **Computed in this page** (`{name}`): {text}; {how}",
+        "- **Computed in this page:** {text}; {how}",
         "- **Source:** {source}",
         "- **Note:** {note}",
         "- **Why not checkable:** {reason}",
@@ -362,7 +377,8 @@ def markdown(
     parts = []
     for c in claims:
         r = (results.get(c.id) or compute(c.computed_name)) if c.computed_name else None
-        text = {k: _md_escape(v) for k, v in {**_texts(c, lang), **rendered(c, r, lang)}.items()}
+        texts = {**_texts(c, lang), **rendered(c, r, lang)}
+        text = {k: _linked(_md_escape(v)) for k, v in texts.items()}
         where = chapter.format(c.chapter) if c.chapter else setup
         shown = [_md_escape(line) for line in computed_lines(c, r, lang)] if r is not None else []
         lines = [
@@ -376,14 +392,14 @@ def markdown(
             "",
             verdict.format(
                 verdict=verdict_name(c.verdict, lang),
-                clause=c.rubric_clause,
+                clause=clause_wording(c.rubric_clause, lang),
                 why=text["rubric_why"],
             ),
             *([reading.format(reading=text["reading"])] if text["reading"] else []),
             value.format(**text),
             computed.format(name=c.computed_name, text=shown[0], how=shown[1])
             if r is not None
-            else source.format(source=_md_escape(c.derivation["source"])),
+            else source.format(source=_linked(_md_escape(c.derivation["source"]))),
         ]
         lines += [
             line.format(**text) for key, line in (("note", note), ("reason", reason)) if text[key]

@@ -31,7 +31,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         ddr5_5600_gbs ddr5_channel_low_gbs decode_ddr5_tok_s decode_rtx4090_ms
         llama8_bf16_rtx4090_bound_tok_s ecore_allcore_ghz ecore_base_ghz ecore_maxturbo_ghz
         electricity_day_cny electricity_year_board_power_cny electricity_year_cny
-        embed_10000_pflop embed_50000_pflop epyc_gbs eth100_gbs fa3_fp8_pflops fa3_speedup_high_x
+        embed_10000_pflop embed_50000_pflop epyc_gbs eth100_gbs fa3_speedup_high_x
         fa3_speedup_low_x gtx1650_gddr5_ratio_hi gtx1650_gddr5_ratio_lo gtx1650_gddr6_ratio_lo
         h100_bf16_over_fp32 h100_bf16_tflops
         h100_cache_room_gb h100_fp16_tflops h100_fp32_tflops h100_fp8_tflops h100_usable_gb
@@ -43,28 +43,27 @@ FORMATS: dict[str, tuple[str, ...]] = {
         llama32_1b_states_gb llama3b_rtx4060ti_vs_cpu_x llama3b_rtx4090_vs_cpu_x
         llama70_all_logits_gb llama70_fp16_gb llama70_full_ft_cards_worth
         llama70_handover_pcie4_us llama70_head_norm_gb llama70_int4_2k_need_gb
-        llama70_int4_2k_offload_tok_s llama70_int4_2k_two_3090_tok_s llama70_int4_gb
+        llama70_int4_gb
         llama70_int4_matrices_gb llama70_int4_need_gb llama70_int4_offload_tok_s
         llama70_int4_per_card_gb llama70_int4_read_gb llama70_int4_4k_read_gb
         llama70_int4_rtx4090_bound_tok_s llama70_int4_two_3090_tok_s llama70_kept16_at_int4_gb
         llama70_kept16_gb llama70_kv_128k_gb llama70_kv_8k_mha_gb llama70_kv_users_gb
-        llama70_kv_users_over_q4km llama70_over_r1_kv llama70_pair_margin_gb llama70_pair_max_gb
-        llama70_pair_min_gb llama70_pair_vs_one_max_x llama70_pair_vs_one_min_x
-        llama70_q4km_2k_need_gb llama70_q4km_2k_offload_tok_s llama70_q4km_2k_two_3090_tok_s
+        llama70_kv_users_over_q4km llama70_over_r1_kv
         llama70_q4km_4k_read_gb llama70_q4km_rtx4090_4k_bound_tok_s llama70_q4km_gb
-        llama70_q4km_layer_mb llama70_q4km_layer_read_mb llama70_q4km_left_two_3090_gb
+        llama70_q4km_layer_mb llama70_q4km_layer_read_mb llama70_kv_4k_layer_mb
+        llama70_q4km_left_two_3090_gb
         llama70_q4km_need_gb llama70_q4km_offload_tok_s llama70_q4km_read_gb
-        llama70_q4km_two_3090_tok_s llama70_split_vs_offload llama70_tp2_nvlink_tok_s
-        llama70_tp2_pcie_tok_s llama7_forward_gflop_per_token llama7_fp16_ddr5_bound_tok_s
-        llama7_fp16_m3max_bound_tok_s llama7_fp16_m3ultra_bound_tok_s llama7_fp16_need_gb
+        llama70_split_vs_offload llama70_tp2_nvlink_tok_s
+        llama70_tp2_pcie_tok_s llama7_forward_gflop_per_token
+        llama7_fp16_m3ultra_bound_tok_s llama7_fp16_need_gb
         llama7_fp16_rtx4090_bound_tok_s llama7_fp16_rtx4090_1k_bound_tok_s
-        llama7_fp16_rtx4090_2k_bound_tok_s llama7_fp16_rx7900xtx_bound_tok_s llama7_grad_gb
-        llama7_q4km_ddr5_bound_tok_s llama7_q4km_m3max_bound_tok_s llama7_q4km_need_gb
+        llama7_fp16_rx7900xtx_bound_tok_s llama7_grad_gb
+        llama7_q4km_need_gb
         llama8_2n_gflop llamacpp_f16_tok_s llamacpp_q4_0_tok_s loader_per_worker_ms lora_nvlink_ms
         lora_params_m lora_pcie4_ms mi300x_usable_gb mxfp4_shrink nf4_plain_bits ngl_fit_float
-        ngl_fit_reported_float nvfp4_bpw nvfp4_shrink nvme4_70b_s nvme4_7b_s offload_from_ram_gb
-        offload_full_ms offload_gpu_ms offload_from_vram_gb offload_gpu_read_ms
-        offload_pcie_tok_s offload_slowdown offload_slowdown_x offload_tok_s
+        nvfp4_bpw nvfp4_shrink nvme4_70b_s nvme4_7b_s
+        offload_full_ms offload_gpu_ms
+        offload_pcie_tok_s offload_slowdown
         offload_wc_gb offload_wg_gb pcie3_x16_gbs pcie4_x16_gbs pcie5_x16_gbs pcore_allcore_ghz
         pcore_base_ghz pcore_maxturbo_ghz peak_usable_gb personal_needed_gb
         phi3_gtx1650_bound_tok_s prefill_matmul_tflop q4k_bits q8_bits qwen72_fp16_gb
@@ -73,7 +72,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         ratio_fp16_int4 ratio_fp16_q4km rent4090_week_cny
         rtx3060_bf16_derived_tflops rtx3060_bf16_tflops rtx3090_bf16_tflops
         rtx3090_fp16_fp16acc_tflops rtx3090_fp16_tflops rtx3090_nvlink_both_gbs
-        rtx3090_pair_reported_gb rtx4060ti_vs_ddr5_ratio rtx4090_bf16_tflops
+        rtx4060ti_vs_ddr5_ratio rtx4090_bf16_tflops
         rtx4090_fp16_fp16acc_tflops rtx4090_fp16_tflops rtx4090_fp16acc_derived_tflops
         rtx4090_fp32_derived_tflops rtx4090_fp32_tflops rtx4090_fp8_tflops
         rtx4090_observed_peak_tflops rtx4090_over_3060_bf16 rtx4090_over_3060_bw
@@ -88,6 +87,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         timing_least_ms tinygrad_busbw_gbs tp2_nvlink_gain_pct tp_read_per_card_ms
         train_scores_8k_layer_gb two_3090_usable_gb two_4090_available_gb two_a100_usable_gb
         two_h100_usable_gb zero3_vs_dp_traffic_ratio
+        llama7_zero1_gb llama7_zero2_gb llama7_zero3_gb
     """.split()
     ),
     ".0f": tuple(
@@ -98,7 +98,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         b200_fp4_over_fp16 b200_fp4_over_fp8 b200_fp4_vs_fp16_x b200_fp8_over_fp16
         batch_full2048_user_tok_s batch_gain bert_chunk_exact_gflop bert_chunk_gflop
         bert_matrix_params_m bert_params_m bf16_adamw_bytes bf16_ratio_allcore bf16_ratio_base
-        bf16_ratio_maxturbo break_even_rent4090_months bw_ratio_4800 chain_fusion_speedup_x
+        bf16_ratio_maxturbo bw_ratio_4800 chain_fusion_speedup_x
         claim75_cpu_needs_x_peak claim75_gpu_needs_x_peak claim75_ratio company30_rtx5090_tok_s
         company5_first_gpu_memory_gb core_count_ratio cpu_allcore_e_gflops cpu_allcore_p_gflops
         cpu_allcore_ridge cpu_base_e_gflops cpu_base_p_gflops cpu_base_ridge cpu_maxturbo_e_gflops
@@ -106,7 +106,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         doctor_low_ram_gib doctor_low_vram_gib embed_1000000_pflop embed_ratio_hi embed_ratio_lo
         eth100_gbit_s eth400_gbit_s eth400_gbs fa2_h100_tflops finetune_lora_rtx4090_h
         finetune_rtx4090_h four_a100_usable_gb fp32_adamw_bytes fp32_bits fp32_ratio_allcore
-        fp32_ratio_base fp32_ratio_maxturbo fp4_naive_shrink ft70_8x_h100_gb ft_bytes_per_param
+        fp32_ratio_base fp32_ratio_maxturbo fp4_naive_shrink ft70_8x_h100_gb
         gpu_excursion_x gtx1650_data_rate_gbps gtx1650_gddr6_gbps gtx1650_memory_gib
         guide_low_free_ram_gib guide_low_free_vram_gib h100_nvlink_both_gbs h100_nvlink_gbs
         h100_nvlink_vs_ndr h100_ridge_flop_per_byte h200_memory_gb hdd_70b_s hdd_7b_s hdd_mbs
@@ -114,20 +114,21 @@ FORMATS: dict[str, tuple[str, ...]] = {
         linear_big_gpu_us linear_intensity linear_samples_per_us llama3b_cpu_tok_s
         llama3b_prompt_rtx4060ti_ms llama3b_prompt_rtx4060ti_vs_cpu_x llama3b_rtx4060ti_tok_s
         llama3b_rtx4090_tok_s llama70_int4_2k_two_4090_layer_tok_s
-        llama70_int4_2k_two_4090_tensor_tok_s llama70_int4_h200_bound_tok_s llama70_q4km_head_mb
+        llama70_int4_2k_two_4090_tensor_tok_s llama70_int4_h200_bound_tok_s
         llama70_q4km_two_4090_tok_s llama70_tp_message_kib llama7_full_finetune_gb
-        llama7_q4km_m3ultra_bound_tok_s llama7_q4km_rtx4090_bound_tok_s
-        llama7_q4km_rtx4090_2k_bound_tok_s llama7_q4km_rx7900xtx_bound_tok_s llama8_kv_kib_per_token
-        llamacpp_buffers_gb llm_bf16_gb llm_params_b lora_grad_mb matmul_n_fp16 mixed_adam8_bytes
-        mixed_adamw_bytes offload_cpu_read_ms offload_cpu_total_ms offload_pcie_ms
-        offload_pcie_total_ms offload_ram_ms offload_step_ms pcie3_gt_s pcie4_gt_s pcie4_gts
+        llama7_q4km_rtx4090_bound_tok_s
+        llama8_kv_kib_per_token
+        llm_bf16_gb llm_params_b lora_grad_mb matmul_n_fp16 mixed_adam8_bytes
+        mixed_adamw_bytes offload_cpu_total_ms offload_pcie_ms
+        offload_pcie_total_ms offload_ram_ms pcie3_gt_s pcie4_gt_s pcie4_gts
         pcie5_gt_s pcore_allcore_gflops personal_rtx3060_tok_s personal_rtx4060ti_tok_s
-        pp_boundary_mb pretrain_days psu_min_for_peak_w psu_peak_w psu_sustained_w
+        pp_boundary_mb pretrain_days psu_sustained_w psu5090_sustained_w psu5090_peak_w
+        psu5090_min_for_peak_w default_cpu_power_w
         r1_article_int4_bits r1_fp16_gb r1_fp8_gb r1_int4_h200_bound_tok_s r1_h200_left_gb
         r1_int4_need_gb r1_int4_rtx4090_bound_tok_s
         r1_params_b r1_q4km_35_layers_gb r1_q4km_gb rest_of_system_w
         ridge_4090_bf16 ridge_4090_fp32 ridge_h200_bf16 rtx3060_data_rate_gbps
-        rtx3060_over_ddr5_bw rtx3090_memory_gb rtx3090_pair_memory_gb rtx3090_pair_power_w
+        rtx3060_over_ddr5_bw rtx3090_memory_gb
         rtx4060ti_gbs rtx4090_bf16_over_fp32 rtx4090_board_w rtx4090_data_rate_gbps
         rtx4090_derived_gbs rtx4090_gbs rtx4090_vs_pcie4_x rtx5090_fp16_fp16acc_tflops
         rtx5090_fp4_over_bf16 rtx5090_fp4_over_fp16 rtx5090_fp4_vs_bf16_x rtx5090_fp4_vs_fp16acc_x
@@ -182,7 +183,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         laptop_claim_share_q4km llama31_mfu_hi llama31_mfu_lo llama70_int4_rtx4090_claim_share
         llama7_fp16_m3ultra_claim_share llama7_fp16_rtx4090_claim_share
         llama7_fp16_rx7900xtx_claim_share llama7_q4km_rtx4090_claim_share mfu_assumed offload_drop
-        offload_fraction offload_ram_share phi3_claim_share prefill_attention_share
+        offload_fraction phi3_claim_share prefill_attention_share
         psu_excursion_x q8_over_q4km qwen72_fp16_rtx4090_claim_share r1_int4_rtx4090_claim_share
         r1_vs_dense_read rtx4090_observed_over_boost scores_share_2048 scores_share_512
         scores_share_8192 tinygrad_share_of_pcie4
@@ -198,7 +199,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         llama70_layer_norm_params llama70_layer_params llama70_layer_qo_params llama70_params
         llama70_vocab llama7_kv_bytes_per_token llama7_kv_ctx llama7_params
         llama8_kv_bytes_per_token ngl_context_tokens offload_context oom_seq oom_tokens
-        perf_context_tokens r1_hop_bytes r1_kv_bytes_per_token rtx3090_gbs rtx4090_cuda_cores
+        r1_hop_bytes r1_kv_bytes_per_token rtx3090_gbs rtx4090_cuda_cores
         rtx5090_sparse_fp4_tops split_bytes_per_token
     """.split()
     ),
@@ -211,7 +212,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
         pretrain_cluster_tok_s rent4090_year_cny rtx3060_price_usd rtx3090_driver_mib
         rtx4060ti_price_usd rtx4090_driver_mib rtx4090_observed_clock_high_mhz
         rtx4090_observed_clock_low_mhz rtx5090_fp4_tflops sd35_cpu_min_s sd35_image_tflop
-        t4_driver_mib timing_bad_tflops zero0_gb zero1_gb zero2_gb zero3_gb
+        t4_driver_mib timing_bad_tflops
             laptop_llama_tokens
     """.split()
     ),
@@ -224,7 +225,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
     ),
     "g": tuple(
         """
-        a100_bf16_tflops a100_fp16_tflops m3max_gbs m3ultra_gbs rx7900xtx_gbs t4_fp16_tflops
+        a100_bf16_tflops a100_fp16_tflops m3ultra_gbs rx7900xtx_gbs t4_fp16_tflops
     """.split()
     ),
     "+.1%": tuple(

@@ -26,6 +26,7 @@ CHAPTER_NOTEBOOKS: dict[str, str] = {
     "notebooks/05_pitfalls.ipynb": "gpulab.course.figures_ch05",
     "notebooks/06_choosing_hardware.ipynb": "gpulab.course.figures_ch06",
     "notebooks/07_beyond_one_gpu.ipynb": "gpulab.course.figures_ch07",
+    "book/intro.md": "gpulab.course.figures_intro",  # no notebook: the map's times, read from all
 }
 
 

@@ -13,7 +13,7 @@ from gpulab.core.units import GB
 from gpulab.course import claims_hardware, derivations  # noqa: F401 (registers its derivations)
 from gpulab.course.claims_models import ARTICLE_GPU_LAYERS
 from gpulab.course.claims_speed import ARTICLE_DECODE_TOK_S
-from gpulab.estimate import basis, memory, perf
+from gpulab.estimate import basis, memory
 from gpulab.reference import models, specs
 from gpulab.reference.formats import ACTIVATION_BYTES, KV_FORMATS, bits_per_weight
 
@@ -26,7 +26,6 @@ __all__ = ["figures"]
 # against FlashAttention-2's "35%" utilisation on H100.
 FA3_SPEEDUP_RANGE = (1.5, 2.0)
 FA3_FP16_TFLOPS = 740
-FA3_FP8_PFLOPS = 1.2
 FA2_H100_UTILISATION = 0.35
 # HGX B200 dense Tensor Core peaks per GPU, TFLOP/s (glennklockwood.com/garden/processors/B200);
 # the course's spec table has no B200 row.
@@ -34,10 +33,6 @@ B200_DENSE_TFLOPS = {"fp16": 2250, "bf16": 2250, "fp8": 4500, "fp4": 9000}
 # V100 SXM2 FP16 Tensor Core peak, TFLOP/s (developer.nvidia.com/programming-tensor-cores-cuda-9-0);
 # no V100 row in the spec table.
 V100_FP16_TFLOPS = 125
-# What the page assumes llama.cpp's CUDA context and compute buffers take when it chooses -ngl
-# (an assumption, stated as such; llama.cpp prints its "compute buffer size" when it loads).
-LLAMACPP_BUFFERS_BYTES = 1e9
-
 CONTEXT = 4096  # tokens of KV cache the -ngl section budgets
 
 
@@ -46,65 +41,50 @@ def _gpu(name: str) -> specs.GPUSpec:
     return specs.get_gpu(name)
 
 
-def _ram_gbs() -> float:
-    """Dual-channel DDR5-5600, the desktop of chapter 1 (the i9-13900K's memory)."""
-    return specs.get_cpu("Core i9-13900K").memory_bandwidth_gbs
-
-
 # ---- the articles' backend table, redone
 
 
 def _backend_table() -> dict[str, Any]:
-    """Llama-2-7B's weight bytes and its decode bound (bandwidth / weights) on five devices."""
+    """Llama-2-7B's weight bytes and its decode bound on the article's three cards, against the
+    article's rates (the page's picture draws the same bounds, gpulab.ui.pictures_ch04)."""
     s = models.get("Llama-2-7B")
-    fp16_gb = basis.weights_gb("Llama-2-7B", "fp16")
-    q4_gb = basis.weights_gb("Llama-2-7B", "q4_k_m")
     out: dict[str, Any] = {
         "llama7_params": s.n_params,
         "llama7_params_b": s.n_params / 1e9,
         "q4km_bits": bits_per_weight("q4_k_m"),
         "q8_bits": bits_per_weight("q8_0"),
-        "llama7_fp16_gb": fp16_gb,
-        "llama7_q4km_gb": q4_gb,
+        "llama7_fp16_gb": basis.weights_gb("Llama-2-7B", "fp16"),
+        "llama7_q4km_gb": basis.weights_gb("Llama-2-7B", "q4_k_m"),
     }
     names = {
         "rtx4090": "RTX 4090",
         "rx7900xtx": "AMD Radeon RX 7900 XTX",
         "m3ultra": "Apple M3 Ultra",
-        "m3max": "Apple M3 Max",
-        "ddr5": "Core i9-13900K",  # its dual-channel DDR5-5600
     }
-    devices = {key: basis.bandwidth_gbs(name) for key, name in names.items()}
-    for key, bw in devices.items():
-        out["ddr5_5600_gbs" if key == "ddr5" else f"{key}_gbs"] = bw  # the RAM's, by its speed
-        for fmt in ("q4_k_m", "fp16"):  # a token reads every weight but the embedding table's
-            out[f"llama7_{fmt.replace('_', '')}_{key}_bound_tok_s"] = basis.bound_tok_s(
-                "Llama-2-7B", fmt, names[key]
-            )
     article = {
         "rtx4090": ARTICLE_DECODE_TOK_S["rtx4090"],
         "rx7900xtx": ARTICLE_DECODE_TOK_S["rx7900xtx"],
         "m3ultra": ARTICLE_DECODE_TOK_S["m3_ultra"],
     }
+    bandwidth = {key: basis.bandwidth_gbs(name) for key, name in names.items()}
+    out["m3ultra_gbs"] = bandwidth["m3ultra"]
     shares16, shares4 = [], []
     for key, said in article.items():
-        out[f"{key}_article_tok_s"] = said
-        shares16.append(said / out[f"llama7_fp16_{key}_bound_tok_s"])
-        shares4.append(said / out[f"llama7_q4km_{key}_bound_tok_s"])
+        fp16 = basis.bound_tok_s("Llama-2-7B", "fp16", names[key])
+        q4 = basis.bound_tok_s("Llama-2-7B", "q4_k_m", names[key])
+        out[f"llama7_fp16_{key}_bound_tok_s"] = fp16
+        if key == "rtx4090":
+            out["llama7_q4km_rtx4090_bound_tok_s"] = q4
+        shares16.append(said / fp16)
+        shares4.append(said / q4)
         out[f"llama7_fp16_{key}_claim_share"] = shares16[-1]
         # rank against the RTX 4090: bandwidths and the article's rates
-        out[f"{key}_bw_vs_rtx4090"] = devices[key] / devices["rtx4090"]
+        out[f"{key}_bw_vs_rtx4090"] = bandwidth[key] / bandwidth["rtx4090"]
         out[f"{key}_article_vs_rtx4090"] = said / article["rtx4090"]
     out["article_share_of_fp16_bound_min"] = min(shares16)
     out["article_share_of_fp16_bound_max"] = max(shares16)
     out["article_share_of_q4km_bound_min"] = min(shares4)
     out["article_share_of_q4km_bound_max"] = max(shares4)
-    # the same bound with the KV cache of a 2048-token context
-    for fmt in ("q4_k_m", "fp16"):
-        out[f"llama7_{fmt.replace('_', '')}_rtx4090_2k_bound_tok_s"] = basis.bound_tok_s(
-            "Llama-2-7B", fmt, "RTX 4090", context=2048
-        )
-    out["perf_context_tokens"] = 2048
     return out
 
 
@@ -124,7 +104,6 @@ def _attention() -> dict[str, Any]:
         "h100_fp16_tflops": h100,
         "fa3_fp16_tflops": FA3_FP16_TFLOPS,
         "fa3_share_of_h100_peak": FA3_FP16_TFLOPS / h100,
-        "fa3_fp8_pflops": FA3_FP8_PFLOPS,
         "fa2_h100_utilisation": FA2_H100_UTILISATION,
         "fa2_h100_tflops": FA2_H100_UTILISATION * h100,
         "fa3_speedup_low_x": FA3_SPEEDUP_RANGE[0],
@@ -174,32 +153,24 @@ def _precision() -> dict[str, Any]:
     return out
 
 
-# ---- llama.cpp: how many layers fit, and what the rest costs
+# ---- llama.cpp: how many layers fit
 
 
 def _layers() -> dict[str, Any]:
-    """Llama-3-70B Q4_K_M on a 24 GB RTX 4090: a layer's parameters and bytes, -ngl, the cost."""
+    """Llama-3-70B Q4_K_M on an RTX 4090: a layer's parameters and bytes, and -ngl worked out on
+    the basis's terms (basis.layers_that_fit): the room for tensors over one layer's bytes."""
     s, g = models.get("Llama-3-70B"), _gpu("RTX 4090")
     h, kv_w, ffn = s.hidden_size, s.n_kv_heads * s.head_dim, s.intermediate_size
     bits = bits_per_weight("q4_k_m")
     layer = s.layer_params(0)
     layer_bytes = layer * bits / 8
     kv_tok = 2 * s.n_layers * s.n_kv_heads * s.head_dim * KV_FORMATS["fp16"]
-    kv = kv_tok * CONTEXT
-    card = g.memory_gb * GB
-    reported = g.memory_bytes  # nvidia-smi's total
-    n_float = (card - LLAMACPP_BUFFERS_BYTES - kv) / layer_bytes
-    n_reported_float = (reported - LLAMACPP_BUFFERS_BYTES - kv) / layer_bytes
-    n = math.floor(n_float)
-    n_gpulab = basis.layers_that_fit("Llama-3-70B", "q4_k_m", "RTX 4090", CONTEXT)
-    # the cost of the layers left in RAM: each layer's weights and KV cache, the head on the CPU
-    per_layer_read = memory.layer_bytes(s, "q4_k_m", CONTEXT, "fp16")[0]
-    head = s.params_by_component()["lm_head"] * bits / 8
-    gpu_read, cpu_read = perf.offloaded_bytes(s, n, "q4_k_m", CONTEXT)
-    t_gpu, t_cpu = gpu_read / (g.bandwidth_gbs * 1e9), cpu_read / (_ram_gbs() * 1e9)
-    offloaded = basis.offload_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", CONTEXT, gpu_layers=n)
-    step = basis.read_gb("Llama-3-70B", "q4_k_m", context=CONTEXT)
-    fitted = basis.bound_tok_s("Llama-3-70B", "q4_k_m", "RTX 4090", context=CONTEXT)
+    per_layer = memory.layer_bytes(s, "q4_k_m", CONTEXT, "fp16")[0]  # weights and KV share
+    room = g.model_memory_bytes  # the driver's total less the CUDA context and the reserve
+    n_float = room / per_layer
+    n = basis.layers_that_fit("Llama-3-70B", "q4_k_m", "RTX 4090", CONTEXT)
+    if n != math.floor(n_float):  # the page's arithmetic is the basis's, or the page is wrong
+        raise AssertionError(f"-ngl: {math.floor(n_float)} by hand, {n} from the basis")
     return {
         "llama70_hidden": h,
         "llama70_heads": s.n_heads,
@@ -219,32 +190,14 @@ def _layers() -> dict[str, Any]:
         "llama70_q4km_gb": basis.weights_gb("Llama-3-70B", "q4_k_m"),
         "llama70_kv_bytes_per_token": kv_tok,
         "ngl_context_tokens": CONTEXT,
-        "llama70_kv_4k_gb": kv / GB,
-        "llamacpp_buffers_gb": LLAMACPP_BUFFERS_BYTES / GB,
-        "rtx4090_memory_gb": g.memory_gb,
-        "ngl_fit_float": n_float,
-        "ngl_fit": n,
-        "rtx4090_driver_mib": reported / 2**20,
-        "rtx4090_driver_gb": reported / GB,
-        "ngl_fit_reported_float": n_reported_float,
-        "ngl_fit_reported": math.floor(n_reported_float),
+        "llama70_kv_4k_layer_mb": kv_tok * CONTEXT / s.n_layers / 1e6,
+        "llama70_q4km_layer_read_mb": per_layer / 1e6,
+        "rtx4090_driver_mib": g.memory_bytes / 2**20,
+        "rtx4090_driver_gb": g.memory_bytes / GB,
         "cuda_context_gib": specs.CUDA_CONTEXT_BYTES / 2**30,
         "allocator_slack": specs.ALLOCATOR_SLACK,
-        "rtx4090_usable_gb": g.model_memory_bytes / GB,
-        "ngl_fit_gpulab": n_gpulab,
-        "ngl_layers_in_ram": s.n_layers - n,
-        "llama70_q4km_layer_read_mb": per_layer_read / 1e6,
-        "llama70_q4km_head_mb": head / 1e6,
-        "offload_from_vram_gb": gpu_read / GB,
-        "offload_from_ram_gb": cpu_read / GB,
-        "offload_gpu_read_ms": t_gpu * 1e3,
-        "offload_cpu_read_ms": t_cpu * 1e3,
-        "offload_step_ms": (t_gpu + t_cpu) * 1e3,
-        "offload_tok_s": offloaded,
-        "offload_ram_share": cpu_read / (gpu_read + cpu_read),
-        "llama70_q4km_4k_read_gb": step,
-        "llama70_q4km_rtx4090_4k_bound_tok_s": fitted,
-        "offload_slowdown_x": fitted / offloaded,
+        "rtx4090_usable_gb": room / GB,
+        "ngl_fit_float": n_float,
     }
 
 

@@ -43,6 +43,7 @@ FT_CARDS = (
     ("two_h100", "H100 SXM", 2),
 )
 WEEK_DAYS, WEEK_HOURS_PER_DAY = 7, 24  # claim 77's week of renting, around the clock
+WORKED_PSU_GPU = "RTX 5090"  # the page's power-supply case (the notebook predicts the 4090's)
 CPU = "Core i9-13900K"  # the desktop CPU of the comparison: dual-channel DDR5-5600
 
 
@@ -132,8 +133,6 @@ def _scenarios() -> dict[str, Any]:
         "q4km_bits": memory.bits_per_weight("q4_k_m"),
         "qwen7_kv_heads": personal.spec.n_kv_heads,
         "llama8_kv_heads": models.get("Llama-3-8B").n_kv_heads,
-        "llama8_vs_qwen7_kv_per_token_x": memory.kv_cache_bytes(models.get("Llama-3-8B"), 1)
-        / memory.kv_cache_bytes(personal.spec, 1),
         "personal_needed_gb": _gb(p3060.memory_needed_bytes),
         "personal_one_card_fits_count": len(one_card),
         "gpu_table_count": len(specs.load_gpus()),
@@ -165,14 +164,10 @@ def _fine_tuning() -> dict[str, Any]:
         "Llama-3-70B", "bf16", 2048, 4, task="fine-tuning", activation_checkpointing=True
     )
     one = choose.evaluate(ft8, "H200")
-    b = one.breakdown
     picks = [name for _, name, _ in FT_CARDS[:3]]  # seed 003's fine-tuning cards
     eight = choose.evaluate(ft70, "H100 SXM", 8)
     out = {
-        "ft_bytes_per_param": (b.weights + b.gradients + b.optimizer) / ft8.spec.n_params,
-        "states_usable_gb": _gb(b.weights + b.gradients + b.optimizer),
         "peak_usable_gb": _gb(one.memory_needed_bytes),
-        "h100_memory_gb": _gpu("H100 SXM").memory_gb,
         "ft8_article_picks_count": len(picks),
         "ft8_article_picks_fitting_count": sum(choose.evaluate(ft8, g).fits for g in picks),
         "ft70_peak_gb": _gb(eight.memory_needed_bytes),
@@ -254,46 +249,9 @@ def _misconceptions() -> dict[str, Any]:
 # ---- the buying advice: two 3090s or one 4090, NVLink or PCIe, consumer or datacenter
 
 
-def _pair_vs_one() -> dict[str, Any]:
-    """Llama-3-70B on two RTX 3090s (layer split) against one RTX 4090 with the rest in RAM."""
-    g3090, g4090 = _gpu("RTX 3090"), _gpu("RTX 4090")
-    out: dict[str, Any] = {
-        "rtx3090_memory_gb": g3090.memory_gb,
-        "rtx3090_pair_memory_gb": 2 * g3090.memory_gb,
-        "rtx3090_pair_reported_gb": _gb(2 * g3090.memory_bytes),
-        "rtx3090_gbs": g3090.bandwidth_gbs,
-        "rtx3090_pair_power_w": 2 * g3090.board_power_w,
-        "rtx4090_memory_gb": g4090.memory_gb,
-        "rtx4090_gbs": g4090.bandwidth_gbs,
-    }
-    split, alone, needed = [], [], []
-    for fmt, key in (("int4", "int4"), ("q4_k_m", "q4km")):
-        for ctx, k in ((2048, "2k"), (4096, "4k")):
-            pair = choose.evaluate(Workload("Llama-3-70B", fmt, ctx), "RTX 3090", 2)
-            # a 4K context is the book's default case, whose names carry no context
-            case = f"llama70_{key}" if k == "4k" else f"llama70_{key}_{k}"
-            out[f"{case}_need_gb"] = _gb(pair.memory_needed_bytes)
-            out[f"{case}_two_3090_fits"] = _fits(pair)
-            out[f"{case}_two_3090_tok_s"] = serving.layer_split_tokens_per_s(
-                _s70(), [g3090.bandwidth_gbs] * 2, fmt, seq_len=ctx
-            )
-            out[f"{case}_offload_tok_s"] = _offload_4090(fmt, ctx)[1]
-            out["two_3090_usable_gb"] = _gb(pair.memory_available_bytes)
-            needed.append(_gb(pair.memory_needed_bytes))
-            if pair.fits:  # a speed ratio only where the model fits
-                split.append(out[f"{case}_two_3090_tok_s"])
-                alone.append(out[f"{case}_offload_tok_s"])
-    ratios = [s / a for s, a in zip(split, alone, strict=True)]
-    return out | {
-        "llama70_pair_min_gb": min(needed),
-        "llama70_pair_max_gb": max(needed),
-        "llama70_pair_margin_gb": out["two_3090_usable_gb"] - max(needed),
-        "llama70_pair_fitting_cases": len(split),
-        "llama70_pair_cases": len(needed),
-        # 0 when no case fits (then the page's "where it fits" has no case to speak of)
-        "llama70_pair_vs_one_min_x": min(ratios, default=0.0),
-        "llama70_pair_vs_one_max_x": max(ratios, default=0.0),
-    }
+def _rtx3090() -> dict[str, Any]:
+    """The RTX 3090's marketed memory (two of them against one RTX 4090 is chapter 7's case)."""
+    return {"rtx3090_memory_gb": _gpu("RTX 3090").memory_gb}
 
 
 def _links() -> dict[str, Any]:
@@ -350,15 +308,12 @@ def _power() -> dict[str, Any]:
         if power.psu_excursion_factor(w) == power.ATX3_SMALL_PSU_EXCURSION
     )
     return {
-        "cpu_turbo_power_w": I5_13600KF_TURBO_W,
         "rest_of_system_w": build.rest_w,
         "psu_sustained_w": build.sustained_w,
-        "psu_peak_w": build.peak_w,
         "gpu_excursion_x": power.PCIE_CEM5_GPU_EXCURSION,
         "psu_excursion_x": power.ATX3_PSU_EXCURSION,
         "excursion_us": EXCURSION_US,
         "atx3_small_psu_limit_w": small_limit,
-        "psu_min_for_peak_w": sizing.min_for_peak_w,
         "psu_recommended_w": sizing.recommended_w,
         "article_psu_small_w": ARTICLE_PSU_SMALL_W,
         "article_psu_big_w": ARTICLE_PSU_BIG_W,
@@ -370,6 +325,21 @@ def _power() -> dict[str, Any]:
         "article_psu_big_ok": "carries both"
         if power.check_psu(build, ARTICLE_PSU_BIG_W).ok
         else "does not carry both",
+    }
+
+
+def _power_worked() -> dict[str, Any]:
+    """The page's worked case, another build than the notebook's: one RTX 5090 with the default
+    desktop CPU of gpulab.power (the notebook asks for the tutorial's RTX 4090 build)."""
+    build = power.build_for_gpu(WORKED_PSU_GPU)
+    sizing = power.size_psu(build)
+    return {
+        "rtx5090_board_w": build.gpu_power_w,
+        "default_cpu_power_w": build.cpu_power_w,
+        "psu5090_sustained_w": build.sustained_w,
+        "psu5090_peak_w": build.peak_w,
+        "psu5090_min_for_peak_w": sizing.min_for_peak_w,
+        "psu5090_recommended_w": sizing.recommended_w,
     }
 
 
@@ -394,7 +364,6 @@ def _break_even() -> dict[str, Any]:
     return {
         "article_build_cny": ARTICLE_BUILD_CNY,
         "break_even_a100_months": cost.break_even_months(box, a100),
-        "break_even_rent4090_months": cost.break_even_months(box, r4090),
         "article_buy_hours_per_day": ARTICLE_BUY_HOURS_PER_DAY,
         "break_even_rule_years": at_rule / 12,
         "years_of_use": box.years,
@@ -409,9 +378,10 @@ def figures() -> dict[str, Any]:
         | _capacity()
         | _scenarios()
         | _misconceptions()
-        | _pair_vs_one()
+        | _rtx3090()
         | _links()
         | _datacenter()
         | _power()
+        | _power_worked()
         | _break_even()
     )

@@ -18,11 +18,13 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Annotated
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import (
     NonNegativeFloat,
     NonNegativeInt,
+    OneOf,
     PositiveFloat,
     PositiveInt,
     checked,
@@ -81,6 +83,7 @@ class RingFit:
 
     latency_s: float  # fixed cost per call, seconds (the fit's intercept, at least 0)
     bus_bytes_per_s: float  # bus bandwidth the large messages reach, bytes/s
+    fitted: bool = True  # False: the times did not grow with the size, this is an average rate
 
     def seconds(self, nbytes: float, world_size: int) -> float:
         """The fitted model's time for an all-reduce of nbytes."""
@@ -89,7 +92,10 @@ class RingFit:
 
 @checked
 def fit_ring_model(
-    nbytes: Sequence[PositiveFloat], seconds: Sequence[PositiveFloat], world_size: PositiveInt
+    nbytes: Sequence[PositiveFloat],
+    seconds: Sequence[PositiveFloat],
+    world_size: PositiveInt,
+    if_flat: Annotated[str, OneOf(("raise", "rate"))] = "raise",
 ) -> RingFit:
     """Fit t = latency + 2 (n - 1) / n x nbytes / bus bandwidth to measured times.
 
@@ -97,6 +103,11 @@ def fit_ring_model(
     decades and an absolute fit would ignore the small messages. A negative intercept (noise)
     is clipped to 0 and the slope refitted through the origin. Plain Python (no numpy), so
     the estimate layer runs in a browser; the tests check it against numpy.polyfit.
+
+    Times that do not grow with the size (a busy machine's noise drowning the bytes) have no
+    bandwidth to fit: ``if_flat="raise"`` refuses them; ``"rate"`` returns the line through the
+    origin instead (no fixed cost, the points' weighted average rate), marked ``fitted=False``,
+    so that a notebook on a busy laptop can say so and go on.
     """
     factor = allreduce_bus_factor(world_size)
     if factor == 0:
@@ -124,17 +135,18 @@ def fit_ring_model(
         )
     slope = sxt / sxx
     intercept = t_mean - slope * x_mean
-    if intercept < 0:
+    if intercept < 0 or (slope <= 0 and if_flat == "rate"):
         intercept = 0.0
         slope = math.fsum(w * xi * ti for w, xi, ti in zip(weight, x, t, strict=True)) / math.fsum(
             w * xi * xi for w, xi in zip(weight, x, strict=True)
         )
     if slope <= 0:
         raise GpulabConfigError(
-            "seconds: the times do not grow with the size, so there is no bandwidth to fit",
+            "seconds: the times do not grow with the size, so there is no bandwidth to fit "
+            '(if_flat="rate" gives the average rate instead)',
             "seconds",
         )
-    return RingFit(float(intercept), float(1 / slope))
+    return RingFit(float(intercept), float(1 / slope), fitted=sxt > 0)
 
 
 # What each ZeRO stage shards across the ranks (Rajbhandari et al., ZeRO, arXiv:1910.02054):

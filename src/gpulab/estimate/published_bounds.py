@@ -165,7 +165,7 @@ def compare(row: Measurement | str) -> Comparison:
     except GpulabConfigError as err:  # name this function's argument, not get's
         raise GpulabConfigError(str(err).replace("row_id=", "row=", 1), "row") from None
     if m.gpu is None:
-        return _excluded(m, "-", f"{m.device!r} has no row in the spec table (gpu_specs.json)")
+        return _excluded(m, "-", f"{m.device!r} has no row in the course's GPU spec table")
     gpu = get_gpu(m.gpu)
     if m.test == "matmul":
         return _matmul(m, gpu)
