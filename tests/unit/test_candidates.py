@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpulab import candidates, choose
+from gpulab.core.errors import GpulabConfigError
 
 PERSONAL = choose.Workload("Qwen2.5-7B", "q4_k_m", context_tokens=8192)
 # a full fine-tune one H100 holds (Llama-3-8B's needs 160 GB: two cards)
@@ -67,5 +68,14 @@ def test_a_card_that_does_not_hold_the_workload_shows_no_speed():
 
 
 def test_an_unknown_task_is_named():
-    with pytest.raises(ValueError, match="task='serving'.*'inference', 'fine-tuning'"):
+    """Refused in one line naming the parameter and the tasks there are."""
+    with pytest.raises(GpulabConfigError, match="task='serving'.*inference, fine-tuning") as err:
         candidates.candidate_table([], "t", task="serving")
+    assert err.value.field == "task" and "\n" not in str(err.value)
+
+
+def test_what_is_not_a_list_of_candidates_is_refused_naming_it():
+    for bad in (None, "RTX 4090", ["RTX 4090"]):
+        with pytest.raises(GpulabConfigError) as err:
+            candidates.candidate_table(bad, "t")
+        assert err.value.field.startswith("candidates")

@@ -479,6 +479,40 @@ def test_torch_not_installed(monkeypatch):
     assert torch_probe.backend_of(info) == "cpu"
 
 
+def test_an_empty_torch_package_is_described_not_refused(monkeypatch, tmp_path):
+    """A torch folder left by an uninstall imports as an empty package: a note, never a check."""
+    import types
+
+    empty = types.ModuleType("torch")  # no torch.cuda, no torch.version
+    monkeypatch.setitem(sys.modules, "torch", empty)
+    torch_module, info, notes = torch_probe.torch_read()
+    assert torch_module is None and info.installed  # nothing more to list; still reported
+    assert any(n.startswith("torch could not be queried: AttributeError") for n in notes), notes
+    report = detect(environ={}, nvml=FakeNVML([]), dev_dir=str(tmp_path))
+    assert report.gpus == [] and report.backend == "cpu"
+    assert not any("did not" in n for n in report.notes), report.notes
+
+
+def test_a_probe_that_is_not_callable_gives_the_default_and_a_note():
+    """torch_probe.call takes whatever torch exposes: a bool where a function was is a note."""
+    notes: list[str] = []
+    assert torch_probe.call(True, False, notes) is False
+    assert notes == ["torch: 'bool' object is not callable"]
+
+
+def test_odd_arch_names_are_dropped_and_the_doctor_still_runs(tmp_path):
+    """A torch whose get_arch_list holds None or a number: the names are kept, the rest dropped."""
+    from gpulab import doctor
+
+    odd = fake_torch()
+    odd.cuda.get_arch_list = lambda: ["sm_90", None, 90]  # the fake GPUs are 8.9
+    info, _ = torch_probe.torch_info(odd)
+    assert info.arch_list == ["sm_90"]
+    report = detect(environ={}, nvml=two_gpus(), torch_module=odd, dev_dir=str(tmp_path))
+    codes = {f.code for f in doctor.diagnose(report)}
+    assert report.torch.arch_list == ["sm_90"] and "arch-not-in-build" in codes, codes
+
+
 def fake_torch(hip=None, cuda="12.4", available=True):
     """A fake torch module that sees two GPUs through torch.cuda."""
     props = SimpleNamespace(name="AMD Instinct MI300X", total_memory=192 * GIB, major=9, minor=4)
@@ -710,9 +744,10 @@ def test_pick_device_cuda_on_cpu_build():
 
 
 def test_pick_device_not_a_string():
-    with pytest.raises(GpulabConfigError, match=r"device=3 \(int\) is not a device name") as err:
+    # refused at the boundary (@checked), in one line that names the parameter and the type
+    with pytest.raises(GpulabConfigError) as err:
         pick_device(3)
-    assert "'auto', 'cpu', 'cuda'" in str(err.value)
+    assert str(err.value) == "device=3 must be a string, not int" and err.value.field == "device"
 
 
 @pytest.mark.skipif(torch.backends.mps.is_available(), reason="this machine has MPS")
@@ -954,8 +989,9 @@ def test_gpuinfo_keeps_only_sane_values_whatever_its_source():
 def test_quick_must_be_a_bool_and_the_error_names_it(bad):
     from gpulab.core.errors import GpulabConfigError
 
-    with pytest.raises(GpulabConfigError, match=r"quick=.* use True .* or False"):
+    with pytest.raises(GpulabConfigError, match=r"^quick=.* must be True or False$") as err:
         hardware.check_quick(bad)
+    assert err.value.field == "quick"
 
 
 def test_quick_true_and_false_pass():

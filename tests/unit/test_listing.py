@@ -4,6 +4,7 @@ notebook keeps a Markdown copy of a gpulab function."""
 from __future__ import annotations
 
 import ast
+import functools
 import json
 import re
 import sys
@@ -12,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from gpulab import listing, memory, timing
+from gpulab.core.errors import GpulabConfigError
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
@@ -54,8 +56,14 @@ def test_show_displays_the_function_as_its_file_has_it(fn, path):
 
 
 def test_show_refuses_what_has_no_source():
-    with pytest.raises(TypeError, match="function or a class"):
-        listing.show(42)
+    """A value that is not callable, and a callable that is no function or class, are refused
+    in one line naming the parameter."""
+    for bad in (42, functools.partial(timing.benchmark)):
+        with pytest.raises(GpulabConfigError) as err:
+            listing.show(bad)
+        assert err.value.field == "obj" and "\n" not in str(err.value)
+    with pytest.raises(GpulabConfigError, match="function or a class"):
+        listing.show(functools.partial(timing.benchmark))
 
 
 def _statements(code: str) -> set[str]:

@@ -322,7 +322,22 @@ def test_a_vm_reporting_0_mhz_gets_a_note_that_the_doctor_prints(tmp_path, monke
 # --------------------------------------------------------------------------- 4. budget devices
 
 
-@pytest.mark.parametrize("device", ["cuda:7", 0, "CPU", None, "meta", "cuda:x", 1.5])
+@pytest.mark.parametrize("device", [0, None, 1.5])
+def test_allowance_on_a_value_that_is_not_a_device_is_refused_at_the_boundary(device):
+    """Not a torch.device nor a name: refused by @checked, in one line naming `device`."""
+    for call in (
+        lambda: budget.allowance(device),
+        lambda: budget.fits(device, 4e8),
+        lambda: budget.max_elements(device, 4),
+    ):
+        with pytest.raises(
+            GpulabConfigError, match=r"^device must be a device or str, not "
+        ) as info:
+            call()
+        assert info.value.field == "device" and "\n" not in str(info.value)
+
+
+@pytest.mark.parametrize("device", ["cuda:7", "CPU", "meta", "cuda:x"])
 def test_allowance_on_a_device_that_does_not_exist_here_says_so(device):
     for call in (
         lambda: budget.allowance(device),

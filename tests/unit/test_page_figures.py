@@ -47,10 +47,12 @@ def test_a_figure_is_formatted_as_myst_nb_formatted_it(value, spec, expected):
     assert figures.format_figure(value, spec) == expected
 
 
-@pytest.mark.parametrize("bad", [True, None, [1, 2], {"a": 1}])
+@pytest.mark.parametrize("bad", [True, None, [1, 2], {"a": 1}, float("nan")])
 def test_a_figure_is_an_int_a_float_or_a_str(bad):
-    with pytest.raises(GpulabConfigError, match="a figure is an int, a float or a str"):
+    """Anything else is refused in one line naming the value, before it is formatted."""
+    with pytest.raises(GpulabConfigError, match="an integer or a number or a string|finite") as err:
         figures.format_figure(bad, "")
+    assert err.value.field == "value" and "\n" not in str(err.value)
 
 
 def test_every_chapter_figure_has_a_name_a_page_can_say_and_a_plain_value():

@@ -104,11 +104,20 @@ def test_setup_says_when_triton_was_imported_before(clean_env):
     assert status.interpreter and "imported before setup()" in status.reason
 
 
-@pytest.mark.parametrize("bad", ["gpu", "auto", 3, None])
+@pytest.mark.parametrize("bad", ["gpu", "auto"])
 def test_setup_rejects_what_is_not_a_device(bad):
-    """A value that is not a torch device is a GpulabConfigError naming it."""
-    with pytest.raises(GpulabConfigError, match="is not a torch device"):
+    """A string that is not a torch device is a GpulabConfigError naming it."""
+    with pytest.raises(GpulabConfigError, match="is not a torch device") as err:
         triton_support.setup(bad)
+    assert err.value.field == "device"
+
+
+@pytest.mark.parametrize("bad", [3, None, True, 1.5])
+def test_setup_refuses_what_is_not_a_device_or_a_string_at_the_boundary(bad):
+    """Neither a torch.device nor a string: refused by the annotation, naming the parameter."""
+    with pytest.raises(GpulabConfigError, match="device must be a") as err:
+        triton_support.setup(bad)
+    assert err.value.field == "device"
 
 
 def test_cdiv():

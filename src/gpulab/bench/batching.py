@@ -8,13 +8,19 @@ to the batch until the arithmetic itself dominates, and flattens where the devic
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gpulab.bench import timing
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import PositiveInt, checked, require_positive_ints
+from gpulab.core.validate import PositiveFloat, PositiveInt, checked
 from gpulab.machine import budget
+
+if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
+    import torch
+
+__all__ = ["BatchPoint", "mlp", "sweep"]
 
 
 @dataclass(frozen=True)
@@ -28,7 +34,7 @@ class BatchPoint:
 
 
 @checked
-def mlp(width: PositiveInt, depth: PositiveInt, device: Any, seed: int = 0):
+def mlp(width: PositiveInt, depth: PositiveInt, device: torch.device | str, seed: int = 0):
     """A stack of `depth` width x width linear layers with ReLU: the workload of the sweep."""
     import torch
 
@@ -39,16 +45,22 @@ def mlp(width: PositiveInt, depth: PositiveInt, device: Any, seed: int = 0):
     return torch.nn.Sequential(*layers).to(device).eval()
 
 
+@checked
 def sweep(
-    device: Any, batches, width: int = 512, depth: int = 4, min_run_time: float = 0.1
+    device: torch.device | str,
+    batches: Sequence[PositiveInt],
+    width: PositiveInt = 512,
+    depth: PositiveInt = 4,
+    min_run_time: PositiveFloat = 0.1,
 ) -> list[BatchPoint]:
     """Time one inference pass of the MLP at each batch size (skipping sizes over the budget)."""
     import torch
 
     batches = list(batches)
     if not batches:
-        raise GpulabConfigError("batches is empty; give at least one batch size, e.g. [1, 8, 64]")
-    require_positive_ints(**{f"batches[{i}]": b for i, b in enumerate(batches)})
+        raise GpulabConfigError(
+            "batches is empty; give at least one batch size, e.g. [1, 8, 64]", "batches"
+        )
     model = mlp(width, depth, device)
     weights = depth * width * width
     allowed = budget.allowance(device)

@@ -11,12 +11,22 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulab.bench import timing
+from gpulab.core.validate import PositiveFloat, checked, lenient
+
+if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
+    import torch
+
+__all__ = ["CompileResult", "activation_chain", "measure_compile"]
 
 
-def activation_chain(x, bias):
+@lenient(
+    "the workload torch.compile traces (inside a reader's function too): a check would be "
+    "traced into the graph, where it breaks it, and timed with the kernels"
+)
+def activation_chain(x: torch.Tensor, bias: torch.Tensor):
     """SiLU, a bias, GELU and a scaled residual: four memory-bound passes in eager mode."""
     import torch
 
@@ -47,7 +57,8 @@ class CompileResult:
         return None if saved <= 0 else self.compile_seconds / saved
 
 
-def measure_compile(fn: Callable, *args: Any, min_run_time: float = 0.2) -> CompileResult:
+@checked
+def measure_compile(fn: Callable, *args: Any, min_run_time: PositiveFloat = 0.2) -> CompileResult:
     """Compile `fn`, time its first call (the compile), then time eager and compiled calls."""
     import torch
 

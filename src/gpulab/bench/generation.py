@@ -25,7 +25,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from gpulab.bench import memprobe, timing
 from gpulab.bench.precision import autocast, check_runs_on, grad_scaler
@@ -34,7 +34,10 @@ from gpulab.core.validate import (
     PositiveInt,
     checked,
 )
-from gpulab.reference.formats import AUTOCAST_PRECISIONS
+from gpulab.reference.formats import AUTOCAST_PRECISIONS, AutocastPrecision
+
+if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
+    import torch
 
 __all__ = [
     "PRECISIONS",
@@ -68,7 +71,7 @@ def _device_of(model) -> Any:
 
 
 @checked
-def random_ids(model, batch: PositiveInt, seq_len: PositiveInt, seed: int = 0):
+def random_ids(model: torch.nn.Module, batch: PositiveInt, seq_len: PositiveInt, seed: int = 0):
     """Token ids (batch, seq_len), uniform over the vocabulary, on the model's device."""
     torch = _torch()
     gen = torch.Generator().manual_seed(seed)
@@ -96,7 +99,11 @@ def _cache_of(out):
 
 @checked
 def measure_prefill(
-    model, batch: int, prompt_len: int, min_run_time: PositiveFloat = 0.2, seed: int = 0
+    model: torch.nn.Module,
+    batch: PositiveInt,
+    prompt_len: PositiveInt,
+    min_run_time: PositiveFloat = 0.2,
+    seed: int = 0,
 ) -> timing.Measurement:
     """Time one prefill: a forward pass over batch x prompt_len tokens, filling a cache.
 
@@ -136,7 +143,7 @@ class DecodeResult:
 
 @checked
 def greedy_decode(
-    model, prompt, new_tokens: PositiveInt, use_cache: bool = True
+    model: torch.nn.Module, prompt: torch.Tensor, new_tokens: PositiveInt, use_cache: bool = True
 ) -> tuple[Any, float, int]:
     """Greedy decoding written out: (generated ids, seconds of the loop, positions).
 
@@ -181,7 +188,7 @@ def greedy_decode(
 
 @checked
 def measure_decode(
-    model,
+    model: torch.nn.Module,
     batch: PositiveInt,
     prompt_len: PositiveInt,
     new_tokens: PositiveInt,
@@ -209,6 +216,7 @@ def measure_decode(
     )
 
 
+@checked
 def count_ops(fn: Callable[[], Any]) -> int:
     """ATen operators that `fn()` runs: each is a kernel launch (or more) on a GPU, and
     on any device a round of Python and dispatcher work before the arithmetic starts."""
@@ -227,7 +235,10 @@ def count_ops(fn: Callable[[], Any]) -> int:
     return counter.count
 
 
-def ops_per_decode_step(model, batch: int, prompt_len: int, seed: int = 0) -> int:
+@checked
+def ops_per_decode_step(
+    model: torch.nn.Module, batch: PositiveInt, prompt_len: PositiveInt, seed: int = 0
+) -> int:
     """ATen operators in one cached decoding step after a `prompt_len`-token prompt."""
     torch = _torch()
     prompt = random_ids(model, batch, prompt_len, seed)
@@ -257,13 +268,13 @@ class TrainResult:
 
 @checked
 def train_steps(
-    model,
+    model: torch.nn.Module,
     batch: PositiveInt,
     seq_len: PositiveInt,
     steps: PositiveInt,
-    precision: str = "fp32",
+    precision: AutocastPrecision = "fp32",
     activation_checkpointing: bool = False,
-    lr: float = 1e-3,
+    lr: PositiveFloat = 1e-3,
     seed: int = 0,
 ) -> TrainResult:
     """Train on one random batch for `steps` AdamW steps; time each, measure the peak.
@@ -338,8 +349,13 @@ class GradMode(NamedTuple):
     peak_bytes: int  # peak of live tensors during one forward pass (weights included)
 
 
+@checked
 def grad_modes(
-    model, batch: int, seq_len: int, min_run_time: float = 0.2, seed: int = 0
+    model: torch.nn.Module,
+    batch: PositiveInt,
+    seq_len: PositiveInt,
+    min_run_time: PositiveFloat = 0.2,
+    seed: int = 0,
 ) -> dict[str, GradMode]:
     """A forward pass (logits for every position) under each autograd mode.
 

@@ -221,8 +221,13 @@ def run_torchrun(
     return result
 
 
+@checked
 def run_json(
-    script: str | Path, args: Sequence[Any] = (), nproc: int = 2, timeout_s: float = 120.0, **kwargs
+    script: str | Path,
+    args: Sequence[Any] = (),
+    nproc: PositiveInt = 2,
+    timeout_s: PositiveFloat = 120.0,
+    **kwargs: Any,
 ) -> tuple[dict, LaunchResult]:
     """Run a script that writes its results as JSON to `--json PATH`; return them and the run."""
     with tempfile.TemporaryDirectory(prefix="gpulab-results-") as tmp:

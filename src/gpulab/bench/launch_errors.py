@@ -14,6 +14,8 @@ import signal
 from dataclasses import dataclass
 from pathlib import Path
 
+from gpulab.core.validate import checked
+
 __all__ = [
     "RankFailure",
     "indent",
@@ -38,6 +40,7 @@ class RankFailure:
 _FIELD = re.compile(r"^\s{2}(\w+)\s*: ?(.*)$")
 
 
+@checked
 def parse_failure_summary(text: str) -> list[RankFailure]:
     """The failed ranks in torchrun's ChildFailedError summary, root cause first.
 
@@ -109,6 +112,7 @@ def _error_line(traceback_text: str, exitcode: int | None) -> str:
     return last or (f"exited with status {exitcode}" if exitcode is not None else "failed")
 
 
+@checked
 def read_error_files(log_dir: str | Path) -> dict[int, tuple[str, str, float]]:
     """Each rank's error file under torchrun's log folder: rank -> (message, traceback, time)."""
     out: dict[int, tuple[str, str, float]] = {}
@@ -130,7 +134,8 @@ def read_error_files(log_dir: str | Path) -> dict[int, tuple[str, str, float]]:
     return out
 
 
-def job_failures(stderr_tail: str, log_dir: Path) -> list[RankFailure]:
+@checked
+def job_failures(stderr_tail: str, log_dir: str | Path) -> list[RankFailure]:
     """Failed ranks from torchrun's summary, with tracebacks from the error files."""
     files = read_error_files(log_dir)
     failures = parse_failure_summary(stderr_tail)
@@ -182,12 +187,14 @@ def _root_first(failures: list[RankFailure]) -> list[RankFailure]:
     ]
 
 
+@checked
 def last_line(text: str) -> str:
     """The last line of `text` that is not blank, stripped ("" if none)."""
     lines = [line.strip() for line in text.strip().splitlines() if line.strip()]
     return lines[-1] if lines else ""
 
 
+@checked
 def indent(text: str) -> str:
     """`text` with every line indented by four spaces, for a message."""
     return "\n".join("    " + line for line in text.splitlines())

@@ -14,11 +14,21 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Any
 
 from gpulab.core.validate import OneOf, PositiveFloat, PositiveInt, checked
 from gpulab.machine import budget
 from gpulab.reference.links import DISKS
+
+__all__ = [
+    "LoadResult",
+    "checkpoint_size",
+    "direct_read_bytes_per_s",
+    "load_seconds",
+    "make_checkpoint",
+    "save_both",
+    "time_loads",
+]
 
 
 @checked
@@ -47,6 +57,7 @@ def make_checkpoint(nbytes: PositiveInt, tensors: PositiveInt = 8, seed: int = 0
     return {f"layer{i}.weight": torch.randn(per, generator=g) for i in range(tensors)}
 
 
+@checked
 def checkpoint_size(quick: bool = False) -> int:
     """A checkpoint size that fits the RAM budget three times (file cache, loaded copy, source).
 
@@ -56,7 +67,8 @@ def checkpoint_size(quick: bool = False) -> int:
     return int(min(cap, budget.allowance("cpu") // 3))
 
 
-def save_both(state: dict, folder: Path) -> dict[str, Path]:
+@checked
+def save_both(state: dict[str, Any], folder: str | Path) -> dict[str, Path]:
     """Write the state dict as a torch pickle and as safetensors; return the two paths."""
     import torch
     from safetensors.torch import save_file
@@ -75,6 +87,7 @@ def _touch(tensors) -> None:
         t.sum()
 
 
+@checked
 def time_loads(paths: dict[str, Path]) -> list[LoadResult]:
     """Load the checkpoint four ways; each is timed until open and until every byte was read."""
     import torch
@@ -115,7 +128,8 @@ def time_loads(paths: dict[str, Path]) -> list[LoadResult]:
     ]
 
 
-def direct_read_bytes_per_s(path: Path, block: int = 8 * 2**20) -> float | None:
+@checked
+def direct_read_bytes_per_s(path: str | Path, block: PositiveInt = 8 * 2**20) -> float | None:
     """Read a file with O_DIRECT (past the page cache) and return bytes/s; None where unsupported.
 
     Only Linux has O_DIRECT, and some file systems (tmpfs, some overlays) refuse it: then the

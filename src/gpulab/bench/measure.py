@@ -10,18 +10,47 @@ was busy, a share of peak above 100 % or far below it, bf16 on a CPU without bf1
 from __future__ import annotations
 
 import contextlib
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Annotated
 
 from gpulab.bench import timing
 from gpulab.bench.progress import progress_bar
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import format_rate, format_seconds, size_label
+from gpulab.core.validate import OneOf, PositiveFloat, PositiveInt, checked
 from gpulab.estimate import roofline
 from gpulab.machine import budget
+from gpulab.machine.peaks import Peak
+
+if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
+    import torch
+
+__all__ = [
+    "BANDWIDTH_KINDS",
+    "LOW_SHARE_PERCENT",
+    "PRECISIONS",
+    "RatePoint",
+    "bandwidth_point",
+    "bandwidth_sweep",
+    "best_matmul",
+    "busy_summary",
+    "host_to_device",
+    "low_share_note",
+    "matmul_point",
+    "matmul_precision",
+    "matmul_precisions",
+    "matmul_sweep",
+    "no_native_note",
+    "point_notes",
+    "roofline_points",
+    "torch_dtype",
+]
 
 PRECISIONS = ("fp32", "tf32", "bf16", "fp16")
+BANDWIDTH_KINDS = ("copy", "triad")  # b = a; a = b + s * c (STREAM's triad)
+Precision = Annotated[str, OneOf(PRECISIONS, "precision")]
+BandwidthKind = Annotated[str, OneOf(BANDWIDTH_KINDS, "bandwidth kind")]
 
 
 @dataclass(frozen=True)
@@ -64,7 +93,8 @@ class RatePoint:
         return timing.busy_note(self.timed.spread, len(self.timed.times), self.label)
 
 
-def torch_dtype(precision: str):
+@checked
+def torch_dtype(precision: Precision):
     """The torch dtype that stores a precision ('tf32' computes on float32 storage)."""
     import torch
 
@@ -74,13 +104,12 @@ def torch_dtype(precision: str):
         "bf16": torch.bfloat16,
         "fp16": torch.float16,
     }
-    if precision not in table:
-        raise GpulabConfigError(f"precision={precision!r} is not one of {', '.join(PRECISIONS)}")
     return table[precision]
 
 
+@checked
 @contextlib.contextmanager
-def matmul_precision(precision: str) -> Iterator[None]:
+def matmul_precision(precision: Precision) -> Iterator[None]:
     """Allow TF32 for float32 matrix products only inside a 'tf32' block (off by default)."""
     import torch
 
@@ -92,8 +121,11 @@ def matmul_precision(precision: str) -> Iterator[None]:
         torch.set_float32_matmul_precision(before)
 
 
+@checked
 def matmul_precisions(
-    device: Any, vector_extensions: Iterable[str] = (), compute_capability: str | None = None
+    device: torch.device | str,
+    vector_extensions: Sequence[str] = (),
+    compute_capability: str | None = None,
 ) -> list[str]:
     """Precisions worth sweeping on a device: the ones its hardware runs natively."""
     import torch
@@ -113,8 +145,14 @@ def matmul_precisions(
     return ["fp32", "bf16", "fp16"]
 
 
+@checked
 def matmul_point(
-    device: Any, m: int, n: int, k: int, precision: str = "fp32", min_run_time: float = 0.1
+    device: torch.device | str,
+    m: PositiveInt,
+    n: PositiveInt,
+    k: PositiveInt,
+    precision: Precision = "fp32",
+    min_run_time: PositiveFloat = 0.1,
 ) -> RatePoint | None:
     """Time one (m x k) @ (k x n) product; None when its operands would exceed the budget."""
     import torch
@@ -142,11 +180,12 @@ def matmul_point(
     )
 
 
+@checked
 def matmul_sweep(
-    device: Any,
-    sizes: Iterable[int],
-    precisions: Iterable[str],
-    min_run_time: float = 0.1,
+    device: torch.device | str,
+    sizes: Sequence[PositiveInt],
+    precisions: Sequence[Precision],
+    min_run_time: PositiveFloat = 0.1,
     progress: bool = True,
 ) -> list[RatePoint]:
     """Square matrix products of each size and precision; sizes over the budget are skipped."""
@@ -159,11 +198,12 @@ def matmul_sweep(
     return points
 
 
+@checked
 def best_matmul(
-    device: Any,
-    shapes: Iterable[tuple[int, int, int]],
-    precision: str,
-    min_run_time: float = 0.1,
+    device: torch.device | str,
+    shapes: Sequence[tuple[int, int, int]],
+    precision: Precision,
+    min_run_time: PositiveFloat = 0.1,
     progress: bool = True,
 ) -> RatePoint:
     """The (m, n, k) among the candidates that reaches the highest FLOP/s."""
@@ -177,14 +217,16 @@ def best_matmul(
     return max(points, key=lambda p: p.rate)
 
 
+@checked
 def bandwidth_point(
-    device: Any, nbytes: int, kind: str = "copy", min_run_time: float = 0.1
+    device: torch.device | str,
+    nbytes: PositiveInt,
+    kind: BandwidthKind = "copy",
+    min_run_time: PositiveFloat = 0.1,
 ) -> RatePoint | None:
     """GB/s of a copy (b = a) or a STREAM triad (a = b + s*c) on buffers of `nbytes` each."""
     import torch
 
-    if kind not in ("copy", "triad"):
-        raise GpulabConfigError(f"kind={kind!r} is not 'copy' or 'triad'")
     numel = max(1, nbytes // 4)
     buffers = 2 if kind == "copy" else 3
     if not budget.fits(device, buffers * numel * 4):
@@ -205,11 +247,12 @@ def bandwidth_point(
     )
 
 
+@checked
 def bandwidth_sweep(
-    device: Any,
-    sizes_bytes: Iterable[int],
-    kinds: Iterable[str] = ("copy", "triad"),
-    min_run_time: float = 0.1,
+    device: torch.device | str,
+    sizes_bytes: Sequence[PositiveInt],
+    kinds: Sequence[BandwidthKind] = BANDWIDTH_KINDS,
+    min_run_time: PositiveFloat = 0.1,
     progress: bool = True,
 ) -> list[RatePoint]:
     """Copy and triad bandwidth for buffer sizes from cache-resident to beyond the caches."""
@@ -222,12 +265,13 @@ def bandwidth_sweep(
     return points
 
 
+@checked
 def roofline_points(
-    device: Any,
-    precision: str = "fp32",
-    matmul_n: int = 1024,
-    elements: int = 1 << 22,
-    min_run_time: float = 0.1,
+    device: torch.device | str,
+    precision: Precision = "fp32",
+    matmul_n: PositiveInt = 1024,
+    elements: PositiveInt = 1 << 22,
+    min_run_time: PositiveFloat = 0.1,
 ) -> list[RatePoint]:
     """Achieved FLOP/s and intensity of a matmul, an add, a softmax and a layer norm."""
     import torch
@@ -268,11 +312,12 @@ def roofline_points(
     return points
 
 
+@checked
 def host_to_device(
-    device: Any,
-    sizes_bytes: Iterable[int],
+    device: torch.device | str,
+    sizes_bytes: Sequence[PositiveInt],
     pinned: bool,
-    min_run_time: float = 0.1,
+    min_run_time: PositiveFloat = 0.1,
     progress: bool = True,
 ) -> list[RatePoint]:
     """Bytes/s of host-to-GPU copies from pinned or pageable memory (CUDA devices only)."""
@@ -310,8 +355,9 @@ def host_to_device(
 LOW_SHARE_PERCENT = 5.0
 
 
+@checked
 def low_share_note(
-    point: RatePoint, peak: float | None, among: Iterable[RatePoint] = ()
+    point: RatePoint, peak: Peak | float | None, among: Sequence[RatePoint] = ()
 ) -> str | None:
     """Why `point` reached under LOW_SHARE_PERCENT of `peak`, from the points measured beside it.
 
@@ -353,7 +399,10 @@ def _percent(share: float) -> str:
     return f"{share:.2g}" if share < 10 else f"{share:.0f}"
 
 
-def point_notes(point: RatePoint, peak: float | None, among: Iterable[RatePoint] = ()) -> list[str]:
+@checked
+def point_notes(
+    point: RatePoint, peak: Peak | float | None, among: Sequence[RatePoint] = ()
+) -> list[str]:
     """Every note a measured point needs on the page: a busy machine, a share of peak above 100 %
     (the note ``roofline.percent_of_peak`` gives it), a very low share.
 
@@ -364,7 +413,8 @@ def point_notes(point: RatePoint, peak: float | None, among: Iterable[RatePoint]
     return [n for n in (point.busy_note, above, low_share_note(point, peak, among)) if n]
 
 
-def busy_summary(points: Iterable[RatePoint]) -> str | None:
+@checked
+def busy_summary(points: Sequence[RatePoint]) -> str | None:
     """One line for a plot's points: how many were timed while the machine was busy; else None."""
     points = list(points)
     busy = [p for p in points if p.busy_note]
@@ -378,7 +428,10 @@ def busy_summary(points: Iterable[RatePoint]) -> str | None:
     )
 
 
-def no_native_note(device: Any, vector_extensions: Iterable[str], precision: str) -> str | None:
+@checked
+def no_native_note(
+    device: torch.device | str, vector_extensions: Sequence[str], precision: str
+) -> str | None:
     """Why bf16 is slow on an x86 CPU without bf16 instructions; None on any other device."""
     import torch
 

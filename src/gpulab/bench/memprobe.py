@@ -21,15 +21,37 @@ is a second instrument that sees them (on the CPU, torch.profiler's allocator co
 from __future__ import annotations
 
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
-from gpulab.core.validate import PositiveInt, checked
+from gpulab.core.validate import OneOf, PositiveInt, checked
 from gpulab.estimate.memory import Breakdown
 
+if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
+    import torch
 
-def tensor_bytes(tensors) -> int:
+__all__ = [
+    "OPTIMIZERS",
+    "CacheStep",
+    "allocator_peak_bytes",
+    "category_tracker",
+    "compare",
+    "empty_cache_demo",
+    "grads_between_steps",
+    "input_grad_hooks",
+    "measure_inference",
+    "measure_training",
+    "peak_bytes",
+    "set_activation_checkpointing",
+    "tensor_bytes",
+]
+
+OPTIMIZERS = ("adamw", "sgd-momentum", "sgd")  # the optimizers a training step is measured with
+
+
+@checked
+def tensor_bytes(tensors: Iterable) -> int:
     """Bytes of distinct storages among tensors (tied weights counted once)."""
     seen, total = set(), 0
     for t in tensors:
@@ -84,7 +106,13 @@ def _device_of(model):
     return next(model.parameters()).device
 
 
-def measure_inference(model, batch: int, seq_len: int, logits: str = "last") -> Breakdown:
+@checked
+def measure_inference(
+    model: torch.nn.Module,
+    batch: PositiveInt,
+    seq_len: PositiveInt,
+    logits: Annotated[str, OneOf(("last", "all"), "logits choice")] = "last",
+) -> Breakdown:
     """One prefill of batch x seq_len tokens, KV cache on: weights, cache, transient activations."""
     import torch
 
@@ -122,11 +150,12 @@ def measure_inference(model, batch: int, seq_len: int, logits: str = "last") -> 
     )
 
 
+@checked
 def measure_training(
-    model,
-    batch: int,
-    seq_len: int,
-    optimizer: str = "adamw",
+    model: torch.nn.Module,
+    batch: PositiveInt,
+    seq_len: PositiveInt,
+    optimizer: Annotated[str, OneOf(OPTIMIZERS, "optimizer")] = "adamw",
     activation_checkpointing: bool = False,
 ) -> Breakdown:
     """The second of two training steps (the first creates the optimizer's states)."""
@@ -180,14 +209,18 @@ def measure_training(
     )
 
 
-def input_grad_hooks(model) -> bool:
+@checked
+def input_grad_hooks(model: torch.nn.Module) -> bool:
     """Whether the model already makes its embeddings' output require grad (PEFT)."""
     return bool(
         getattr(model, "_require_grads_hooks", None) or getattr(model, "_require_grads_hook", None)
     )
 
 
-def set_activation_checkpointing(model, on: bool, remove_input_hooks: bool = False) -> None:
+@checked
+def set_activation_checkpointing(
+    model: torch.nn.Module, on: bool, remove_input_hooks: bool = False
+) -> None:
     """Switch activation checkpointing on or off (transformers 5 names; 4.x's otherwise).
 
     Switching it on also makes the embeddings' output require grad (transformers does, so
@@ -221,10 +254,11 @@ def _optimizer(model, name: str):
     )
 
 
+@checked
 def compare(
     predicted: Breakdown,
     measured: Breakdown,
-    parts=("weights", "kv_cache", "activations", "gradients", "optimizer"),
+    parts: Sequence[str] = ("weights", "kv_cache", "activations", "gradients", "optimizer"),
 ) -> list[dict]:
     """Rows of predicted vs measured bytes per part, with the error in % of the measurement."""
     rows = []
@@ -252,7 +286,8 @@ def compare(
     return rows
 
 
-def peak_bytes(fn: Callable[[], Any], device: Any, *track: Any) -> int:
+@checked
+def peak_bytes(fn: Callable[[], Any], device: torch.device | str, *track: Any) -> int:
     """Peak bytes of live tensors while `fn()` runs once on `device`.
 
     On a CUDA GPU: the allocator's `torch.cuda.max_memory_allocated` over the call.
@@ -282,7 +317,10 @@ def peak_bytes(fn: Callable[[], Any], device: Any, *track: Any) -> int:
 # ------------------------------------------------------------- what the allocator keeps (chapter 5)
 
 
-def grads_between_steps(model, batch: int, seq_len: int, set_to_none: bool) -> int:
+@checked
+def grads_between_steps(
+    model: torch.nn.Module, batch: PositiveInt, seq_len: PositiveInt, set_to_none: bool
+) -> int:
     """Bytes of gradient tensors still allocated after one step and `zero_grad(set_to_none=...)`."""
     import torch
 
@@ -309,7 +347,7 @@ class CacheStep:
 
 
 @checked
-def empty_cache_demo(device: Any, nbytes: PositiveInt) -> list[CacheStep] | None:
+def empty_cache_demo(device: torch.device | str, nbytes: PositiveInt) -> list[CacheStep] | None:
     """On a CUDA GPU: what del and empty_cache() change; None on any other device."""
     import torch
 
@@ -340,7 +378,8 @@ def empty_cache_demo(device: Any, nbytes: PositiveInt) -> list[CacheStep] | None
 # ------------------------------------------------------------- a second instrument
 
 
-def allocator_peak_bytes(fn: Callable[[], Any], device: Any, *track: Any) -> int:
+@checked
+def allocator_peak_bytes(fn: Callable[[], Any], device: torch.device | str, *track: Any) -> int:
     """Peak bytes the allocator handed out while `fn()` ran, plus the tensors of `track`.
 
     An instrument independent of MemTracker: MemTracker sees the outputs of operators through

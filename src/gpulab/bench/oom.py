@@ -17,11 +17,14 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import PositiveFloat, PositiveInt, checked
 from gpulab.machine import budget
+
+if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
+    import torch
 
 __all__ = ["AllocationResult", "largest_batch_measured", "try_allocate"]
 
@@ -64,7 +67,7 @@ def _empty_cache(device) -> None:
 
 
 @checked
-def try_allocate(device: Any, nbytes: PositiveInt) -> AllocationResult:
+def try_allocate(device: torch.device | str, nbytes: PositiveInt) -> AllocationResult:
     """Try to allocate `nbytes` on the device and free them; never raises for lack of memory.
 
     cuda/xpu: really asks the allocator and catches torch.OutOfMemoryError. cpu/mps: refuses,

@@ -9,11 +9,15 @@ underflow; CUDA only). The memory estimator counts the same recipes by the same 
 from __future__ import annotations
 
 import contextlib
-from typing import Any
+from collections.abc import Set
+from typing import TYPE_CHECKING, Any
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import checked
 from gpulab.reference.formats import AutocastPrecision
+
+if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
+    import torch
 
 __all__ = [
     "autocast",
@@ -31,7 +35,9 @@ CPU_BF16_FLAGS = ("avx512_bf16", "amx_bf16")
 
 
 @checked
-def check_runs_on(precision: AutocastPrecision, device: Any, field: str = "precision") -> None:
+def check_runs_on(
+    precision: AutocastPrecision, device: torch.device | str, field: str = "precision"
+) -> None:
     """Raise GpulabConfigError when `precision` cannot run on `device` (fp16 needs CUDA)."""
     import torch
 
@@ -45,7 +51,9 @@ def check_runs_on(precision: AutocastPrecision, device: Any, field: str = "preci
 
 
 @checked
-def autocast(device: Any, precision: AutocastPrecision) -> contextlib.AbstractContextManager:
+def autocast(
+    device: torch.device | str, precision: AutocastPrecision
+) -> contextlib.AbstractContextManager:
     """The autocast context of a precision on a device ("fp32" gives a no-op)."""
     import torch
 
@@ -61,14 +69,16 @@ def needs_grad_scaler(precision: AutocastPrecision) -> bool:
     return precision == "autocast-fp16"
 
 
-def grad_scaler(precision: str) -> Any:
+@checked
+def grad_scaler(precision: AutocastPrecision) -> Any:
     """A CUDA GradScaler for "autocast-fp16", None for every other recipe."""
     import torch
 
     return torch.amp.GradScaler("cuda") if needs_grad_scaler(precision) else None
 
 
-def fast_precision(device: Any) -> str:
+@checked
+def fast_precision(device: torch.device | str) -> str:
     """The autocast recipe that fits a device: "autocast-bf16" on GPUs with bf16 units,
     "autocast-fp16" on older CUDA GPUs, "fp32" elsewhere (most CPUs have no fast 16-bit units)."""
     import torch
@@ -83,7 +93,8 @@ def fast_precision(device: Any) -> str:
     )
 
 
-def native_bf16(device: Any, cpu_flags: set[str] | None = None) -> bool:
+@checked
+def native_bf16(device: torch.device | str, cpu_flags: Set | None = None) -> bool:
     """Whether `device` computes bf16 products in hardware (not emulated).
 
     CUDA: compute capability 8.0 or newer (torch's check without emulation). CPU: the

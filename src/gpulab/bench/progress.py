@@ -9,9 +9,12 @@ from __future__ import annotations
 import os
 from collections.abc import Iterable
 
+from gpulab.core.validate import checked
+
 __all__ = ["progress_bar"]
 
 
+@checked
 def progress_bar(items: Iterable, description: str, show: bool = True) -> Iterable:
     """Items wrapped in a progress bar when asked for (tqdm's notebook bar in Jupyter)."""
     if not show or os.environ.get("GPULAB_PROGRESS", "1") == "0":

@@ -19,9 +19,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import Between, PositiveInt, checked
+
+if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
+    import torch
 
 __all__ = [
     "QuantizedTensor",
@@ -33,6 +37,8 @@ __all__ = [
 ]
 
 MIN_BITS, MAX_BITS = 2, 8  # 1 bit leaves no code but 0 in a symmetric format; int8 holds 8
+# bits per code: symmetric codes in an int8 tensor
+Bits = Annotated[int, Between(MIN_BITS, MAX_BITS)]
 
 
 @dataclass(frozen=True)
@@ -55,21 +61,12 @@ def _qmax(bits: int) -> int:
     return 2 ** (bits - 1) - 1
 
 
-def _check_bits(bits: Any) -> int:
-    if not isinstance(bits, int) or isinstance(bits, bool) or not MIN_BITS <= bits <= MAX_BITS:
-        raise GpulabConfigError(
-            f"bits={bits!r} must be an integer from {MIN_BITS} to {MAX_BITS} "
-            "(symmetric codes in an int8 tensor)"
-        )
-    return bits
-
-
 def _check_matrix(w: Any):
     import torch
 
     if not torch.is_tensor(w) or w.ndim != 2 or not w.is_floating_point():
         what = f"a tensor of shape {tuple(w.shape)}" if torch.is_tensor(w) else type(w).__name__
-        raise GpulabConfigError(f"w must be a 2-D floating-point tensor (out, in); got {what}")
+        raise GpulabConfigError(f"w must be a 2-D floating-point tensor (out, in); got {what}", "w")
     return w.detach().float()
 
 
@@ -81,9 +78,9 @@ def _codes(w, scale, qmax: int):
     return torch.round(w / safe).clamp_(-qmax, qmax).to(torch.int8), safe
 
 
-def quantize_per_channel(w: Any, bits: int = 8) -> QuantizedTensor:
+@checked
+def quantize_per_channel(w: torch.Tensor, bits: Bits = 8) -> QuantizedTensor:
     """Symmetric quantization with one scale per output row: absmax / (2**(bits-1) - 1)."""
-    bits = _check_bits(bits)
     wf = _check_matrix(w)
     qmax = _qmax(bits)
     scale = wf.abs().amax(dim=1, keepdim=True) / qmax  # (out, 1)
@@ -91,18 +88,19 @@ def quantize_per_channel(w: Any, bits: int = 8) -> QuantizedTensor:
     return QuantizedTensor(q=q, scale=scale, bits=bits, group_size=None, shape=tuple(w.shape))
 
 
-def quantize_per_group(w: Any, bits: int = 4, group_size: int = 128) -> QuantizedTensor:
+@checked
+def quantize_per_group(
+    w: torch.Tensor, bits: Bits = 4, group_size: PositiveInt = 128
+) -> QuantizedTensor:
     """Symmetric quantization with one scale per group of `group_size` weights along a row."""
-    bits = _check_bits(bits)
     wf = _check_matrix(w)
-    if not isinstance(group_size, int) or isinstance(group_size, bool) or group_size < 1:
-        raise GpulabConfigError(f"group_size={group_size!r} must be a positive integer")
     out, inp = wf.shape
     if inp % group_size:
         raise GpulabConfigError(
             f"group_size={group_size} does not divide the input dimension {inp} of a weight of "
             f"shape {tuple(w.shape)}; use a divisor of {inp} (for example "
-            f"{math.gcd(inp, group_size)}) or group_size=None for one scale per row"
+            f"{math.gcd(inp, group_size)}) or group_size=None for one scale per row",
+            "group_size",
         )
     qmax = _qmax(bits)
     groups = wf.view(out, inp // group_size, group_size)  # (out, groups, group_size)
@@ -117,7 +115,8 @@ def quantize_per_group(w: Any, bits: int = 4, group_size: int = 128) -> Quantize
     )
 
 
-def dequantize(qt: QuantizedTensor, dtype: Any = None):
+@checked
+def dequantize(qt: QuantizedTensor, dtype: torch.dtype | None = None):
     """The float weights a quantized tensor stands for: code x scale (float32 unless `dtype`)."""
     import torch
 
@@ -130,10 +129,9 @@ def dequantize(qt: QuantizedTensor, dtype: Any = None):
     return w.reshape(qt.shape).to(dtype or torch.float32)
 
 
-def stored_bytes(qt: QuantizedTensor, scale_bits: int = 16) -> int:
+@checked
+def stored_bytes(qt: QuantizedTensor, scale_bits: PositiveInt = 16) -> int:
     """Bytes a packed format stores: every code at `bits` bits plus one scale per row or group."""
-    if not isinstance(scale_bits, int) or isinstance(scale_bits, bool) or scale_bits < 1:
-        raise GpulabConfigError(f"scale_bits={scale_bits!r} must be a positive integer")
     n_values = math.prod(qt.shape)
     n_scales = qt.scale.numel()
     return math.ceil(n_values * qt.bits / 8) + math.ceil(n_scales * scale_bits / 8)
@@ -145,8 +143,12 @@ def _quantize(w, bits: int, group_size: int | None) -> QuantizedTensor:
     return quantize_per_group(w, bits, group_size)
 
 
+@checked
 def quantize_linear_weights_(
-    model: Any, bits: int, group_size: int | None = None, scale_bits: int = 16
+    model: torch.nn.Module,
+    bits: Bits,
+    group_size: PositiveInt | None = None,
+    scale_bits: PositiveInt = 16,
 ) -> dict:
     """Quantize every decoder weight matrix in place (simulated); return bytes before, after, error.
 
@@ -159,7 +161,6 @@ def quantize_linear_weights_(
     """
     import torch
 
-    _check_bits(bits)
     skip = set()
     for getter in ("get_input_embeddings", "get_output_embeddings"):
         module = getattr(model, getter, lambda: None)()
@@ -167,7 +168,9 @@ def quantize_linear_weights_(
             skip.add(id(module.weight))
     matrices = [(n, p) for n, p in model.named_parameters() if p.ndim >= 2 and id(p) not in skip]
     if not matrices:
-        raise GpulabConfigError("model has no weight matrices besides its embeddings to quantize")
+        raise GpulabConfigError(
+            "model has no weight matrices besides its embeddings to quantize", "model"
+        )
     before = after = params = 0
     max_error = 0.0
     with torch.no_grad():

@@ -18,14 +18,19 @@ import datetime
 import sys
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from gpulab.core.validate import checked
 from gpulab.machine.report import HardwareReport
 from gpulab.reference import measured
+
+if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
+    import torch
 
 __all__ = ["add_arguments", "device_kind", "provenance", "start", "store", "stored_message"]
 
 
+@checked
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """The options every benchmark script takes: --device, --quick and --out."""
     parser.add_argument("--device", default="auto", help="auto, cpu, cuda, cuda:N, mps")
@@ -42,6 +47,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     )
 
 
+@checked
 def start(
     description: str,
     argv: list[str] | None = None,
@@ -59,7 +65,8 @@ def start(
     return args, hardware.pick_device(args.device), hardware.detect()
 
 
-def device_kind(device: Any) -> str:
+@checked
+def device_kind(device: torch.device | str) -> str:
     """ "cuda", "rocm", "mps", "xpu" or "cpu": what a provenance calls the device."""
     import torch
 
@@ -69,6 +76,7 @@ def device_kind(device: Any) -> str:
     return kind
 
 
+@checked
 def provenance(
     gpu_name: str, driver: str | None, device: str, command: str | None = None
 ) -> dict[str, Any]:
@@ -101,12 +109,13 @@ def _name_and_driver(device: Any, report: HardwareReport) -> tuple[str, str | No
     return (report.gpus[0].name if report.gpus else device.type), None
 
 
+@checked
 def store(
     section: str,
     figures: dict[str, Any],
-    device: Any,
+    device: torch.device | str,
     report: HardwareReport,
-    out: Path | None = None,
+    out: str | Path | None = None,
 ) -> Path | None:
     """Write a benchmark's figures with their provenance; the path, or None when not stored."""
     kind = device_kind(device)
@@ -117,6 +126,7 @@ def store(
     return measured.save(name, section, figures, provenance(name, driver, kind), folder)
 
 
+@checked
 def stored_message(path: Path | None) -> str:
     """What a script prints after ``store``: where the figures went, or why they were not kept."""
     if path is not None:

@@ -11,13 +11,28 @@ from __future__ import annotations
 
 import functools
 import io
+from collections.abc import Callable
 from contextlib import redirect_stdout
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from gpulab.bench import timing
-from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import PositiveInt, checked, require_positive_ints
+from gpulab.core.validate import OneOf, PositiveInt, checked
+
+if TYPE_CHECKING:
+    import torch
+
+__all__ = [
+    "HOST_READS",
+    "VARIANTS",
+    "SyncConfig",
+    "SyncResult",
+    "compare",
+    "count_reads",
+    "describe",
+    "run_variant",
+    "unsynchronised_seconds",
+]
 
 # Each variant reads the loss in a different way, once per step.
 VARIANTS = {
@@ -28,13 +43,14 @@ VARIANTS = {
 }
 
 
+@checked
 @dataclass(frozen=True)
 class SyncConfig:
     """The small training loop whose loss is read in each way."""
 
-    batch: int = 64  # samples per step
-    width: int = 256  # hidden width of the two-layer MLP
-    steps: int = 50  # steps per timed run
+    batch: PositiveInt = 64  # samples per step
+    width: PositiveInt = 256  # hidden width of the two-layer MLP
+    steps: PositiveInt = 50  # steps per timed run
     seed: int = 0
 
 
@@ -50,6 +66,7 @@ class SyncResult:
     host_reads: int = 0  # device -> host reads in one run, counted as the loop makes them
 
 
+@checked
 def describe(rows: list[SyncResult], device_type: str) -> str:
     """The verdict of the measurement on `.item()` against the on-device sum, in one line.
 
@@ -148,26 +165,31 @@ def _read_counter():
 
 
 @checked
-def count_reads(variant: str, device: Any, config: SyncConfig = SyncConfig()) -> tuple[float, int]:
+def count_reads(
+    variant: Annotated[str, OneOf(tuple(VARIANTS), "variant")],
+    device: torch.device | str,
+    config: SyncConfig = SyncConfig(),
+) -> tuple[float, int]:
     """Run the loop once from a fresh model; (the summed loss, the host reads it made)."""
-    if variant not in VARIANTS:
-        raise GpulabConfigError(
-            f"variant={variant!r} is not known; use one of {', '.join(VARIANTS)}"
-        )
     counter = _read_counter()
     with counter:
         total = _loop(variant, *_setup(config, device), config.steps)
     return total, sum(counter.calls.values())
 
 
-def run_variant(variant: str, device: Any, config: SyncConfig = SyncConfig()) -> float:
+@checked
+def run_variant(
+    variant: Annotated[str, OneOf(tuple(VARIANTS), "variant")],
+    device: torch.device | str,
+    config: SyncConfig = SyncConfig(),
+) -> float:
     """Run the loop once from a fresh model, reading the loss as `variant` says; the summed loss."""
     return count_reads(variant, device, config)[0]
 
 
 @checked
 def compare(
-    device: Any, config: SyncConfig = SyncConfig(), rounds: PositiveInt = 7
+    device: torch.device | str, config: SyncConfig = SyncConfig(), rounds: PositiveInt = 7
 ) -> list[SyncResult]:
     """Time each variant's loop against the others, interleaved (timing.interleaved), on one device.
 
@@ -175,7 +197,6 @@ def compare(
     another's warmed-up state; the summed loss and the host reads are from a separate fresh run
     of each.
     """
-    require_positive_ints(batch=config.batch, width=config.width, steps=config.steps)
     counted = {name: count_reads(name, device, config) for name in VARIANTS}
     states = {name: _setup(config, device) for name in VARIANTS}
     measured = timing.interleaved(
@@ -198,7 +219,10 @@ def compare(
 
 @checked
 def unsynchronised_seconds(
-    fn, device: Any, calls: PositiveInt = 10, repeats: PositiveInt = 5
+    fn: Callable[[], Any],
+    device: torch.device | str,
+    calls: PositiveInt = 10,
+    repeats: PositiveInt = 5,
 ) -> tuple[float, float]:
     """Time `calls` calls of fn two ways: without a device sync (the mistake), and with one.
 

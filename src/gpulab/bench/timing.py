@@ -23,7 +23,7 @@ import statistics
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import format_seconds
@@ -34,6 +34,22 @@ from gpulab.core.validate import (
     PositiveInt,
     checked,
 )
+
+if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
+    import torch
+
+__all__ = [
+    "MAX_BLOCKS",
+    "MIN_BLOCKS",
+    "SPREAD_TOLERANCE",
+    "TARGET_BLOCK_S",
+    "Measurement",
+    "benchmark",
+    "busy_note",
+    "find_device",
+    "interleaved",
+    "synchronize",
+]
 
 # A block of calls should last long enough that the clock's resolution and the cost of
 # reading it are negligible (perf_counter: well under a microsecond; CUDA events: ~0.5 us).
@@ -123,7 +139,8 @@ def _torch():
     return torch
 
 
-def synchronize(device: Any) -> None:
+@checked
+def synchronize(device: torch.device | str) -> None:
     """Wait until all work queued on the device has finished (no-op on the CPU)."""
     torch = _torch()
     device = torch.device(device)
@@ -135,6 +152,7 @@ def synchronize(device: Any) -> None:
         torch.xpu.synchronize(device)
 
 
+@checked
 def find_device(args: tuple, kwargs: dict):
     """The device of the first tensor among the arguments, else the CPU."""
     torch = _torch()
@@ -170,6 +188,7 @@ class _Clock:
         t0 = time.perf_counter_ns()
         for _ in range(count):
             call()
+        # checked: a few microseconds, about 0.1 % of a block of TARGET_BLOCK_S
         synchronize(self.device)
         return (time.perf_counter_ns() - t0) / 1e9
 
@@ -178,7 +197,7 @@ class _Clock:
 def benchmark(
     fn: Callable,
     *args: Any,
-    device: Any = None,
+    device: torch.device | str | None = None,
     min_run_time: PositiveFloat = 0.2,
     warmup_time: NonNegativeFloat | None = None,
     label: str | None = None,
@@ -223,7 +242,7 @@ def benchmark(
 @checked
 def interleaved(
     calls: dict[str, Callable[[], Any]],
-    device: Any = "cpu",
+    device: torch.device | str = "cpu",
     rounds: PositiveInt = 7,
     warmup: PositiveInt = 2,
 ) -> dict[str, Measurement]:

@@ -7,15 +7,21 @@ speed measurements need.
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING
+
+from gpulab.core.validate import checked
+
+if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
+    import torch
 
 __all__ = ["build_model"]
 
 
+@checked
 def build_model(
     config: dict,
-    dtype: Any = None,
-    device: Any = "cpu",
+    dtype: torch.dtype | None = None,
+    device: torch.device | str = "cpu",
     seed: int = 0,
     attn_implementation: str = "sdpa",
 ):

@@ -25,9 +25,13 @@ import sys
 import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import NonNegativeInt, PositiveInt, checked
+
+if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
+    import torch
 
 __all__ = ["INTERPRET_VAR", "NOT_INSTALLED", "TritonStatus", "cdiv", "jit", "setup"]
 
@@ -66,7 +70,8 @@ def _torch_device(device: Any):
             pass
     raise GpulabConfigError(
         f"device={device!r} is not a torch device; pass the device the notebook runs on, "
-        "e.g. hardware.pick_device(device), 'cuda' or 'cpu'."
+        "e.g. hardware.pick_device(device), 'cuda' or 'cpu'.",
+        "device",
     )
 
 
@@ -78,7 +83,8 @@ def _gpu_name(torch: Any, device: Any) -> str:
         return str(device)
 
 
-def setup(device: Any) -> TritonStatus:
+@checked
+def setup(device: torch.device | str) -> TritonStatus:
     """Pick Triton's compiler on CUDA, its interpreter elsewhere; call before defining kernels."""
     import torch
 
@@ -125,13 +131,9 @@ def setup(device: Any) -> TritonStatus:
     return TritonStatus(True, True, reason, "cpu")
 
 
-def cdiv(a: int, b: int) -> int:
+@checked
+def cdiv(a: NonNegativeInt, b: PositiveInt) -> int:
     """Ceiling division: how many blocks of b cover a elements (the grid size of a kernel)."""
-    for name, value in (("a", a), ("b", b)):
-        if not isinstance(value, int) or isinstance(value, bool):
-            raise GpulabConfigError(f"{name}={value!r} must be an integer")
-    if b < 1 or a < 0:
-        raise GpulabConfigError(f"cdiv({a!r}, {b!r}): a must be >= 0 and b >= 1")
     return -(-a // b)
 
 
@@ -176,6 +178,7 @@ class _Unwritten:
         return f"<kernel {self.__name__}: not written yet>"
 
 
+@checked
 def jit(fn: Callable | None = None, **kwargs: Any) -> Any:
     """`triton.jit`, but a kernel whose body is still a stub raises NotImplementedError when run."""
     if fn is None:

@@ -21,8 +21,9 @@ from __future__ import annotations
 import math
 import statistics
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gpulab.bench import timing
 from gpulab.core.errors import GpulabConfigError
@@ -31,6 +32,9 @@ from gpulab.core.validate import (
     PositiveInt,
     checked,
 )
+
+if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
+    import torch
 
 __all__ = [
     "MINILM_CONFIG",
@@ -96,7 +100,13 @@ def _torch():
 # ---------------------------------------------------------------- image generation
 
 
-def small_unet(device: Any = "cpu", config: dict | None = None, dtype: Any = None, seed: int = 0):
+@checked
+def small_unet(
+    device: torch.device | str = "cpu",
+    config: dict | None = None,
+    dtype: torch.dtype | None = None,
+    seed: int = 0,
+):
     """A `diffusers.UNet2DModel` from a config dict (TINY_UNET_CONFIG by default), random
     weights, in eval mode on `device`."""
     torch = _torch()
@@ -123,7 +133,13 @@ def _alphas_cumprod():
 
 
 @checked
-def sample(unet, steps: PositiveInt, batch: PositiveInt, device: Any, seed: int = 0):
+def sample(
+    unet: Callable,
+    steps: PositiveInt,
+    batch: PositiveInt,
+    device: torch.device | str,
+    seed: int = 0,
+):
     """A DDIM sampling loop written out: `steps` UNet calls from pure noise to a latent.
 
     At each step the UNet predicts the noise in x_t; from it the clean latent x_0 is
@@ -177,7 +193,11 @@ class ImageTiming:
 
 @checked
 def time_per_image(
-    unet, steps: PositiveInt, batch: PositiveInt = 1, device: Any = "cpu", repeats: PositiveInt = 3
+    unet: Callable,
+    steps: PositiveInt,
+    batch: PositiveInt = 1,
+    device: torch.device | str = "cpu",
+    repeats: PositiveInt = 3,
 ) -> ImageTiming:
     """Time `sample` (steps UNet calls on a batch of latents): one UNet call to warm up,
     then `repeats` timed runs, the device synchronised around each; the median is kept.
@@ -199,8 +219,12 @@ def time_per_image(
 # ---------------------------------------------------------------- embeddings for RAG
 
 
+@checked
 def small_encoder(
-    device: Any = "cpu", config: dict | None = None, dtype: Any = None, seed: int = 0
+    device: torch.device | str = "cpu",
+    config: dict | None = None,
+    dtype: torch.dtype | None = None,
+    seed: int = 0,
 ):
     """A `transformers` BertModel from a config dict (TINY_ENCODER_CONFIG by default;
     MINILM_CONFIG for a real embedding model's shapes), random weights, eval mode."""
@@ -213,7 +237,8 @@ def small_encoder(
     return model.to(device=device, dtype=dtype or torch.float32).eval()
 
 
-def embed(encoder, ids, mask):
+@checked
+def embed(encoder: torch.nn.Module, ids: torch.Tensor, mask: torch.Tensor):
     """Sentence embeddings as sentence-transformers makes them: the mean of the last
     hidden states over the real tokens, L2-normalised.
 
@@ -228,11 +253,11 @@ def embed(encoder, ids, mask):
 
 @checked
 def docs_per_second(
-    encoder,
+    encoder: torch.nn.Module,
     batch: PositiveInt,
     seq_len: PositiveInt,
-    device: Any = "cpu",
-    min_run_time: float = 0.2,
+    device: torch.device | str = "cpu",
+    min_run_time: PositiveFloat = 0.2,
     seed: int = 0,
 ) -> float:
     """Documents embedded per second: batches of `batch` random documents of `seq_len`

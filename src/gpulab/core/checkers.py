@@ -37,7 +37,8 @@ def _check_bool(name: str, value: Any) -> bool:
     # numpy's bool_ comes out of comparisons on arrays; it is as strict as bool
     if value is True or value is False:
         return value
-    if type(value).__name__ == "bool_":
+    kind = type(value)  # NumPy 1 names it bool_, NumPy 2 bool; the standard library has no numpy
+    if kind.__module__ == "numpy" and kind.__name__ in ("bool_", "bool"):
         return bool(value)
     raise GpulabConfigError(f"{name}={show(value)} must be True or False", name)
 

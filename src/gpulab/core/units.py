@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import re
 
+from gpulab.core.validate import NonNegativeInt, checked
+
 __all__ = [
     "GB",
     "GIB",
@@ -26,6 +28,7 @@ GIB = 1024**3
 GB = 1e9  # decimal gigabyte, as GPUs and disks are marketed
 
 
+@checked
 def format_seconds(seconds: float) -> str:
     """A duration with a readable unit: '1.23 ms', '45.6 us'."""
     for unit, scale in (("s", 1.0), ("ms", 1e-3), ("us", 1e-6)):
@@ -34,6 +37,7 @@ def format_seconds(seconds: float) -> str:
     return f"{seconds / 1e-9:.3g} ns"
 
 
+@checked
 def format_rate(value: float | None, unit: str = "FLOP/s") -> str:
     """A rate with an SI prefix: '82.6 TFLOP/s', '1.01 TB/s'; 'unknown' for None."""
     if value is None:
@@ -44,7 +48,8 @@ def format_rate(value: float | None, unit: str = "FLOP/s") -> str:
     return f"{value:.3g} {unit}"
 
 
-def size_label(nbytes: int) -> str:
+@checked
+def size_label(nbytes: NonNegativeInt) -> str:
     """A buffer size in binary units: '64 MiB', '1.5 GiB', '512 B'."""
     for unit, scale in (("GiB", GIB), ("MiB", MIB), ("KiB", KIB)):
         if nbytes >= scale:
@@ -60,6 +65,7 @@ _NUMBER_SPACE_UNIT = re.compile(
 NO_BREAK_SPACE = "\u00a0"
 
 
+@checked
 def keep_with_unit(text: str) -> str:
     """`text` with a no-break space between each number and its unit ("24 GB" stays on a line)."""
     return _NUMBER_SPACE_UNIT.sub(NO_BREAK_SPACE, text)

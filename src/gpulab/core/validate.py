@@ -69,6 +69,7 @@ from gpulab.core.constraints import (
     PositiveInt,
     did_you_mean,
 )
+from gpulab.core.errors import GpulabConfigError
 
 __all__ = [
     "MAX_MAGNITUDE",
@@ -88,6 +89,7 @@ __all__ = [
     "checked",
     "check_value",
     "did_you_mean",
+    "lenient",
     "require_positive_ints",
     "validate_fields",
 ]
@@ -204,6 +206,25 @@ def _checked_class(cls: type) -> type:
         cls.__init__ = __init__  # type: ignore[method-assign]
     cls.__gpulab_checked__ = True  # type: ignore[attr-defined]
     return cls
+
+
+def lenient(reason: str) -> Callable[[Callable], Callable]:
+    """Decorator: mark a public function that reads odd values on purpose, with the reason.
+
+    For the few functions whose job is to take whatever comes (a version string a driver
+    reports, any number a form shows): the boundary test (tests/unit/test_boundary.py) exempts
+    them and lists their reasons. Every other public function is ``@checked``.
+    """
+    if not isinstance(reason, str) or not reason.strip():
+        raise GpulabConfigError(
+            "reason: say why the function reads odd values on purpose", "reason"
+        )
+
+    def mark(fn: Callable) -> Callable:
+        fn.__gpulab_lenient__ = reason  # type: ignore[attr-defined]
+        return fn
+
+    return mark
 
 
 # --------------------------------------------------------------------------- imperative forms

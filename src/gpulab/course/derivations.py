@@ -19,9 +19,10 @@ from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import GB
+from gpulab.core.validate import PositiveFloat, checked
 from gpulab.estimate import basis
 from gpulab.reference import specs
-from gpulab.reference.formats import bits_per_weight
+from gpulab.reference.formats import WeightFormatName, bits_per_weight
 
 __all__ = [
     "BERT_BASE_PARAMS",
@@ -68,6 +69,7 @@ class Computed:
 REGISTRY: dict[str, Callable[[], Computed]] = {}  # name -> function; filled by @register
 
 
+@checked
 def register(fn: Callable[[], Computed], name: str | None = None) -> Callable[[], Computed]:
     """Decorator: make a no-argument function returning Computed a derivation, under its own
     name (the name a claim's `computed` field gives), or `name` for one made in a loop."""
@@ -78,11 +80,13 @@ def register(fn: Callable[[], Computed], name: str | None = None) -> Callable[[]
     return fn
 
 
+@checked
 def compute(name: str) -> Computed:
     """Run the registered function `name`."""
     if name not in REGISTRY:
         raise GpulabConfigError(
-            f"computed={name!r} is not a registered function; known: {', '.join(sorted(REGISTRY))}"
+            f"computed={name!r} is not a registered function; known: {', '.join(sorted(REGISTRY))}",
+            "name",
         )
     return REGISTRY[name]()
 
@@ -182,6 +186,7 @@ SD35 = SD35Config()  # Large
 SD35_MEDIUM = SD35Config(params=2.5e9, depth=24, heads=24, head_dim=64, dual_attention_layers=13)
 
 
+@checked
 def gpu(name: str) -> specs.GPUSpec:
     """A spec-table row, by name."""
     return specs.get_gpu(name)
@@ -192,11 +197,13 @@ def cpu_13900k() -> specs.CPUSpec:
     return specs.get_cpu("Core i9-13900K")
 
 
-def weight_gb(model: str, fmt: str) -> float:
+@checked
+def weight_gb(model: str, fmt: WeightFormatName) -> float:
     """Weight bytes of a catalogue model in a format, in GB (gpulab.estimate.basis)."""
     return basis.weights_gb(model, fmt)
 
 
-def nominal_weight_gb(params: float, fmt: str) -> float:
+@checked
+def nominal_weight_gb(params: PositiveFloat, fmt: WeightFormatName) -> float:
     """GB of weights for a nominal parameter count in a format (no catalogue model at that size)."""
     return params * bits_per_weight(fmt) / 8 / GB

@@ -180,6 +180,7 @@ def rendered(claim: Claim, result: Computed | None = None, lang: Lang = "en") ->
     return {key: _fill(claim, prefix + key, texts[key], values) for key in TEMPLATE_FIELDS}
 
 
+@checked
 def computed_lines(claim: Claim, result: Computed, lang: Lang = "en") -> tuple[str, str]:
     """A computed claim's headline and arithmetic in `lang`, its figures the computed ones."""
     if lang == languages.source():
@@ -190,7 +191,8 @@ def computed_lines(claim: Claim, result: Computed, lang: Lang = "en") -> tuple[s
     )
 
 
-def check_all(claims: Iterable[Claim] | None = None) -> list[dict[str, Any]]:
+@checked
+def check_all(claims: Iterable | None = None) -> list[dict[str, Any]]:
     """Run every computed derivation; one row per claim, computed ones with value and consistency.
 
     `correct_value` is the rendered text. `consistent` is True when the computed headline
@@ -219,13 +221,15 @@ def check_all(claims: Iterable[Claim] | None = None) -> list[dict[str, Any]]:
     return rows
 
 
-def counts(claims: Iterable[Claim]) -> dict[str, int]:
+@checked
+def counts(claims: Iterable) -> dict[str, int]:
     """How many claims have each verdict, in VERDICTS order."""
     n = Counter(c.verdict for c in claims)
     return {v: n.get(v, 0) for v in VERDICTS}
 
 
-def by_chapter(claims: Iterable[Claim]) -> dict[int, list[int]]:
+@checked
+def by_chapter(claims: Iterable) -> dict[int, list[int]]:
     """Chapter -> the claim ids it discusses (0 is the set-up page), for cross-links."""
     out: dict[int, list[int]] = {}
     for c in sorted(claims, key=lambda c: c.id):
@@ -233,7 +237,10 @@ def by_chapter(claims: Iterable[Claim]) -> dict[int, list[int]]:
     return dict(sorted(out.items()))
 
 
-def by_section(claims: Iterable[Claim], seed_file: str) -> list[tuple[str, list[Claim]]]:
+@checked
+def by_section(
+    claims: Iterable, seed_file: Annotated[str, OneOf(SEED_FILES, "article")]
+) -> list[tuple[str, list[Claim]]]:
     """One article's claims grouped by section, sections in the article's order, claims by id."""
     if seed_file not in SECTIONS:
         raise GpulabConfigError(f"seed_file={seed_file!r} is not one of {', '.join(SEED_FILES)}")
@@ -244,7 +251,8 @@ def by_section(claims: Iterable[Claim], seed_file: str) -> list[tuple[str, list[
     return [(name, group) for name, group in groups.items() if group]
 
 
-def verdicts_by_chapter(claims: Iterable[Claim]) -> dict[int, dict[str, int]]:
+@checked
+def verdicts_by_chapter(claims: Iterable) -> dict[int, dict[str, int]]:
     """Chapter -> {verdict: count}, every verdict present (zeros included), for a stacked bar
     chart."""
     out: dict[int, dict[str, int]] = {}
@@ -253,6 +261,7 @@ def verdicts_by_chapter(claims: Iterable[Claim]) -> dict[int, dict[str, int]]:
     return dict(sorted(out.items()))
 
 
+@checked
 def table(
     rows: list[dict[str, Any]],
     columns: tuple[str, ...] = ("id", "verdict", "computed", "consistent"),
@@ -357,7 +366,7 @@ _ENTRY = {
 
 @checked
 def markdown(
-    claims: Iterable[Claim], results: Mapping[int, Computed] | None = None, lang: Lang = "en"
+    claims: Iterable, results: Mapping[int, Computed] | None = None, lang: Lang = "en"
 ) -> str:
     """Markdown for a group of claims in `lang`, each under an HTML anchor id="claim-<id>" for
     links."""

@@ -21,6 +21,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import checked
 from gpulab.course import (  # noqa: F401 - they fill the registry
     claims_buying,
     claims_hardware,
@@ -329,7 +330,10 @@ def _no_placeholders_without_values(cid: Any, entry: Mapping[str, Any], reason: 
             )
 
 
-def validate(data: Any, translations: Mapping[str, Mapping[str, Any]] | None = None) -> list[Claim]:
+@checked
+def validate(
+    data: Mapping[str, Any], translations: Mapping[str, Mapping[str, Any]] | None = None
+) -> list[Claim]:
     """Check parsed fact_check.json data and the claims' translations (lang -> id -> fields; the
     words files' by default); return its claims sorted by id (no duplicate ids)."""
     if not isinstance(data, Mapping) or not isinstance(data.get("claims"), list):
@@ -343,6 +347,7 @@ def validate(data: Any, translations: Mapping[str, Mapping[str, Any]] | None = N
     return sorted(claims, key=lambda c: c.id)
 
 
+@checked
 def load(path: str | Path | None = None) -> list[Claim]:
     """The packaged fact_check.json (or the file at `path`), validated."""
     if path is None:

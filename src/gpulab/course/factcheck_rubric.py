@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import checked
+from gpulab.core.validate import checked, lenient
 from gpulab.course.factcheck_words import claim_error
 
 __all__ = [
@@ -165,6 +165,7 @@ def _part(cid: Any, i: int, raw: Any) -> Part:
     return Part(text, raw["holds"], raw["acted_on"], unstated)
 
 
+@lenient("a fact_check.json value of any kind is reported as that claim's field")
 def parse_parts(cid: Any, raw: Any) -> tuple[Part, ...]:
     """An entry's "parts" as Parts; a malformed one raises an error naming claim and field."""
     if not isinstance(raw, list) or not raw:

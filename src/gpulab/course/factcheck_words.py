@@ -19,7 +19,7 @@ from types import MappingProxyType
 from typing import Annotated, Any
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import OneOf
+from gpulab.core.validate import OneOf, checked, lenient
 from gpulab.reference import languages
 
 __all__ = [
@@ -66,16 +66,19 @@ SHORT_NAMES = {lang: words["short_names"] for lang, words in WORDS.items()}
 SECTION_TITLES = {lang: words["section_titles"] for lang, words in WORDS.items()}
 
 
+@lenient("the id of a claim being validated may be any JSON value: it is named, not checked")
 def claim_error(cid: Any, field_name: str, problem: str) -> GpulabConfigError:
     """The error of one claim's field: it names the claim id and the field."""
     return GpulabConfigError(f"fact_check.json claim {cid!r}, field {field_name!r}: {problem}")
 
 
+@checked
 def placeholders(template: str) -> list[str]:
     """The named placeholders of a template, in order: "{bound:.1f} of {x}" -> ["bound", "x"]."""
     return [name for _, name, _, _ in string.Formatter().parse(template) if name is not None]
 
 
+@lenient("a fact_check.json value of any kind is reported as that claim's field")
 def check_template(cid: Any, field_name: str, text: str) -> None:
     """A template must parse, and name each placeholder (no "{}" and no "{0}")."""
     if not isinstance(text, str):
@@ -95,6 +98,7 @@ def check_template(cid: Any, field_name: str, text: str) -> None:
         )
 
 
+@checked
 def split_template(template: str) -> tuple[set[str], str]:
     """A template's placeholders as written ("{bound:.1f}") and its own text without them."""
     parts = list(string.Formatter().parse(template))
@@ -108,6 +112,7 @@ def split_template(template: str) -> tuple[set[str], str]:
     )
 
 
+@lenient("a fact_check.json value of any kind is reported as that claim's field")
 def check_translation(cid: Any, lang: str, zh: Any, texts: tuple[str, ...]) -> None:
     """A translation of each English text (in TRANSLATED_FIELDS' order): its placeholders, no
     new number."""
@@ -179,6 +184,7 @@ def _is_figure(text: str, start: int) -> bool:
     return True
 
 
+@checked
 def line_template(english: str) -> tuple[str, list[str]]:
     """An English computed line as a template, its figures as {0}, {1}, ... (braces escaped),
     and those figures: "FP32 peak 82.6 / 1.2" -> ("FP32 peak {0} / {1}", ["82.6", "1.2"])."""
@@ -195,7 +201,13 @@ def line_template(english: str) -> tuple[str, list[str]]:
     return "".join(parts), figures
 
 
-def computed_line(lang: str, name: str, part: str, english: str) -> str:
+@checked
+def computed_line(
+    lang: Annotated[str, OneOf(WORDS, "translated language")],
+    name: str,
+    part: Annotated[str, OneOf(("text", "how"), "part of a computed line")],
+    english: str,
+) -> str:
     """A computed line (`part` "text" or "how" of derivation `name`) in `lang`: its translation,
     filled with the English line's own figures; GpulabConfigError where none is up to date."""
     template, figures = line_template(english)

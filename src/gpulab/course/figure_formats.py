@@ -8,6 +8,8 @@ str needs no entry; a float without one shows as Python prints it.
 
 from __future__ import annotations
 
+from gpulab.core.validate import checked
+
 __all__ = ["FORMATS", "default_format"]
 
 # format spec -> the figures it formats, by name
@@ -247,6 +249,7 @@ FORMATS: dict[str, tuple[str, ...]] = {
 _BY_NAME = {name: spec for spec, names in FORMATS.items() for name in names}
 
 
+@checked
 def default_format(name: str) -> str:
     """The format spec a page uses for figure `name` when its role gives none ("" if none)."""
     return _BY_NAME.get(name, "")

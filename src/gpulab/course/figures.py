@@ -10,9 +10,10 @@ references without building the site, for the tests.
 from __future__ import annotations
 
 import importlib
-from typing import Any
+from typing import Annotated, Any
 
 from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import OneOf, checked
 
 __all__ = ["CHAPTER_NOTEBOOKS", "all_figures", "chapter_figures", "format_figure"]
 
@@ -29,15 +30,12 @@ CHAPTER_NOTEBOOKS: dict[str, str] = {
 }
 
 
-def chapter_figures(notebook: str) -> dict[str, Any]:
+@checked
+def chapter_figures(
+    notebook: Annotated[str, OneOf(CHAPTER_NOTEBOOKS, "chapter notebook")],
+) -> dict[str, Any]:
     """The figures of ``notebook``'s chapter (a key of CHAPTER_NOTEBOOKS), by name."""
-    module = CHAPTER_NOTEBOOKS.get(notebook)
-    if module is None:
-        raise GpulabConfigError(
-            f"notebook={notebook!r} is not a chapter notebook; allowed: "
-            + ", ".join(CHAPTER_NOTEBOOKS)
-        )
-    return importlib.import_module(module).figures()
+    return importlib.import_module(CHAPTER_NOTEBOOKS[notebook]).figures()
 
 
 def all_figures() -> dict[str, Any]:
@@ -59,11 +57,10 @@ def all_figures() -> dict[str, Any]:
     return merged
 
 
+@checked
 def format_figure(value: int | float | str, spec: str = "") -> str:
     """A figure as a page shows it: ``format(value, spec)``, the value first made the kind the
     spec formats (int for d, float for f and %), as myst-nb's glue did; no spec: ``str``."""
-    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
-        raise GpulabConfigError(f"value={value!r}: a figure is an int, a float or a str")
     if spec == "":
         return str(value)
     kind = spec[-1]

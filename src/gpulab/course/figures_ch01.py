@@ -15,7 +15,8 @@ from collections.abc import Mapping
 from types import MappingProxyType
 from typing import Annotated, Any
 
-from gpulab.core.validate import OneOf, checked
+from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import OneOf, PositiveInt, checked
 from gpulab.course.claims_hardware import ARTICLE_CPU_S, ARTICLE_DDR5_GBS, ARTICLE_GPU_S
 from gpulab.course.derivations import cpu_13900k, gpu, nominal_weight_gb
 from gpulab.estimate import basis, roofline
@@ -149,7 +150,8 @@ DDR5_CHANNEL_BITS, DDR5_SUBCHANNEL_BITS = 64, 32  # two 32-bit subchannels (arXi
 DDR5_CONFIGS = ((2, 4800), (2, cpu_13900k().memory_max_mts), (8, 4800), (12, 4800))
 
 
-def ddr5_bandwidth_gbs(channels: int, mts: int) -> float:
+@checked
+def ddr5_bandwidth_gbs(channels: PositiveInt, mts: PositiveInt) -> float:
     """Peak DDR5 bandwidth: channels x 8 bytes x MT/s, in GB/s."""
     return channels * DDR5_CHANNEL_BITS / 8 * mts / 1e3
 
@@ -238,9 +240,16 @@ def _ratios(v: dict[str, Any]) -> None:
         v[f"cpu_{key}_ridge"] = v[f"cpu_{key}_tflops"] * 1e3 / v["ddr5_5600_gbs"]
 
 
+@checked
 def tensor_fmas_per_clock(name: str) -> float:
     """FP16 FMAs per Tensor Core per clock, from the dense FP16-accumulate peak (specs)."""
     g = gpu(name)
+    if not (g.tensor_cores and g.boost_clock_ghz and g.peak_tflops.get("fp16_fp16acc")):
+        raise GpulabConfigError(
+            f"name={name!r}: the spec table gives this GPU no Tensor Core count, boost clock "
+            "or dense FP16-accumulate peak to divide",
+            "name",
+        )
     per_second = g.peak_tflops["fp16_fp16acc"] * 1e12 / FLOPS_PER_FMA
     return per_second / (g.tensor_cores * g.boost_clock_ghz * 1e9)
 

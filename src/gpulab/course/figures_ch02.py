@@ -16,6 +16,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpulab.core.units import GB, GIB, MIB
+from gpulab.core.validate import checked
 from gpulab.estimate import basis, memory
 from gpulab.reference import formats, links, measured, models, specs
 
@@ -58,6 +59,7 @@ _KEY = {
 }
 
 
+@checked
 def capacity_bytes(name: str) -> tuple[int, int]:
     """(bytes the driver reports, bytes a model's tensors can use) for a GPU of the spec table."""
     gpu = specs.get_gpu(name)

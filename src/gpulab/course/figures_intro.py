@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from pathlib import PurePosixPath
 
+from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import checked
 from gpulab.reference import course_map
 
 __all__ = ["figure_name", "figures"]
@@ -19,10 +21,15 @@ __all__ = ["figure_name", "figures"]
 _APPENDICES = {"fact_check": "factcheck", "published_measurements": "published"}
 
 
+@checked
 def figure_name(path: str) -> str:
     """The figure holding a stop's minutes: notebooks/02_x -> map_nb02_min, labs/02_x ->
     map_lab02_min, book/appendix/fact_check -> map_factcheck_min."""
     p = PurePosixPath(path)
+    if not (p.parent.name in ("notebooks", "labs") or p.stem in _APPENDICES):
+        raise GpulabConfigError(
+            f"path={path!r} is not a stop of the course: a notebook, a lab or an appendix", "path"
+        )
     if p.parent.name == "appendix":
         return f"map_{_APPENDICES[p.stem]}_min"
     kind = {"notebooks": "nb", "labs": "lab"}[p.parent.name]

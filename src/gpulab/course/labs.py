@@ -18,6 +18,8 @@ from dataclasses import dataclass, field
 
 from gpulab.core.validate import NonNegativeFloat, checked
 
+__all__ = ["DEFAULT_HINT", "CheckFailed", "CheckResult", "check"]
+
 # The hint a stub gives when its solution block names none; the learner-copy generator writes
 # the same default into the stubs it makes.
 DEFAULT_HINT = "write this part, then run the check below"

@@ -26,9 +26,12 @@ import multiprocessing
 import os
 import sys
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import numpy as np
+
+if TYPE_CHECKING:
+    import torch
 
 from gpulab.bench.quiet import quiet_stderr
 from gpulab.core.errors import GpulabConfigError
@@ -96,7 +99,8 @@ class Task:
         return 12 * self.parameters + 8 * self.batch * values_per_sample
 
 
-def sizes(device: Any = "cpu", quick: bool = False) -> tuple[Task, int]:
+@checked
+def sizes(device: torch.device | str = "cpu", quick: bool = False) -> tuple[Task, int]:
     """The lab's Task and number of optimizer steps for a device, in quick mode or not.
 
     A GPU gets more steps: its runs are short, and a fixed loop must run long enough that
@@ -113,13 +117,19 @@ def sizes(device: Any = "cpu", quick: bool = False) -> tuple[Task, int]:
 # ---------------------------------------------------------------- data
 
 
-def augment(image: np.ndarray, rng: np.random.Generator, passes: int) -> np.ndarray:
+@checked
+def augment(image: np.ndarray, rng: np.random.Generator, passes: NonNegativeInt) -> np.ndarray:
     """A deliberately slow per-sample augmentation: shift, flip, `passes` blurs, standardise.
 
     Many tiny numpy calls on one small image: the time goes to Python and numpy's per-call
     overhead, not arithmetic, as in many hand-written augmentations. It is deterministic for
     a given `rng`, so a worker process computes exactly what the training process would.
     """
+    return _augment(image, rng, passes)
+
+
+def _augment(image: np.ndarray, rng: np.random.Generator, passes: int) -> np.ndarray:
+    """`augment` without the check of its arguments, for the dataset's every read."""
     dy, dx = rng.integers(-1, 2, size=2)
     image = np.roll(image, (int(dy), int(dx)), axis=(0, 1))
     if rng.random() < 0.5:
@@ -163,7 +173,7 @@ class SyntheticImages:
         label = int(self.labels[index])
         side = self.task.image_size
         noise = rng.standard_normal((side, side), dtype=np.float32) * np.float32(self.task.noise)
-        image = augment(self.templates[label] + noise, rng, self.task.transform_passes)
+        image = _augment(self.templates[label] + noise, rng, self.task.transform_passes)
         return image.reshape(-1), label  # (image_size**2,) float32, and the label
 
 
@@ -183,11 +193,23 @@ def sampling_order(task: Task, steps: PositiveInt, seed: NonNegativeInt = 0) -> 
     return order[:needed].tolist()
 
 
-def class_weights(labels: np.ndarray, classes: int) -> list[float]:
+@checked
+def class_weights(labels: np.ndarray, classes: PositiveInt) -> list[float]:
     """Balanced class weights, n / (classes x count), counted in a plain Python loop.
 
     This is the slow loop's per-step Python work: fine once, costly at every micro-batch.
+    `labels` are integers from 0 to classes - 1.
     """
+    if labels.dtype.kind not in "iu":
+        raise GpulabConfigError(
+            f"labels must hold integer class ids, not {labels.dtype} values", "labels"
+        )
+    if labels.size and (labels.min() < 0 or labels.max() >= classes):
+        raise GpulabConfigError(
+            f"labels run from {labels.min()} to {labels.max()}: each must be a class id from 0 "
+            f"to classes - 1 = {classes - 1}",
+            "classes" if labels.min() >= 0 else "labels",
+        )
     counts = [0] * classes
     for label in labels.tolist():
         counts[label] += 1
@@ -198,7 +220,8 @@ def class_weights(labels: np.ndarray, classes: int) -> list[float]:
 # ---------------------------------------------------------------- model and loop
 
 
-def build_model(task: Task, seed: int = 0):
+@checked
+def build_model(task: Task, seed: int = 0) -> torch.nn.Module:
     """The MLP being trained (input -> hidden -> hidden -> classes), seeded, on the CPU."""
     import torch
 
@@ -225,7 +248,8 @@ def _mp_context() -> str | None:
     return None
 
 
-def loader_options(workers: int) -> dict[str, Any]:
+@checked
+def loader_options(workers: NonNegativeInt) -> dict[str, Any]:
     """DataLoader arguments for `workers` loader processes (0: load in this process).
 
     Fresh workers per run (nothing outlives it), started by fork where the OS has it, and a
@@ -252,7 +276,8 @@ def usable_cpus() -> int:
         return os.cpu_count() or 1
 
 
-def recommended_workers(device: Any = None) -> int:
+@checked
+def recommended_workers(device: torch.device | str | None = None) -> int:
     """DataLoader workers for this machine: the CPUs this process may use less one, 1 to 4.
 
     With `device` the CPU, the training itself runs on torch's threads, so only the CPUs

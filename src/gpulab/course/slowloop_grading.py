@@ -10,14 +10,20 @@ both. ``LoopGrade.require`` raises AssertionError naming each failed check and w
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
+if TYPE_CHECKING:
+    import torch
+
 from gpulab.bench import timing
+from gpulab.core.validate import NonNegativeInt, PositiveInt, checked
 from gpulab.course import labs
 from gpulab.course.slowloop import Task
+from gpulab.reference.formats import AutocastPrecision
 
 __all__ = [
     "GPU_SPEEDUP_GOAL",
@@ -31,7 +37,8 @@ __all__ = [
 GPU_SPEEDUP_GOAL = 2.0  # on a CUDA GPU the fixed loop must be at least this much faster
 
 
-def tolerance_for(precision: str) -> dict[str, float]:
+@checked
+def tolerance_for(precision: AutocastPrecision) -> dict[str, float]:
     """rtol and atol within which a loop's losses, in `precision`, must match the fp32 original's.
 
     In fp32 the loops differ only in the order of additions (micro-batches, matrix blocking):
@@ -63,7 +70,8 @@ HOST_SYNC_METHODS = (
 )
 
 
-def allowed_syncs(steps: int) -> int:
+@checked
+def allowed_syncs(steps: PositiveInt) -> int:
     """Host synchronisations a fixed loop may make in `steps` steps: about one per ten steps,
     at least one (reading the losses at the end)."""
     return max(1, steps // 10)
@@ -178,13 +186,14 @@ def _as_losses(out) -> tuple[float, ...] | None:
         return None
 
 
+@checked
 def grade_loop(
-    loop,
+    loop: Callable,
     task: Task | None = None,
-    steps: int = 8,
-    device: Any = "cpu",
-    seed: int = 0,
-    reference=None,
+    steps: PositiveInt = 8,
+    device: torch.device | str = "cpu",
+    seed: NonNegativeInt = 0,
+    reference: Callable | None = None,
 ) -> LoopGrade:
     """Run a learner's training loop and the original on the same LoopRun, and check the fix.
 

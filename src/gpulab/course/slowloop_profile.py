@@ -9,13 +9,17 @@ of the loop's labelled parts and the operators that cost most.
 from __future__ import annotations
 
 import statistics
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from gpulab.bench.progress import progress_bar
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import NonNegativeInt, PositiveInt, checked
 from gpulab.course.slowloop import Task, start_quietly, stop_quietly
+
+if TYPE_CHECKING:
+    import torch
 
 __all__ = ["ProfileReport", "TimedLoop", "measure_loops", "profile_training_loop"]
 
@@ -75,10 +79,10 @@ def _report(prof, seconds: float, device: str, on_cuda: bool, top: int) -> Profi
 
 @checked
 def profile_training_loop(
-    loop,
+    loop: Callable,
     task: Task,
     steps: PositiveInt,
-    device: Any = "cpu",
+    device: torch.device | str = "cpu",
     seed: NonNegativeInt = 0,
     top: PositiveInt = 8,
     workers: NonNegativeInt | None = None,
@@ -138,10 +142,10 @@ class TimedLoop:
 
 @checked
 def measure_loops(
-    loops: dict,
+    loops: dict[str, Callable],
     task: Task,
     steps: PositiveInt,
-    device: Any = "cpu",
+    device: torch.device | str = "cpu",
     repeats: PositiveInt = 3,
     seed: NonNegativeInt = 0,
     progress: bool = True,

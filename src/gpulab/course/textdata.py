@@ -15,18 +15,19 @@ steps on any device; then it compares the held-out loss before and after quantiz
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import numbers
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import (
-    PositiveFloat,
-    PositiveInt,
-    checked,
-    require_positive_ints,
-)
+from gpulab.core.validate import Between, NonEmpty, PositiveFloat, PositiveInt, checked
+
+if TYPE_CHECKING:
+    import torch
+
+# The share of the text kept for evaluation: more than none, less than all of it.
+HeldOut = Annotated[float, Between(0, 1, low_open=True, high_open=True)]
 
 __all__ = [
     "HELD_OUT",
@@ -60,10 +61,9 @@ def corpus_source() -> str:
     return f"{book}/*.md" if book else f"gpulab/{_PACKAGED} (the book's text, packaged)"
 
 
-def load_corpus(max_chars: int | None = None) -> str:
+@checked
+def load_corpus(max_chars: PositiveInt | None = None) -> str:
     """The course's own Markdown text: book/*.md in a checkout, else the packaged copy."""
-    if max_chars is not None:
-        require_positive_ints(max_chars=max_chars)
     book = _book_dir()
     if book is not None:
         text = "\n\n".join(p.read_text(encoding="utf-8") for p in sorted(book.glob("*.md")))
@@ -106,24 +106,27 @@ class CharTokenizer:
         return "".join(self.chars[i] for i in ids)
 
 
-def split_ids(ids: Any, held_out: float = HELD_OUT) -> tuple[Any, Any]:
+@checked
+def split_ids(ids: torch.Tensor | list | tuple, held_out: HeldOut = HELD_OUT) -> tuple[Any, Any]:
     """(train, held-out): the first (1 - held_out) of the ids and the rest."""
-    if not 0 < held_out < 1:
-        raise GpulabConfigError(f"held_out={held_out!r} must be a fraction in (0, 1)")
     cut = int(len(ids) * (1 - held_out))
     return ids[:cut], ids[cut:]
 
 
 @checked
 def batches(
-    ids: Any, batch: PositiveInt, seq_len: PositiveInt, generator: Any = None
+    ids: torch.Tensor,
+    batch: PositiveInt,
+    seq_len: PositiveInt,
+    generator: torch.Generator | None = None,
 ) -> tuple[Any, Any]:
     """Random windows: inputs x (batch, seq_len) and targets y, the same windows shifted by one."""
     import torch
 
     if len(ids) < seq_len + 1:
         raise GpulabConfigError(
-            f"seq_len={seq_len} needs at least {seq_len + 1} tokens; the text has {len(ids)}"
+            f"seq_len={seq_len} needs at least {seq_len + 1} tokens; the text has {len(ids)}",
+            "seq_len",
         )
     starts = torch.randint(0, len(ids) - seq_len, (batch,), generator=generator)
     offsets = torch.arange(seq_len + 1)
@@ -141,12 +144,12 @@ def _loss(model, x, y):
 @checked
 def train_tiny_lm(
     config: dict,
-    text: str,
+    text: Annotated[str, NonEmpty],
     steps: PositiveInt = 200,
     batch: PositiveInt = 16,
     seq_len: PositiveInt = 64,
     lr: PositiveFloat = 3e-3,
-    device: Any = "cpu",
+    device: torch.device | str = "cpu",
     seed: int = 0,
 ) -> tuple[Any, list[float]]:
     """Train a causal LM built from `config` on the first 90% of `text`; return (model, losses).
@@ -159,8 +162,8 @@ def train_tiny_lm(
 
     from gpulab.bench.torch_models import build_model
 
-    if not isinstance(config, dict) or "model_type" not in config:
-        raise GpulabConfigError("config must be a config.json dict with a 'model_type'")
+    if "model_type" not in config:
+        raise GpulabConfigError("config must be a config.json dict with a 'model_type'", "config")
     tok = CharTokenizer(text)
     train_ids, _ = split_ids(tok.encode(text))
     cfg = dict(config, vocab_size=tok.vocab_size)
@@ -186,10 +189,10 @@ def train_tiny_lm(
 
 @checked
 def eval_loss(
-    model: Any,
-    ids: Sequence[int] | Any,
-    batch: int = 16,
-    seq_len: int = 64,
+    model: torch.nn.Module,
+    ids: torch.Tensor | list | tuple,
+    batch: PositiveInt = 16,
+    seq_len: PositiveInt = 64,
     n_batches: PositiveInt = 8,
     seed: int = 1,
 ) -> float:
@@ -197,6 +200,8 @@ def eval_loss(
     import torch
 
     if not torch.is_tensor(ids):
+        if not all(isinstance(i, numbers.Integral) and not isinstance(i, bool) for i in ids):
+            raise GpulabConfigError("ids must be token ids: integers, or a tensor of them", "ids")
         ids = torch.tensor(list(ids), dtype=torch.long)
     device = next(model.parameters()).device
     gen = torch.Generator().manual_seed(seed)

@@ -30,6 +30,7 @@ from gpulab.core.validate import (
     boundary,
     check_value,
     checked,
+    lenient,
 )
 from gpulab.estimate import choose, cost, memory, published_bounds
 from gpulab.estimate.answers import NO_SPEED
@@ -199,6 +200,7 @@ GPUName = Annotated[str, OneOf(lambda: list(specs.load_gpus()), "GPU of the spec
 Currency = Annotated[str, OneOf(cost.CURRENCIES, "currency")]
 
 
+@lenient("shows any number, '-' for one that is not finite")
 def display_number(x: float) -> str:
     """How the calculators show a figure: 3 significant digits below 100, whole numbers with
     thousands separators from 100 on ('0.0417', '2.1', '19', '1,234'); '-' for no number."""

@@ -21,6 +21,8 @@ from gpulab.estimate import memory
 from gpulab.reference.formats import TrainingPrecision
 from gpulab.reference.modelspec import ModelSpec
 
+__all__ = ["Lever", "LeverEstimate", "compare", "estimate", "standard_levers"]
+
 
 @checked
 @dataclass(frozen=True)

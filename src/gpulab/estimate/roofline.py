@@ -13,12 +13,42 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, Protocol, runtime_checkable
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import OneOf, PositiveFloat, PositiveInt, check_value, checked
+from gpulab.core.validate import OneOf, PositiveFloat, PositiveInt, check_value, checked, lenient
 from gpulab.reference.formats import DTYPE_BYTES
 from gpulab.reference.specs import GPUSpec, PeakDtype, resolve_gpu
+
+__all__ = [
+    "DTYPE_BYTES",
+    "OpCost",
+    "Share",
+    "add_cost",
+    "attainable",
+    "bound",
+    "copy_bytes",
+    "elementwise_bytes",
+    "gpu_ridge_point",
+    "itemsize",
+    "layernorm_cost",
+    "matmul_bytes",
+    "matmul_cost",
+    "matmul_flops",
+    "percent_of_peak",
+    "ridge_point",
+    "TorchDtype",
+    "softmax_cost",
+    "triad_bytes",
+]
+
+
+@runtime_checkable
+class TorchDtype(Protocol):
+    """A torch dtype, as this layer sees it without importing torch: its size in bytes
+    (``torch.bfloat16.itemsize == 2``)."""
+
+    itemsize: int
 
 
 @dataclass(frozen=True)
@@ -59,19 +89,21 @@ def bound(intensity: PositiveFloat, peak_flops: PositiveFloat, bandwidth: Positi
 
 
 @checked
-def matmul_cost(m: PositiveInt, n: PositiveInt, k: PositiveInt, dtype: Any) -> OpCost:
+def matmul_cost(
+    m: PositiveInt, n: PositiveInt, k: PositiveInt, dtype: int | str | TorchDtype
+) -> OpCost:
     """(m x k) @ (k x n): 2mnk FLOPs over reading A and B and writing C once."""
     return OpCost(f"matmul {m}x{k} @ {k}x{n}", matmul_flops(m, n, k), matmul_bytes(m, n, k, dtype))
 
 
 @checked
-def add_cost(numel: PositiveInt, dtype: Any) -> OpCost:
+def add_cost(numel: PositiveInt, dtype: int | str | TorchDtype) -> OpCost:
     """Element-wise x + y: one FLOP per element, two reads and one write."""
     return OpCost(f"add of {numel:,} elements", numel, elementwise_bytes(numel, dtype))
 
 
 @checked
-def softmax_cost(rows: PositiveInt, cols: PositiveInt, dtype: Any) -> OpCost:
+def softmax_cost(rows: PositiveInt, cols: PositiveInt, dtype: int | str | TorchDtype) -> OpCost:
     """Row softmax: per element a max compare, a subtract, an exp, a sum add and a divide.
 
     That is 5 FLOPs per element counting the exponential as one (it is several instructions
@@ -82,7 +114,7 @@ def softmax_cost(rows: PositiveInt, cols: PositiveInt, dtype: Any) -> OpCost:
 
 
 @checked
-def layernorm_cost(rows: PositiveInt, cols: PositiveInt, dtype: Any) -> OpCost:
+def layernorm_cost(rows: PositiveInt, cols: PositiveInt, dtype: int | str | TorchDtype) -> OpCost:
     """Layer norm with scale and shift: about 8 FLOPs per element, one read and one write.
 
     Mean (1 add), variance (subtract, square, add: 3), normalise (subtract, multiply by the
@@ -96,6 +128,7 @@ def layernorm_cost(rows: PositiveInt, cols: PositiveInt, dtype: Any) -> OpCost:
 # ---------------------------------------------------------------- work of common operations
 
 
+@lenient("accepts ints, names and torch dtypes, checked by hand")
 def itemsize(dtype: Any) -> int | float:
     """Bytes per element: of an int given directly, a dtype name ("bf16"), or a torch dtype.
 
@@ -129,28 +162,35 @@ def matmul_flops(m: PositiveInt, n: PositiveInt, k: PositiveInt, batch: Positive
 
 @checked
 def matmul_bytes(
-    m: PositiveInt, n: PositiveInt, k: PositiveInt, dtype: Any, batch: PositiveInt = 1
+    m: PositiveInt,
+    n: PositiveInt,
+    k: PositiveInt,
+    dtype: int | str | TorchDtype,
+    batch: PositiveInt = 1,
 ) -> int:
     """Least bytes a matrix product moves: read A and B once, write C once."""
     return batch * (m * k + k * n + m * n) * itemsize(dtype)
 
 
 @checked
-def copy_bytes(numel: PositiveInt, dtype: Any) -> int:
+def copy_bytes(numel: PositiveInt, dtype: int | str | TorchDtype) -> int:
     """Bytes a copy moves: every element read once and written once."""
     return 2 * numel * itemsize(dtype)
 
 
 @checked
 def elementwise_bytes(
-    numel: PositiveInt, dtype: Any, inputs: PositiveInt = 2, outputs: PositiveInt = 1
+    numel: PositiveInt,
+    dtype: int | str | TorchDtype,
+    inputs: PositiveInt = 2,
+    outputs: PositiveInt = 1,
 ) -> int:
     """Bytes an element-wise op moves: each input read once, each output written once."""
     return (inputs + outputs) * numel * itemsize(dtype)
 
 
 @checked
-def triad_bytes(numel: PositiveInt, dtype: Any) -> int:
+def triad_bytes(numel: PositiveInt, dtype: int | str | TorchDtype) -> int:
     """Bytes of the STREAM triad a = b + s*c: two reads and one write per element."""
     return elementwise_bytes(numel, dtype, inputs=2, outputs=1)
 
@@ -172,6 +212,7 @@ class Share(float):
         return float(self), self.note
 
 
+@lenient("None for an unknown peak, as a report shows it")
 def percent_of_peak(achieved: float, peak: float | None) -> Share | None:
     """Achieved rate as a percentage of a peak; None when the peak is unknown.
 

@@ -6,13 +6,28 @@ running out is its point. Free memory is read when the question is asked, not at
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 from gpulab.core.constraints import did_you_mean, show
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import Between, NonNegativeFloat, PositiveInt, checked
 from gpulab.machine.nvml import MAX_GPUS
-from gpulab.machine.torch_probe import call
+from gpulab.machine.torch_probe import TorchModule, call
+
+if TYPE_CHECKING:  # imported where a device is used
+    import torch
+
+__all__ = [
+    "DEFAULT_FRACTION",
+    "UNKNOWN_FREE_BYTES",
+    "Share",
+    "allowance",
+    "devices_here",
+    "existing_device",
+    "fits",
+    "free_bytes",
+    "max_elements",
+]
 
 DEFAULT_FRACTION = 0.25
 Share = Annotated[float, Between(0, 1, low_open=True)]  # more than none, at most all
@@ -21,11 +36,18 @@ Share = Annotated[float, Between(0, 1, low_open=True)]  # more than none, at mos
 UNKNOWN_FREE_BYTES = 2 * 1024**3
 
 
-def free_bytes(device: Any) -> int | None:
+@checked
+def free_bytes(device: torch.device | str) -> int | None:
     """Bytes free on the device now: VRAM for cuda/xpu, available RAM for cpu and mps."""
     import torch
 
-    device = torch.device(device)
+    try:
+        device = torch.device(device)
+    except (RuntimeError, ValueError) as exc:  # "banana": torch's message lists its backends
+        first = str(exc).strip().splitlines()[0] if str(exc).strip() else ""
+        raise GpulabConfigError(
+            f"device={show(device)} is not a device torch knows ({first})", "device"
+        ) from None
     try:
         if device.type == "cuda":
             return int(torch.cuda.mem_get_info(device)[0])
@@ -40,7 +62,8 @@ def free_bytes(device: Any) -> int | None:
         return None
 
 
-def devices_here(torch: Any) -> list[str]:
+@checked
+def devices_here(torch: TorchModule) -> list[str]:
     """The device names this machine has: "cpu", then "cuda" and "cuda:N", "mps", "xpu" ..."""
     names = ["cpu"]
     for kind, module in (("cuda", torch.cuda), ("xpu", getattr(torch, "xpu", None))):
@@ -57,7 +80,8 @@ def devices_here(torch: Any) -> list[str]:
     return names
 
 
-def existing_device(device: Any) -> Any:
+@checked
+def existing_device(device: torch.device | str) -> Any:
     """``device`` (a name or a torch.device) as a torch.device of this machine, else an error."""
     import torch
 
@@ -85,7 +109,7 @@ def existing_device(device: Any) -> Any:
 
 
 @checked
-def allowance(device: Any, fraction: Share = DEFAULT_FRACTION) -> int:
+def allowance(device: torch.device | str, fraction: Share = DEFAULT_FRACTION) -> int:
     """Bytes an experiment may allocate on the device: `fraction` of what is free now."""
     # A device this machine does not have is the caller's mistake: an allowance for it would
     # be a made-up figure (a CPU machine answered 512 MiB for "cuda:7").
@@ -95,7 +119,7 @@ def allowance(device: Any, fraction: Share = DEFAULT_FRACTION) -> int:
 
 @checked
 def max_elements(
-    device: Any,
+    device: torch.device | str,
     bytes_per_element: PositiveInt,
     buffers: PositiveInt = 1,
     fraction: Share = DEFAULT_FRACTION,
@@ -105,6 +129,8 @@ def max_elements(
 
 
 @checked
-def fits(device: Any, nbytes: NonNegativeFloat, fraction: Share = DEFAULT_FRACTION) -> bool:
+def fits(
+    device: torch.device | str, nbytes: NonNegativeFloat, fraction: Share = DEFAULT_FRACTION
+) -> bool:
     """Whether allocating `nbytes` stays within the allowance."""
     return nbytes <= allowance(device, fraction)

@@ -12,6 +12,7 @@ import re
 from typing import Any
 
 from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import checked
 from gpulab.machine.torch_probe import call
 from gpulab.machine.visible import VISIBILITY_VARS, parse_visible_devices
 
@@ -20,7 +21,8 @@ __all__ = ["check_quick", "pick_device"]
 _DEVICE_CHOICES = "'auto', 'cpu', 'cuda', 'cuda:N', 'mps', 'xpu'"
 
 
-def pick_device(name: str = "auto") -> Any:
+@checked
+def pick_device(device: str = "auto") -> Any:
     """Return the ``torch.device`` for a notebook's ``device`` parameter.
 
     "auto" picks cuda (ROCm included) > mps > xpu > cpu. A name that is unknown, or a device
@@ -28,12 +30,7 @@ def pick_device(name: str = "auto") -> Any:
     """
     import torch
 
-    if not isinstance(name, str):
-        raise GpulabConfigError(
-            f"device={name!r} ({type(name).__name__}) is not a device name; "
-            f"use one of {_DEVICE_CHOICES}."
-        )
-    key = name.strip()
+    key = device.strip()
     if key == "auto":
         return torch.device(_auto_device(torch))
     if key == "cpu":
@@ -48,7 +45,9 @@ def pick_device(name: str = "auto") -> Any:
     if key == "xpu":
         _require_xpu(torch)
         return torch.device("xpu")
-    raise GpulabConfigError(f"device={name!r} is not a known device; use one of {_DEVICE_CHOICES}.")
+    raise GpulabConfigError(
+        f"device={device!r} is not a known device; use one of {_DEVICE_CHOICES}.", "device"
+    )
 
 
 def _auto_device(torch: Any) -> str:
@@ -128,15 +127,11 @@ def _require_xpu(torch: Any) -> None:
         )
 
 
-def check_quick(quick: Any) -> None:
+@checked
+def check_quick(quick: bool) -> None:
     """Raise GpulabConfigError unless a notebook's `quick` parameter is True or False.
 
     papermill passes what it is given: `-p quick maybe` would otherwise run, with "maybe"
-    read as true in one place and compared with True in another.
+    read as true in one place and compared with True in another. The check is the
+    annotation: ``quick='maybe' must be True or False``.
     """
-    if not isinstance(quick, bool):
-        raise GpulabConfigError(
-            f"quick={quick!r} is not allowed; use True (every size shrinks, "
-            "the notebook runs in seconds) or False (full size)",
-            "quick",
-        )

@@ -12,14 +12,16 @@ import argparse
 import dataclasses
 import json
 import sys
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
+from gpulab.core.validate import checked
 from gpulab.machine.hardware import detect
 from gpulab.machine.report import HardwareReport, json_safe
 from gpulab.machine.rules import RULES, SEVERITIES, Finding, findings_html
 
 __all__ = [
     "Finding",
+    "TextStream",
     "add_arguments",
     "diagnose",
     "encodable",
@@ -34,17 +36,20 @@ __all__ = [
 # --------------------------------------------------------------------------- diagnose and render
 
 
+@checked
 def diagnose(report: HardwareReport) -> list[Finding]:
     """Run every rule on ``report``; errors first, then warnings, then info."""
     findings = [finding for rule in RULES for finding in rule(report)]
     return sorted(findings, key=lambda f: SEVERITIES.index(f.severity))
 
 
+@checked
 def exit_code(findings: list[Finding]) -> int:
     """1 when any finding is an error, else 0."""
     return 1 if any(f.severity == "error" for f in findings) else 0
 
 
+@checked
 def render_text(report: HardwareReport, findings: list[Finding]) -> str:
     """The report, then the findings with their fixes, as plain text."""
     lines = [str(report), "", "Findings:"]
@@ -56,6 +61,7 @@ def render_text(report: HardwareReport, findings: list[Finding]) -> str:
     return "\n".join(lines)
 
 
+@checked
 def render_json(report: HardwareReport, findings: list[Finding]) -> str:
     """The report and the findings as one JSON document."""
     # strict JSON: a NaN from an odd driver value is null, never a bare NaN
@@ -75,11 +81,21 @@ def render_json(report: HardwareReport, findings: list[Finding]) -> str:
 # --------------------------------------------------------------------------- command line
 
 
+@runtime_checkable
+class TextStream(Protocol):
+    """Where the doctor writes: sys.stdout, a notebook's stream, a file opened for text."""
+
+    def write(self, text: str, /) -> Any:
+        """Write ``text``."""
+
+
+@checked
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     """Add the doctor's options to ``parser`` (shared with ``python -m gpulab``)."""
     parser.add_argument("--json", action="store_true", help="print the report and findings as JSON")
 
 
+@checked
 def run(args: argparse.Namespace) -> int:
     """Detect, diagnose, print; return 1 when any finding is an error."""
     report = detect()
@@ -89,7 +105,8 @@ def run(args: argparse.Namespace) -> int:
     return exit_code(findings)
 
 
-def encodable(text: str, stream: Any) -> str:
+@checked
+def encodable(text: str, stream: TextStream) -> str:
     """``text`` with what ``stream``'s encoding cannot write replaced by "?".
 
     A GPU name NVML gave in bytes that are not UTF-8 holds U+FFFD; an ASCII stdout
@@ -102,6 +119,7 @@ def encodable(text: str, stream: Any) -> str:
         return text.encode("ascii", errors="replace").decode("ascii")
 
 
+@checked
 def main(argv: list[str] | None = None) -> int:
     """``python -m gpulab doctor [--json]``; a leading "doctor" in ``argv`` is accepted."""
     args = list(sys.argv[1:] if argv is None else argv)

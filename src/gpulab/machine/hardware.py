@@ -21,9 +21,16 @@ import time
 from collections.abc import Mapping
 from typing import Any
 
+from gpulab.core.validate import checked
 from gpulab.machine.device import check_quick, pick_device
 from gpulab.machine.host import cpu_cache_sizes, cpu_info, ram
-from gpulab.machine.nvml import in_daemon_thread, join_until, nvml_read, nvml_timeout_note
+from gpulab.machine.nvml import (
+    NVMLBinding,
+    in_daemon_thread,
+    join_until,
+    nvml_read,
+    nvml_timeout_note,
+)
 from gpulab.machine.report import (
     THROTTLE_REASONS,
     CPUInfo,
@@ -31,7 +38,13 @@ from gpulab.machine.report import (
     HardwareReport,
     TorchInfo,
 )
-from gpulab.machine.torch_probe import backend_of, torch_gpus, torch_read, torch_timeout_info
+from gpulab.machine.torch_probe import (
+    TorchModule,
+    backend_of,
+    torch_gpus,
+    torch_read,
+    torch_timeout_info,
+)
 from gpulab.machine.visible import VISIBILITY_VARS, VisibleDevices, parse_visible_devices
 
 __all__ = [
@@ -80,6 +93,7 @@ DETECT_TIMEOUT_VAR = "GPULAB_DETECT_TIMEOUT_S"  # sets it, e.g. 120 on a slow ma
 _MAX_DETECT_TIMEOUT_S = 3600.0
 
 
+@checked
 def detect_timeout(environ: Mapping[str, str]) -> tuple[float, list[str]]:
     """The time limit of detection from GPULAB_DETECT_TIMEOUT_S; a bad value gives the default."""
     raw = environ.get(DETECT_TIMEOUT_VAR)
@@ -97,14 +111,15 @@ def detect_timeout(environ: Mapping[str, str]) -> tuple[float, list[str]]:
     ]
 
 
+@checked
 def detect(
     *,
     environ: Mapping[str, str] | None = None,
     meminfo_path: str = "/proc/meminfo",
     cpuinfo_path: str = "/proc/cpuinfo",
     dev_dir: str = "/dev",
-    nvml: Any = None,
-    torch_module: Any = None,
+    nvml: NVMLBinding | None = None,
+    torch_module: TorchModule | None = None,
 ) -> HardwareReport:
     """Detect CPU, RAM, GPUs, torch and the backend; never raises, never hangs.
 

@@ -14,6 +14,7 @@ import sys
 from collections.abc import Mapping
 from pathlib import Path
 
+from gpulab.core.validate import checked
 from gpulab.machine.report import CLOCK_FIELDS, VECTOR_EXTENSIONS, CPUInfo, plausible_clock_mhz
 
 __all__ = [
@@ -33,6 +34,7 @@ __all__ = [
 SYSFS_CPU = "/sys/devices/system/cpu"
 
 
+@checked
 def read_meminfo(path: str = "/proc/meminfo") -> tuple[int, int | None] | None:
     """Read (MemTotal, MemAvailable) in bytes from a Linux meminfo file; None if unreadable."""
     values: dict[str, int] = {}
@@ -50,6 +52,7 @@ def read_meminfo(path: str = "/proc/meminfo") -> tuple[int, int | None] | None:
     return values["MemTotal"], values.get("MemAvailable")
 
 
+@checked
 def ram(meminfo_path: str, notes: list[str]) -> tuple[int | None, int | None]:
     """Total and available RAM: /proc/meminfo first, then psutil."""
     parsed = read_meminfo(meminfo_path)
@@ -65,6 +68,7 @@ def ram(meminfo_path: str, notes: list[str]) -> tuple[int | None, int | None]:
         return None, None
 
 
+@checked
 def read_cpuinfo(path: str = "/proc/cpuinfo") -> tuple[str | None, set[str] | None]:
     """Read the CPU model name and the feature flags from a Linux cpuinfo file."""
     model, flags, _ = read_cpuinfo_fields(path)
@@ -104,12 +108,14 @@ def read_cpuinfo_fields(path: str) -> tuple[str | None, set[str] | None, float |
     return model, flags, mhz
 
 
+@checked
 def read_cpu_flags(path: str = "/proc/cpuinfo") -> set[str] | None:
     """Return the CPU feature flags from a Linux cpuinfo file, or None if unreadable."""
     return read_cpuinfo(path)[1]
 
 
-def extensions_from_flags(flags: set[str]) -> list[str]:
+@checked
+def extensions_from_flags(flags: set | frozenset) -> list[str]:
     """Map Linux cpuinfo flags to the vector extensions the course talks about."""
     found = {
         "AVX2": "avx2" in flags,
@@ -134,6 +140,7 @@ def macos_sysctl(prefix: str) -> dict[str, str]:
     return {k.strip(): v.strip() for k, _, v in pairs if k.strip()}
 
 
+@checked
 def extensions_from_sysctl(values: Mapping[str, str], machine: str) -> list[str]:
     """Map macOS hw.optional.* values to vector extensions."""
     on = {k for k, v in values.items() if v == "1"}
@@ -148,6 +155,7 @@ def extensions_from_sysctl(values: Mapping[str, str], machine: str) -> list[str]
     return [name for name in VECTOR_EXTENSIONS if found[name]]
 
 
+@checked
 def sysfs_max_clock_mhz(root: str | None = None) -> float | None:
     """The highest cpuinfo_max_freq of any core under Linux sysfs, in MHz; None where not exposed.
 
@@ -181,6 +189,7 @@ def core_counts() -> tuple[int | None, int | None, float | None]:
     return physical, logical or os.cpu_count(), freq
 
 
+@checked
 def cpu_info(
     cpuinfo_path: str, notes: list[str] | None = None, sysfs_root: str | None = None
 ) -> CPUInfo:
@@ -220,6 +229,7 @@ def cpu_info(
     return info
 
 
+@checked
 def cpu_cache_sizes(sysfs: str = "/sys/devices/system/cpu/cpu0/cache") -> dict[str, int]:
     """Data and unified cache sizes of one core in bytes, e.g. {"L1d": 49152, "L2": ..., "L3": ...}.
 

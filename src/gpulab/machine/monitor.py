@@ -15,11 +15,16 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import NonNegativeFloat, PositiveFloat, checked
 from gpulab.machine.nvml import import_nvml, throttle_reasons
 from gpulab.machine.report import plausible
+
+if TYPE_CHECKING:  # imported when a watch starts
+    import torch
+
+__all__ = ["Sample", "Watch", "watch"]
 
 
 @dataclass(frozen=True)
@@ -121,8 +126,12 @@ def _cpu_sampler() -> tuple[Callable[[float], Sample] | None, str]:
     return read, note
 
 
+@checked
 def watch(
-    load: Callable[[], Any], device: Any = "cpu", interval_s: float = 0.1, min_seconds: float = 1.0
+    load: Callable[[], Any],
+    device: torch.device | str = "cpu",
+    interval_s: PositiveFloat = 0.1,
+    min_seconds: NonNegativeFloat = 1.0,
 ) -> Watch:
     """Run `load()` repeatedly for at least `min_seconds` while a thread samples the device.
 
@@ -131,10 +140,6 @@ def watch(
     """
     import torch
 
-    if not callable(load):
-        raise GpulabConfigError(f"load={load!r} is not callable; pass a function that runs work")
-    if not (isinstance(interval_s, (int, float)) and interval_s > 0):
-        raise GpulabConfigError(f"interval_s={interval_s!r} must be a positive number of seconds")
     dev = torch.device(device)
     if dev.type == "cuda":
         index = dev.index if dev.index is not None else torch.cuda.current_device()

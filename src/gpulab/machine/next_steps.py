@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from gpulab.core.validate import checked
 from gpulab.machine.hardware import HardwareReport
+
+__all__ = ["next_steps"]
 
 GIB = 1024**3
 
 
+@checked
 def next_steps(report: HardwareReport) -> list[str]:
     """Advice for this machine, most important first, as plain sentences."""
     steps = []

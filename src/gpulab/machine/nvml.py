@@ -14,14 +14,16 @@ import os
 import threading
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from gpulab.core.units import GIB
+from gpulab.core.validate import PositiveFloat, checked, lenient
 from gpulab.machine.report import THROTTLE_REASONS, GPUInfo, plausible
 from gpulab.machine.visible import VisibleDevices, select_visible
 
 __all__ = [
     "MAX_GPUS",
+    "NVMLBinding",
     "import_nvml",
     "in_daemon_thread",
     "join_until",
@@ -31,6 +33,21 @@ __all__ = [
 ]
 
 MAX_GPUS = 64  # more than any one machine holds; a count above it is a driver's placeholder
+
+
+@runtime_checkable
+class NVMLBinding(Protocol):
+    """What detection needs of an NVML binding: the pynvml module, or a test's fake of it.
+
+    Only the calls that open and close NVML are required here; every other call is looked up
+    when it is needed, and a missing one is a note, not an error.
+    """
+
+    def nvmlInit(self) -> Any:
+        """Start NVML."""
+
+    def nvmlShutdown(self) -> Any:
+        """Stop NVML."""
 
 
 def _text(value: Any) -> str | None:
@@ -60,6 +77,7 @@ def import_nvml() -> tuple[Any | None, str | None]:
     return pynvml, None
 
 
+@checked
 def in_daemon_thread(fn: Callable[[], Any], name: str) -> tuple[threading.Thread, list[Any]]:
     """Start ``fn`` in a daemon thread; (the thread, a list that holds its result once done).
 
@@ -72,6 +90,7 @@ def in_daemon_thread(fn: Callable[[], Any], name: str) -> tuple[threading.Thread
     return thread, result
 
 
+@checked
 def join_until(thread: threading.Thread, deadline: float) -> None:
     """Wait for ``thread`` until the ``time.monotonic()`` deadline, and not a moment longer."""
     remaining = deadline - time.monotonic()
@@ -123,7 +142,10 @@ def _decode_throttle_reasons(nvml: Any, bits: Any) -> list[str]:
     return names
 
 
-def throttle_reasons(nvml: Any, handle: Any, label: str, notes: list[str]) -> list[str] | None:
+@lenient("takes an NVML device handle, an opaque object of the binding's own kind")
+def throttle_reasons(
+    nvml: NVMLBinding, handle: Any, label: str, notes: list[str]
+) -> list[str] | None:
     """Why the clocks are held back: the "ClocksEvent" call first, then the older "Throttle" one."""
     errors = []
     for fn_name in (
@@ -345,8 +367,11 @@ def _probe(visible: VisibleDevices, nvml: Any) -> tuple[list[GPUInfo] | None, in
             pass
 
 
+@checked
 def nvml_read(
-    visible: VisibleDevices, nvml: Any = None, progress: dict[str, Any] | None = None
+    visible: VisibleDevices,
+    nvml: NVMLBinding | None = None,
+    progress: dict[str, Any] | None = None,
 ) -> tuple[list[GPUInfo] | None, int, list[str]]:
     """Import pynvml (unless given) and list the GPUs, in this thread, without a time limit.
 
@@ -363,7 +388,8 @@ def nvml_read(
     return _probe(visible, nvml)
 
 
-def nvml_timeout_note(progress: dict[str, Any], timeout_s: float) -> str:
+@checked
+def nvml_timeout_note(progress: dict[str, Any], timeout_s: PositiveFloat) -> str:
     """Say what did not answer within ``timeout_s``: the import of pynvml, or the driver."""
     if progress.get("stage") == "import":
         return (

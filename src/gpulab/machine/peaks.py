@@ -11,12 +11,15 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpulab.core.units import format_rate
 from gpulab.core.validate import checked
 from gpulab.machine.report import HardwareReport, plausible_clock_mhz
-from gpulab.reference.specs import PeakDtype, check_dtype, find_gpu
+from gpulab.reference.specs import PeakDtype, find_gpu
+
+if TYPE_CHECKING:  # torch is imported where a device is used, not by this layer's formulas
+    import torch
 
 __all__ = ["CPUPeakEstimate", "Peak", "cpu_peak", "device_peak"]
 
@@ -268,10 +271,9 @@ def _mps_peak(report: HardwareReport, dtype: str) -> tuple[float | None, float |
 
 @checked
 def device_peak(
-    report: HardwareReport, device: Any, dtype: PeakDtype = "fp32"
+    report: HardwareReport, device: torch.device | str, dtype: PeakDtype = "fp32"
 ) -> tuple[float | None, float | None, str]:
     """(peak FLOP/s, peak bytes/s, label) for the device a notebook runs on; None when unknown."""
-    check_dtype(dtype)
     name = _device_name(report, device)
     if name == "cuda" or name.startswith("cuda:"):
         return _gpu_peak(report, name, dtype)

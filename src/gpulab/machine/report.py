@@ -15,7 +15,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpulab.core.constraints import show
+from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import GIB
+from gpulab.core.validate import checked, lenient
 
 __all__ = [
     "CLOCK_FIELDS",
@@ -71,8 +74,15 @@ _RANGES: dict[str, tuple[type, float, float]] = {
 _MAX_CPU_CLOCK_MHZ = 20_000  # no CPU clocks above 20 GHz; a larger figure is a misreading
 
 
+@lenient("reads any value a driver reports: a placeholder or a wrong type is None")
 def plausible(name: str, value: Any) -> int | float | None:
     """``value`` as the type GPUInfo's field ``name`` holds, or None when it is not a sane one."""
+    if not isinstance(name, str) or name not in _RANGES:  # the field is the caller's to get right
+        raise GpulabConfigError(
+            f"name={show(name)} is not a numeric GPUInfo field; use one of "
+            f"{', '.join(repr(n) for n in _RANGES)}",
+            "name",
+        )
     kind, low, high = _RANGES[name]
     if value is None or isinstance(value, bool):
         return None
@@ -196,6 +206,7 @@ class CPUInfo:
             setattr(self, name, plausible_clock_mhz(getattr(self, name)))
 
 
+@lenient("reads any clock a system reports: text, 0, NaN or a wrong type is None")
 def plausible_clock_mhz(value: Any) -> float | None:
     """A CPU clock in MHz as a float, or None when it is not a sane one (0, NaN, negative)."""
     if value is None or isinstance(value, bool):
@@ -280,6 +291,7 @@ class HardwareReport:
 # --------------------------------------------------------------------------- formatting helpers
 
 
+@lenient("copies any nested data, changing only the floats that are not finite")
 def json_safe(value: Any) -> Any:
     """A copy of nested data with every non-finite float replaced by None (strict JSON)."""
     if isinstance(value, float):
@@ -422,6 +434,7 @@ class Finding:
 _SEVERITY_COLOURS = {"error": "#b00020", "warning": "#9a6700", "info": "#0969da"}
 
 
+@checked
 def findings_html(findings: list[Finding]) -> str:
     """An HTML table of findings for a notebook; says so when there are none."""
     if not findings:

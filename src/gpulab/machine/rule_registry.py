@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from gpulab.core.validate import checked
 from gpulab.machine.report import Finding, HardwareReport
 
 __all__ = ["RULES", "Rule", "rule"]
@@ -17,6 +18,7 @@ Rule = Callable[[HardwareReport], list[Finding]]
 RULES: list[Rule] = []
 
 
+@checked
 def rule(fn: Rule) -> Rule:
     """Decorator: add a doctor rule to RULES, after those registered before it."""
     if fn in RULES:

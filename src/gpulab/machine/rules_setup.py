@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 
+from gpulab.core.validate import checked
 from gpulab.machine.report import Finding, GPUInfo, HardwareReport
 from gpulab.machine.rule_registry import rule
 from gpulab.machine.visible import VISIBILITY_VARS, parse_visible_devices
@@ -20,11 +21,13 @@ NVML_LIBRARY_NOT_FOUND = "NVML library not found"  # start of hardware's note fo
 PYTORCH_INSTALL_URL = "https://pytorch.org/get-started/locally/"
 
 
+@checked
 def nvidia_present(report: HardwareReport) -> bool:
     """True when NVML saw a GPU or the NVIDIA kernel driver created /dev/nvidia*."""
     return report.gpus_present > 0 or report.nvidia_device_files
 
 
+@checked
 def present_phrase(report: HardwareReport) -> str:
     """ "2 NVIDIA GPUs are present" or, when NVML could not count them, why we know of any."""
     if report.gpus_present > 0:
@@ -249,6 +252,7 @@ def _parse_arch(entry: str) -> tuple[str, int, int, str] | None:
     return match.group(1), number // 10, number % 10, match.group(3)
 
 
+@checked
 def arch_list_covers(arch_list: list[str], capability: str) -> bool:
     """True when torch's kernels (cubins, or PTX it can JIT) can run on this compute capability."""
     want = version_tuple(capability)[:2]

@@ -8,12 +8,15 @@ give a report rather than a traceback.
 from __future__ import annotations
 
 import warnings
-from typing import Any
+from collections.abc import Callable
+from typing import Any, Protocol, runtime_checkable
 
+from gpulab.core.validate import PositiveFloat, checked, lenient
 from gpulab.machine.nvml import MAX_GPUS
 from gpulab.machine.report import GPUInfo, TorchInfo
 
 __all__ = [
+    "TorchModule",
     "backend_of",
     "call",
     "import_torch_traced",
@@ -22,6 +25,18 @@ __all__ = [
     "torch_read",
     "torch_timeout_info",
 ]
+
+
+@runtime_checkable
+class TorchModule(Protocol):
+    """What the probes read first of torch: the torch module, or a test's fake of it.
+
+    Everything else (``torch.backends.mps``, ``torch.xpu``, the device calls) is looked up
+    when it is needed, and a missing or broken part is a note, not an error.
+    """
+
+    cuda: Any  # torch.cuda
+    version: Any  # torch.version
 
 
 def import_torch_traced() -> tuple[Any | None, str | None, str | None]:
@@ -66,8 +81,9 @@ def _raised_in(exc: BaseException) -> str | None:
     return None
 
 
+@checked
 def torch_read(
-    torch: Any = None,
+    torch: TorchModule | None = None,
     progress: dict[str, Any] | None = None,
 ) -> tuple[Any | None, TorchInfo, list[str]]:
     """Import torch (unless given) and describe it, in this thread, without a time limit.
@@ -81,12 +97,24 @@ def torch_read(
     if torch is None:
         torch, why, broken_by = import_torch_traced()
     progress.update(stage="probe", torch=torch)
-    info, notes = torch_info(torch, why, broken_by=broken_by)
-    return torch, info, notes
+    info, notes = _torch_info(torch, why, broken_by)
+    # What an import gave is not a caller's argument: a torch folder left behind by an
+    # uninstall imports as an empty package, which is described above ("could not be
+    # queried") and then has no GPUs to list, rather than being refused by a check.
+    return (torch if _looks_like_torch(torch) else None), info, notes
 
 
+def _looks_like_torch(module: Any) -> bool:
+    """True when ``module`` has what TorchModule names (torch.cuda and torch.version)."""
+    try:
+        return isinstance(module, TorchModule)
+    except Exception:  # an attribute lookup that raises something odd
+        return False
+
+
+@checked
 def torch_timeout_info(
-    progress: dict[str, Any], timeout_s: float, pynvml_hung: bool = False
+    progress: dict[str, Any], timeout_s: PositiveFloat, pynvml_hung: bool = False
 ) -> tuple[TorchInfo, str]:
     """The TorchInfo and the note for a torch that did not answer within ``timeout_s``."""
     torch = progress.get("torch")
@@ -115,7 +143,8 @@ def torch_timeout_info(
     return info, note
 
 
-def call(fn: Any, default: Any, notes: list[str] | None = None) -> Any:
+@lenient("calls whatever torch exposes as a probe; any failure gives the default")
+def call(fn: Callable[[], Any], default: Any, notes: list[str] | None = None) -> Any:
     """Call a torch probe; collect its warnings as notes and return ``default`` on failure."""
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
@@ -146,10 +175,18 @@ def _torch_build(torch: Any, mps_built: bool, xpu_available: bool) -> str:
     return "cpu-only"
 
 
+@checked
 def torch_info(
-    torch: Any = None, import_error: str | None = None, broken_by: str | None = None
+    torch: TorchModule | None = None, import_error: str | None = None, broken_by: str | None = None
 ) -> tuple[TorchInfo, list[str]]:
     """Describe the torch build; never raises. ``broken_by``: the module that broke its import."""
+    return _torch_info(torch, import_error, broken_by)
+
+
+def _torch_info(
+    torch: Any, import_error: str | None, broken_by: str | None
+) -> tuple[TorchInfo, list[str]]:
+    """torch_info's body, for a torch of any shape (what an import gave)."""
     if torch is None and import_error is None:
         torch, import_error, broken_by = import_torch_traced()
     if torch is None:
@@ -195,7 +232,8 @@ def _describe(torch: Any, notes: list[str]) -> TorchInfo:
         mps_built=mps_built,
         mps_available=mps_available,
         xpu_available=xpu_available,
-        arch_list=list(call(torch.cuda.get_arch_list, []) or []),
+        # names only ("sm_90"): the doctor's rule reads each as text
+        arch_list=[a for a in list(call(torch.cuda.get_arch_list, []) or []) if isinstance(a, str)],
     )
     info.build = _torch_build(torch, mps_built, xpu_available)
     info.device_count = _torch_device_count(torch, info)
@@ -227,6 +265,7 @@ def _torch_notes(info: TorchInfo) -> list[str]:
     return []
 
 
+@checked
 def backend_of(info: TorchInfo) -> str:
     """The best backend torch can use now."""
     if info.cuda_available:
@@ -238,7 +277,8 @@ def backend_of(info: TorchInfo) -> str:
     return "cpu"
 
 
-def torch_gpus(torch: Any, info: TorchInfo, notes: list[str]) -> list[GPUInfo]:
+@checked
+def torch_gpus(torch: TorchModule | None, info: TorchInfo, notes: list[str]) -> list[GPUInfo]:
     """List GPUs through torch, for ROCm and for NVIDIA machines without NVML."""
     if torch is None:
         return []

@@ -16,7 +16,10 @@ import shutil
 import subprocess
 from dataclasses import dataclass
 
+from gpulab.core.validate import checked
 from gpulab.machine.hardware import HardwareReport
+
+__all__ = ["VersionRow", "local_toolkit", "version_rows"]
 
 
 @dataclass(frozen=True)
@@ -29,6 +32,7 @@ class VersionRow:
     matters_for_pytorch: str
 
 
+@checked
 def local_toolkit(nvcc: str | None = None) -> str | None:
     """The release of the CUDA toolkit whose nvcc is first on PATH ("12.4"), or None."""
     nvcc = nvcc or shutil.which("nvcc")
@@ -42,6 +46,7 @@ def local_toolkit(nvcc: str | None = None) -> str | None:
     return match.group(1) if match else None
 
 
+@checked
 def version_rows(report: HardwareReport, toolkit: str | None = None) -> list[VersionRow]:
     """The version numbers of this machine, each with what it means for pip/conda PyTorch."""
     gpu = report.gpus[0] if report.gpus else None

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Annotated
+
+from gpulab.core.validate import OneOf, checked
 
 __all__ = ["VISIBILITY_VARS", "VisibleDevices", "parse_visible_devices", "select_visible"]
 
@@ -28,7 +31,11 @@ class VisibleDevices:
         return not self.all_visible and not self.entries
 
 
-def parse_visible_devices(value: str | None, name: str = "CUDA_VISIBLE_DEVICES") -> VisibleDevices:
+@checked
+def parse_visible_devices(
+    value: str | None,
+    name: Annotated[str, OneOf(VISIBILITY_VARS, "visibility variable")] = "CUDA_VISIBLE_DEVICES",
+) -> VisibleDevices:
     """Parse a *_VISIBLE_DEVICES value as CUDA does: read entries until the first invalid one."""
     if value is None:
         return VisibleDevices(all_visible=True)
@@ -66,6 +73,7 @@ def parse_visible_devices(value: str | None, name: str = "CUDA_VISIBLE_DEVICES")
     return VisibleDevices(all_visible=False, entries=entries)
 
 
+@checked
 def select_visible(
     indices_uuids: list[tuple[int, str | None]], visible: VisibleDevices
 ) -> tuple[list[int], list[str]]:

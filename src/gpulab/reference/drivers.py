@@ -14,13 +14,14 @@ import re
 from importlib import resources
 from typing import Annotated, Any
 
-from gpulab.core.validate import OneOf, checked
+from gpulab.core.validate import OneOf, checked, lenient
 
 __all__ = ["OS_FAMILIES", "load_driver_table", "required_drivers", "version_tuple"]
 
 OS_FAMILIES = ("linux", "windows")
 
 
+@lenient("reads any version text a driver reports")
 def version_tuple(version: str) -> tuple[int, ...]:
     """Turn "550.54.14" into (550, 54, 14) so that versions compare numerically."""
     return tuple(int(part) for part in re.findall(r"\d+", str(version)))

@@ -14,7 +14,7 @@ from typing import Any
 
 from gpulab.core.constraints import show
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import checked
+from gpulab.core.validate import checked, lenient
 
 __all__ = [
     "MAX_CONFIG_DEPTH",
@@ -342,6 +342,7 @@ def _is_int(value: object) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
+@lenient("checks a whole config.json, key by key")
 def read_fields(cfg: Mapping[str, Any]) -> tuple[str, dict[str, Any]]:
     """(model_type, ModelSpec fields) of a supported config.json dict; GpulabConfigError if not."""
     if not isinstance(cfg, Mapping):
@@ -464,6 +465,7 @@ def parse_config_text(text: str, field: str = "text") -> dict[str, Any]:
     return cfg
 
 
+@lenient("a lookup for error messages")
 def config_key(model_type: str, field_name: str | None) -> str | None:
     """The config.json key a ModelSpec field is read from, for error messages."""
     keys = {**_CONFIG_KEY["*"], **_CONFIG_KEY.get(model_type, {})}

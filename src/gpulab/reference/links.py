@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Annotated, Any
 
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import OneOf, checked
+from gpulab.core.validate import OneOf, checked, lenient
 from gpulab.reference import specs
 
 __all__ = [
@@ -46,6 +46,7 @@ PCIE_SOURCE = (
 )
 
 
+@lenient("reads NVML's link values; None when unknown")
 def pcie_peak_bytes_per_s(generation: Any, width: Any) -> float | None:
     """Usable one-way bandwidth of a PCIe link in bytes/s; None when gen or width is unknown.
 

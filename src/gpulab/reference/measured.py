@@ -22,7 +22,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Annotated, Any
 
-from gpulab.core.validate import OneOf, checked
+from gpulab.core.validate import OneOf, checked, lenient
 from gpulab.reference import languages
 
 __all__ = [
@@ -81,11 +81,13 @@ def directory() -> Path:
     return Path(override) if override else PACKAGED_DIR
 
 
+@lenient("file names of the library's own data")
 def slug(gpu_name: str) -> str:
     """The file name of a GPU's figures: 'NVIDIA H200' -> 'nvidia-h200'."""
     return re.sub(r"[^a-z0-9]+", "-", str(gpu_name).lower()).strip("-") or "unknown"
 
 
+@lenient("writes the library's own data")
 def save(
     gpu_name: str,
     section_name: str,
@@ -103,6 +105,7 @@ def save(
     return path
 
 
+@lenient("reads the library's own data")
 def load_all(folder: Path | None = None) -> dict[str, dict]:
     """Every GPU's measured figures, keyed by GPU name."""
     folder = directory() if folder is None else Path(folder)
@@ -113,6 +116,7 @@ def load_all(folder: Path | None = None) -> dict[str, dict]:
     return out
 
 
+@lenient("reads the library's own data")
 def section(name: str, folder: Path | None = None) -> dict[str, dict]:
     """One section across GPUs: {gpu name: {"provenance": ..., "figures": ...}}."""
     return {

@@ -27,7 +27,7 @@ from typing import Any
 
 from gpulab.core.constraints import did_you_mean_text, show
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import checked
+from gpulab.core.validate import checked, lenient
 from gpulab.reference.formats import WEIGHT_FORMATS
 from gpulab.reference.models import CATALOGUE
 from gpulab.reference.specs import DTYPES, load_gpus
@@ -181,6 +181,7 @@ def _check_by_test(row_id: str, row: dict[str, Any]) -> None:
         raise _fail(row_id, "prompt_tokens", "must be >= 1 on a prompt-processing row, or null")
 
 
+@lenient("reads the library's own data, row by row")
 def row_items(
     rows: list[Any], fail: Callable[[str, str, str], GpulabConfigError]
 ) -> Iterator[tuple[str, dict[str, Any]]]:
@@ -198,6 +199,7 @@ def row_items(
         yield row_id, row
 
 
+@lenient("reads the library's own data; loads() is checked")
 def section_rows(text: str, section: str) -> list[Any]:
     """The rows of JSON `text`: the list under `section` of the data file, or a bare list."""
     try:

@@ -26,7 +26,7 @@ from typing import Annotated, Any
 from gpulab.core.constraints import did_you_mean_text, show
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import format_rate
-from gpulab.core.validate import NonNegativeFloat, OneOf, check_value, checked
+from gpulab.core.validate import NonNegativeFloat, OneOf, check_value, checked, lenient
 
 __all__ = [
     "ALLOCATOR_SLACK",
@@ -176,6 +176,7 @@ def tensor_capacity(memory_bytes: NonNegativeFloat, apple: bool = False) -> int:
 PeakDtype = Annotated[str, OneOf(DTYPES, "precision the spec table knows")]
 
 
+@lenient("is itself a check")
 def check_dtype(dtype: str) -> None:
     """Raise GpulabConfigError unless ``dtype`` is one of DTYPES."""
     check_value("dtype", dtype, PeakDtype)
@@ -310,6 +311,7 @@ def _readable_memory(memory_bytes: object) -> bool:
         return False
 
 
+@lenient("matches whatever name a driver reports; None when no row does")
 def find_gpu(name: str, memory_bytes: int | None = None) -> GPUSpec | None:
     """The row a reported GPU name means ("NVIDIA GeForce RTX 4090"), or None if not exactly one.
 

@@ -11,7 +11,15 @@ each figure's PNG output then carries ``{"alt": ...}`` in its metadata, which th
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from gpulab.core.validate import checked, lenient
+
+if TYPE_CHECKING:
+    from matplotlib.axes import Axes
+    from matplotlib.figure import Figure
+
+__all__ = ["WRAPPED", "describe", "describe_axes", "install", "load_ipython_extension"]
 
 WRAPPED = "_gpulab_alt_text"  # marks the PNG formatter once it adds alt text
 
@@ -63,7 +71,8 @@ def _kind(ax) -> str:
     return " with ".join(kinds) or "chart"
 
 
-def describe_axes(ax) -> str:
+@checked
+def describe_axes(ax: Axes) -> str:
     """One axes in words: kind, title, both axes with label and range, series and categories."""
     suptitle = getattr(ax.figure, "_suptitle", None)  # a figure-wide title, when set
     title = ax.get_title() or (suptitle.get_text() if suptitle is not None else "")
@@ -90,7 +99,8 @@ def _looks_numeric(text: str) -> bool:
         return False
 
 
-def describe(fig) -> str:
+@checked
+def describe(fig: Figure) -> str:
     """The figure in words, one sentence group per plotting axes (legends and colorbars skipped)."""
     axes = [
         ax
@@ -107,6 +117,7 @@ def describe(fig) -> str:
     )
 
 
+@lenient("takes an IPython shell, which it only reads: any object with a display_formatter")
 def install(shell: Any) -> bool:
     """Wrap the shell's PNG formatter for figures so each PNG has alt text; True if wrapped now."""
     from matplotlib.figure import Figure
@@ -135,6 +146,7 @@ def install(shell: Any) -> bool:
     return True
 
 
+@lenient("IPython calls it with its shell when the kernel loads the extension")
 def load_ipython_extension(shell: Any) -> None:
     """Wrap the formatter now and keep it wrapped.
 

@@ -33,8 +33,11 @@ from importlib import resources
 from importlib.resources.abc import Traversable
 
 from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import PositiveFloat, PositiveInt, checked
 from gpulab.estimate import calculator, cost, published_bounds
+from gpulab.estimate.cost import Currency
 from gpulab.reference import formats, models, specs
+from gpulab.reference.formats import KVFormat, WeightFormatName
 
 __all__ = [
     "ARCHIVE",
@@ -114,6 +117,7 @@ def python_archive() -> bytes:
     return buffer.getvalue()
 
 
+@checked
 def payload_script(name: str, data: bytes) -> str:
     """The classic script that carries one file for pages opened from file://: the file
     gzipped, then base64, stored under the URL of the file (the script's own URL less `.js`)."""
@@ -265,15 +269,16 @@ def _calculator(kind: str, uid: str, body: str, status: str) -> str:
 # --------------------------------------------------------------------------- memory calculator
 
 
+@checked
 def memory_calculator_html(
     uid: str = "gpulab-memory-calculator",
     model: str = "Llama-3-8B",
-    weights: str = "int4",
-    kv_cache: str = "bf16",
-    context: int = 8192,
-    users: int = 1,
+    weights: WeightFormatName = "int4",
+    kv_cache: KVFormat = "bf16",
+    context: PositiveInt = 8192,
+    users: PositiveInt = 1,
     gpu: str = "RTX 4090",
-    memory_gb: float | None = None,
+    memory_gb: PositiveFloat | None = None,
 ) -> str:
     """The static memory calculator: model, formats, context, users, GPU or your own memory ->
     memory, fit, tokens/s with the typical range.
@@ -353,8 +358,11 @@ def memory_calculator_html(
 # --------------------------------------------------------------------------- cost calculator
 
 
+@checked
 def cost_calculator_html(
-    values: dict | None = None, currency: str = "CNY", uid: str = "gpulab-cost-calculator"
+    values: dict[str, float] | None = None,
+    currency: Currency = "CNY",
+    uid: str = "gpulab-cost-calculator",
 ) -> str:
     """The static cost calculator: buying vs renting, break-even, cost per million tokens."""
     unknown = sorted(set(values or {}) - set(COST_DEFAULTS))

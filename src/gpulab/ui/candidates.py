@@ -11,8 +11,11 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from gpulab.core.units import GB
-from gpulab.estimate.choose import TASKS, Candidate
+from gpulab.core.validate import checked
+from gpulab.estimate.choose import Candidate, Task
 from gpulab.ui.tables import Table
+
+__all__ = ["BOUNDS", "candidate_table", "card_name"]
 
 # The speed bound each task is judged by: (column title, Candidate attribute)
 BOUNDS = {
@@ -21,15 +24,15 @@ BOUNDS = {
 }
 
 
+@checked
 def card_name(candidate: Candidate) -> str:
     """The card and how many: "RTX 4090", or "2 x RTX 3090"."""
     return candidate.gpu if candidate.count == 1 else f"{candidate.count} x {candidate.gpu}"
 
 
-def candidate_table(candidates: Sequence[Candidate], title: str, task: str = "inference") -> Table:
+@checked
+def candidate_table(candidates: Sequence[Candidate], title: str, task: Task = "inference") -> Table:
     """The candidates as a table: card, fits, GB needed and offered, the task's bound, W, price."""
-    if task not in TASKS:
-        raise ValueError(f"task={task!r} is not allowed; use one of {', '.join(map(repr, TASKS))}")
     bound_title, bound_field = BOUNDS[task]
     rows = [
         {

@@ -23,6 +23,7 @@ from typing import Any
 from gpulab.core.constraints import MAX_MAGNITUDE
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.units import GIB, MIB
+from gpulab.core.validate import checked
 from gpulab.estimate import answers
 from gpulab.estimate.calculator import display_number
 from gpulab.reference import formats, hf_config, models
@@ -84,6 +85,7 @@ _MODEL_EPILOG = (
 # --------------------------------------------------------------------------- reading arguments
 
 
+@checked
 def parse_memory(text: str) -> int:
     """Bytes of a --memory value: '8GB' (10^9 bytes), '8 GiB' or '8g' (2^30), '8188MiB', '8e9B'."""
     match = _NUMBER.match(text or "")
@@ -120,6 +122,7 @@ def parse_memory(text: str) -> int:
     return int(size)
 
 
+@checked
 def parse_count(flag: str, text: str) -> int:
     """A --context or --users value as an int: '8192', '8k' (x 1024) or '32K'."""
     match = re.fullmatch(r"\s*(\d{1,19})\s*([kK]?)\s*", text or "")
@@ -129,6 +132,7 @@ def parse_count(flag: str, text: str) -> int:
     return int(match.group(1)) * (1024 if match.group(2) else 1)
 
 
+@checked
 def model_spec(text: str) -> ModelSpec:
     """MODEL as a ModelSpec: a catalogue name, or the path of a Hugging Face config.json."""
     path = Path(text)
@@ -213,6 +217,7 @@ def _verdict(a: answers.FitAnswer) -> str:
     return f"does not fit: {_gb(-a.headroom_bytes)} short"
 
 
+@checked
 def render_fit(a: answers.FitAnswer) -> str:
     """The fit answer as text: the breakdown, the verdict, the largest context and batch."""
     parts = {"weights": "weights", "kv_cache": "KV cache", "activations": "activations"}
@@ -268,6 +273,7 @@ def _published_line(c) -> str:
     return f"{head}, {_percent(c.ratio)} of its bound of {display_number(c.bound)}"
 
 
+@checked
 def render_speed(s: answers.SpeedAnswer) -> str:
     """The speed answer as text: the fit, the bound, the typical range, the card's runs."""
     a = s.fit
@@ -324,6 +330,7 @@ def _print_json(data: dict[str, Any]) -> None:
     print(json.dumps(data, indent=2, allow_nan=False))
 
 
+@checked
 def run_fit(args: argparse.Namespace) -> int:
     """``gpulab fit``: print the fit answer; 0 when answered, 2 for a value refused."""
     try:
@@ -345,6 +352,7 @@ def run_fit(args: argparse.Namespace) -> int:
     return 0
 
 
+@checked
 def run_speed(args: argparse.Namespace) -> int:
     """``gpulab speed``: print the speed answer; 0 when answered, 2 for a value refused."""
     try:
@@ -397,6 +405,7 @@ def _workload_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print the answer as JSON")
 
 
+@checked
 def add_commands(commands: argparse._SubParsersAction, prog: str) -> None:
     """Add ``fit`` and ``speed`` to the ``gpulab`` command line's subcommands."""
     fit = commands.add_parser(

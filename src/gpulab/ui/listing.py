@@ -9,14 +9,21 @@ elsewhere.
 from __future__ import annotations
 
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from types import ModuleType
+
+from gpulab.core.errors import GpulabConfigError
+from gpulab.core.validate import checked
 
 __all__ = ["Listing", "show", "source_of"]
 
 
-def source_of(obj) -> tuple[str, str, int]:
-    """(source, file relative to the package's parent, first line) of a function or class."""
+@checked
+def source_of(obj: Callable | ModuleType) -> tuple[str, str, int]:
+    """(source, file relative to the package's parent, first line) of a function, class or
+    module."""
     target = inspect.unwrap(obj) if callable(obj) else obj
     lines, first = inspect.getsourcelines(target)
     path = Path(inspect.getsourcefile(target) or "?")
@@ -48,12 +55,15 @@ def _backtick_runs(text: str) -> list[str]:
     return re.findall(r"`+", text)
 
 
-def show(obj) -> Listing:
+@checked
+def show(obj: Callable) -> Listing:
     """The source of a gpulab function or class, as it runs, for display in a notebook."""
     if not (
         inspect.isfunction(inspect.unwrap(obj)) or inspect.isclass(obj) or inspect.ismethod(obj)
     ):
-        raise TypeError(f"show() takes a function or a class, not {type(obj).__name__}")
+        raise GpulabConfigError(
+            f"obj: show() takes a function or a class, not {type(obj).__name__}", "obj"
+        )
     code, path, first = source_of(obj)
     target = inspect.unwrap(obj)
     name = f"{target.__module__}.{target.__qualname__}"

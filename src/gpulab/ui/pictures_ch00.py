@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING
 from gpulab.core.validate import checked
 from gpulab.reference import drivers
 
+__all__ = ["PICTURES", "software_stack"]
+
 if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
     from matplotlib.figure import Figure
 

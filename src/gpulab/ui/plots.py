@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import itertools
+from collections.abc import Sequence
 from typing import TYPE_CHECKING
+
+from gpulab.core.validate import checked
 
 if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
     from matplotlib.figure import Figure
@@ -13,6 +16,22 @@ if TYPE_CHECKING:  # imported lazily so `import gpulab` stays light
 GIB = 1024**3
 
 
+__all__ = [
+    "PART_COLORS",
+    "bandwidth_sweep",
+    "break_even_by_hours",
+    "cost_over_time",
+    "lines_with_reference",
+    "matmul_sweep",
+    "memory_breakdown",
+    "memory_overview",
+    "roofline",
+    "stacked_counts",
+    "throughput_vs_batch",
+]
+
+
+@checked
 def memory_overview(report: HardwareReport) -> Figure:
     """Bar chart of RAM and each GPU's memory: in use vs free (introduced in notebook 00)."""
     import matplotlib.pyplot as plt
@@ -59,6 +78,7 @@ def _peak_line(ax, value: float | None, label: str, scale: float, color: str) ->
         ax.text(ax.get_xlim()[0], value / scale, f" {label}", va="bottom", fontsize=8, color=color)
 
 
+@checked
 def matmul_sweep(points: list, peaks: dict[str, float | None], title: str = "") -> Figure:
     """Achieved TFLOP/s against matrix size, a line per precision, peaks dashed (chapter 1 lab)."""
     import matplotlib.pyplot as plt
@@ -88,6 +108,7 @@ def matmul_sweep(points: list, peaks: dict[str, float | None], title: str = "") 
     return fig
 
 
+@checked
 def bandwidth_sweep(
     points: list, peak: float | None, caches: dict[str, int] | None = None, title: str = ""
 ) -> Figure:
@@ -112,6 +133,7 @@ def bandwidth_sweep(
     return fig
 
 
+@checked
 def roofline(
     peak_flops: float,
     bandwidth: float,
@@ -158,6 +180,7 @@ PART_COLORS = {
 }
 
 
+@checked
 def memory_breakdown(breakdowns: dict, capacities: dict | None = None, title: str = "") -> Figure:
     """Stacked bars of memory estimates (GB), one per label, with capacity lines (chapter 2)."""
     import matplotlib.pyplot as plt
@@ -184,6 +207,7 @@ def memory_breakdown(breakdowns: dict, capacities: dict | None = None, title: st
     return fig
 
 
+@checked
 def throughput_vs_batch(curves: dict, title: str = "") -> Figure:
     """Samples/s against batch size, one line per device, log-log (chapter 5's batch sweep)."""
     import matplotlib.pyplot as plt
@@ -204,6 +228,7 @@ def throughput_vs_batch(curves: dict, title: str = "") -> Figure:
     return fig
 
 
+@checked
 def cost_over_time(
     curves: dict, local_label: str, title: str = "", xlabel: str = "months"
 ) -> Figure:
@@ -223,6 +248,7 @@ def cost_over_time(
     return fig
 
 
+@checked
 def break_even_by_hours(
     hours: list, years: dict, title: str = "", useful_life_years: float | None = None
 ) -> Figure:
@@ -250,8 +276,13 @@ def break_even_by_hours(
     return fig
 
 
+@checked
 def stacked_counts(
-    counts: dict, categories, title: str = "", ylabel: str = "count", colors=None
+    counts: dict,
+    categories: Sequence[str],
+    title: str = "",
+    ylabel: str = "count",
+    colors: Sequence[str | None] | None = None,
 ) -> Figure:
     """Stacked bars: one bar per group, one segment per category (the fact check's verdicts)."""
     import matplotlib.pyplot as plt
@@ -278,6 +309,7 @@ def stacked_counts(
     return fig
 
 
+@checked
 def lines_with_reference(
     x: list,
     series: dict,

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 
 from gpulab.core.constraints import show
 from gpulab.core.errors import GpulabConfigError
-from gpulab.core.validate import AtLeast, OneOf, checked
+from gpulab.core.validate import AtLeast, OneOf, checked, lenient
 
 __all__ = ["Comparison", "compare"]
 
@@ -89,6 +89,7 @@ class Comparison:
         return "\n".join(self.lines())
 
 
+@lenient("the reader's guess is refused naming the reader's variable (my_guess), not `prediction`")
 @checked
 def compare(
     prediction: Any,

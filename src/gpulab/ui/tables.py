@@ -28,6 +28,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+__all__ = ["GB", "GIB", "KIB", "MIB", "NAMED_FORMATS", "SCALED_UNITS", "Table"]
+
 from gpulab.core.units import GB, GIB, KIB, MIB, format_seconds, keep_with_unit, size_label
 
 # Units whose values the rows hold in a base unit (bytes, seconds, per second), and the scale.

@@ -9,13 +9,15 @@ from __future__ import annotations
 import html
 from typing import TYPE_CHECKING
 
+from gpulab.core.validate import checked
 from gpulab.machine.doctor import findings_html
+from gpulab.machine.report import HardwareReport  # at run time: @checked reads the annotations
+from gpulab.machine.rules import Finding
 
 if TYPE_CHECKING:
     import ipywidgets
 
-    from gpulab.machine.report import HardwareReport
-    from gpulab.machine.rules import Finding
+__all__ = ["SITE_CALCULATOR_UID", "memory_calculator", "report_tabs", "with_site_html"]
 
 
 def _list_html(items: list[str]) -> str:
@@ -23,6 +25,7 @@ def _list_html(items: list[str]) -> str:
     return "<ul>" + "".join(f"<li>{html.escape(i)}</li>" for i in items) + "</ul>"
 
 
+@checked
 def report_tabs(
     report: HardwareReport, findings: list[Finding], steps: list[str]
 ) -> ipywidgets.Tab:
@@ -44,6 +47,7 @@ def report_tabs(
 SITE_CALCULATOR_UID = "gpulab-memory-calculator-ch02"
 
 
+@checked
 def with_site_html(widget: ipywidgets.Widget, site_html: str) -> ipywidgets.Widget:
     """Give a widget's display bundle a text/html version, marked as the one the site shows.
 
@@ -63,6 +67,7 @@ def with_site_html(widget: ipywidgets.Widget, site_html: str) -> ipywidgets.Widg
     return widget
 
 
+@checked
 def memory_calculator(report: HardwareReport | None = None, default_model: str = "Llama-3-8B"):
     """Chapter 2's calculator: model (listed or a pasted config.json), format, context, batch, mode.
 
