@@ -6,6 +6,7 @@ below; every catalogue the repository holds must pass, and a catalogue with each
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -14,6 +15,7 @@ from tools import i18n
 from tools.checks import catalogue_style
 
 STYLE = i18n.LOCALES / i18n.LANG / "STYLE.md"
+WORDS = Path(__file__).resolve().parents[2] / "src" / "gpulab" / "data" / "words" / "zh_CN.json"
 CATALOGUES = sorted((i18n.LOCALES / i18n.LANG / "LC_MESSAGES").rglob("*.po"))
 
 
@@ -64,17 +66,46 @@ def test_english_runs_left_in_a_chinese_message(msgstr, runs):
 
 def test_the_glossary_is_read_from_style_md_and_flags_only_variants():
     terms = {t.accepted.split("（")[0]: t for t in catalogue_style.glossary(STYLE)}
-    assert set(terms) == {"拐点", "张", "元", "批大小", "性能分析器"}
-    flagged = {
-        "拐点": "低于脊点时",
-        "张": "两块 RTX 3090",
-        "元": "一元人民币",
-        "批大小": "批次大小为 4",
-        "性能分析器": "性能剖析器会显示它",
+    assert set(terms) == {
+        "拐点",
+        "张",
+        "元",
+        "批大小",
+        "性能分析器",
+        "选择硬件，算清成本",
+        "不止一张 GPU",
+        "现象 / 解决方法",
+        "FLOP/byte",
+        "位",
+        "计算受限 / 访存受限",
+        "课前检查",
     }
-    for accepted, sentence in flagged.items():
-        found = catalogue_style.glossary_problems(sentence, (terms[accepted],))
-        assert found and accepted in found[0], sentence
+    # each variant in use before it was settled, in a sentence of the kind the pages had
+    flagged = [
+        ("拐点", "低于脊点时"),
+        ("张", "两块 RTX 3090"),
+        ("元", "一元人民币"),
+        ("批大小", "批次大小为 4"),
+        ("性能分析器", "性能剖析器会显示它"),
+        ("选择硬件，算清成本", "第 6 章：硬件选型与成本"),
+        ("选择硬件，算清成本", "第 6 章“选择硬件及其费用”"),
+        ("不止一张 GPU", "第 7 章：单卡之外"),
+        ("不止一张 GPU", "见本章页面 [超越单卡](../book/07_beyond_one_gpu.md)"),
+        ("现象 / 解决方法", "**症状。** GPU 只比 CPU 快一点"),
+        ("现象 / 解决方法", "每条结果都附有修复方法"),
+        ("FLOP/byte", "拐点为 {fig}`ridge_4090_bf16` FLOP/字节"),
+        ("FLOP/byte", "算术强度只有 {fig}`add_ai` FLOPs / 字节"),
+        ("位", "每个权重 {fig}`q4km_bits` 比特"),
+        ("位", "每个权重 {fig}`q4km_bits` bit，"),
+        ("位", "并把 4-bit 的 70B 模型放在多张 GPU 上"),
+        ("位", "它的 {fig}`avx2_bits`-bit 寄存器"),
+        ("计算受限 / 访存受限", "只在计算密集型任务中成立"),
+        ("计算受限 / 访存受限", "访存密集型任务约为四倍"),
+        ("课前检查", "每位学员在课前运行课前自检"),
+    ]
+    for accepted, sentence in flagged:
+        found = catalogue_style.glossary_problems(sentence, tuple(terms.values()))
+        assert found and any(f"write {terms[accepted].accepted}" in f for f in found), sentence
     accepted_uses = [
         "低于拐点时",
         "两张 RTX 3090，每张 GPU 一个进程",
@@ -85,9 +116,43 @@ def test_the_glossary_is_read_from_style_md_and_flags_only_variants():
         "切成 n 块，每块 32 个字节",
         "发送一块、接收一块",
         "`CNY` 写在代码里",
+        "第 6 章：选择硬件，算清成本",
+        "第 7 章：不止一张 GPU",
+        "**现象。** GPU 只比 CPU 快一点；**解决方法。** 加大批次，修复后的循环更快",
+        "拐点为 {fig}`ridge_4090_bf16` FLOP/byte",
+        "每个权重 {fig}`q4km_bits` 位，8 位 AdamW，64 位总线，7 位有效数字",
+        "bitsandbytes 的 `adamw8bit`，速率以 Gb/s 和 Gbit/s 计",
+        "大矩阵乘法受限于算力，解码是访存受限的",
+        "课前检查应在开课十分钟内结束",
     ]
     for sentence in accepted_uses:
         assert catalogue_style.glossary_problems(sentence, tuple(terms.values())) == [], sentence
+
+
+def _chinese_words(node, key=""):
+    """Every Chinese string of a words file, with its path; an "en" field is the English."""
+    if isinstance(node, dict):
+        for k, v in node.items():
+            if k != "en":
+                yield from _chinese_words(v, f"{key}/{k}")
+    elif isinstance(node, list):
+        for v in node:
+            yield from _chinese_words(v, key)
+    elif isinstance(node, str):
+        yield key, node
+
+
+def test_the_fact_checks_chinese_words_use_the_glossarys_terms():
+    """The fact-check's Chinese (data/words/zh_CN.json) is held to the same glossary."""
+    words = json.loads(WORDS.read_text(encoding="utf-8"))
+    texts = dict(_chinese_words(words))
+    assert "/factcheck/claims/1/rubric_why" in texts, "the words file's layout changed"
+    found = {
+        where: problems
+        for where, text in texts.items()
+        if (problems := catalogue_style.glossary_problems(text, catalogue_style.glossary(STYLE)))
+    }
+    assert found == {}
 
 
 def test_a_glossary_row_without_three_cells_is_refused(tmp_path):
