@@ -18,6 +18,7 @@ import pytest
 from gpulab import factcheck
 from gpulab.core.errors import GpulabConfigError
 from tests.helpers import need_seeds, raw_fact_check
+from tools import i18n
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # Chinese text: Hanzi, or at least Chinese typography (a citation or "A10：24 GB" may have no Hanzi)
@@ -115,7 +116,10 @@ def test_no_chinese_field_holds_a_number_its_english_lacks(raw):
     for entry in raw["claims"]:
         for key, english in _english(entry).items():
             template = key != "rubric_why"
-            added = _numbers(entry["zh_CN"][key], template) - _numbers(english, template)
+            chinese = entry["zh_CN"][key]
+            added = _numbers(chinese, template) - _numbers(english, template)
+            # a date's month in digits where the English names it ("2024 年 7 月", STYLE.md)
+            added -= set(i18n.months_in_digits(english, chinese))
             assert not added, (entry["id"], key, sorted(added))
 
 
@@ -398,3 +402,21 @@ def test_rendering_a_claim_that_lost_its_chinese_names_the_field(claims):
         GpulabConfigError, match=r"claim 42, field 'zh_CN\.correct_value': placeholder"
     ):
         factcheck.rendered(broken, lang="zh_CN")
+
+
+def test_a_month_the_english_names_may_be_written_in_digits_and_no_other_number():
+    """A date reads "2024 年 7 月" in Chinese (STYLE.md): the month the English names is not a
+    typed number; a month it does not name, or the same digits not as a month, still is."""
+    from gpulab.course import factcheck_words as words
+
+    fields = words.TRANSLATED_FIELDS
+    english = ("Published in July 2024",) + ("",) * (len(fields) - 1)
+
+    def check(text: str) -> None:
+        words.check_translation(1, "zh_CN", {fields[0]: text}, english)
+
+    check("发表于 2024 年 7 月")
+    check("发表于 2024年7月")
+    for typed in ("发表于 2024 年 8 月", "发表于 2024 年，7 倍"):
+        with pytest.raises(GpulabConfigError, match="holds the number"):
+            check(typed)

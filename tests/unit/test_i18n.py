@@ -49,6 +49,28 @@ def test_a_faithful_translation_has_no_problem(msgid, msgstr):
     assert i18n.problems(msgid, msgstr) == []
 
 
+def test_a_month_the_english_names_may_be_written_in_digits():
+    """A date reads "2024 年 7 月" in Chinese (STYLE.md): the month's digits are the English's
+    month name, so they are not a typed number; a month the English does not name still is."""
+    msgid = "FlashAttention-3 was published in July 2024 ([arXiv](https://arxiv.org/abs/x))"
+    assert (
+        i18n.problems(
+            msgid, "FlashAttention-3 发表于 2024 年 7 月（[arXiv](https://arxiv.org/abs/x)）"
+        )
+        == []
+    )
+    assert i18n.problems("Released in December 2023.", "发布于 2023 年 12 月。") == []
+    assert i18n.problems("Released in 2023.", "发布于 2023 年 7 月。") == [
+        "numbers the English lacks: 7"
+    ]
+    found = i18n.problems("Published in July 2024.", "发表于 2024 年 8 月。")
+    assert found == ["numbers the English lacks: 8"]
+    # only as a month: the digits of a month name elsewhere in the sentence are typed
+    assert i18n.problems("In July, 3 GPUs.", "七月，3 张 GPU，7 倍。") == [
+        "numbers the English lacks: 7"
+    ]
+
+
 @pytest.mark.parametrize(
     ("msgid", "msgstr", "expected"),
     [
