@@ -6,12 +6,14 @@ here with babel, whose merge results are worked out by hand.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
+from gpulab.reference import languages
 from tools import editions, i18n
 from tools.sphinx_ext import i18n as sphinx_i18n
 
@@ -342,3 +344,29 @@ def test_the_chinese_search_splits_and_stems_as_sphinxs_own():
     assert ours.split(text) == theirs.split(text)
     assert [ours.stem(w) for w in ours.split(text)] == [theirs.stem(w) for w in theirs.split(text)]
     assert isinstance(ours.latin_terms, set) and "Offloading" in ours.latin_terms
+
+
+def test_the_chinese_theme_words_come_before_the_themes_catalogues():
+    """sphinx-book-theme's zh_CN catalogue says Taiwanese 列印成 PDF, and pydata-sphinx-theme's
+    leaves "Collapse Sidebar" in English: the edition's words (site.theme_words) answer first,
+    and the theme's catalogue still answers the rest."""
+    import gettext
+
+    import sphinx_book_theme
+
+    words = languages.words("zh_CN", "site")["theme_words"]
+    english = {"System Settings", "Collapse Sidebar", "Expand Sidebar", "Print to PDF"}
+    assert english <= set(words)
+    assert not any(re.search(r"[A-Za-z]{3,}", words[w].replace("PDF", "")) for w in english)
+    book = Path(sphinx_book_theme.get_html_theme_path()) / "static" / "locales"
+    theme = gettext.translation("booktheme", localedir=str(book), languages=["zh_CN"])
+    assert theme.gettext("Print to PDF") == "列印成 PDF"  # what the site showed
+    others = {m: theme.gettext(m) for m in ("Download source file", "Fullscreen mode")}
+    sphinx_i18n.prefer_words(theme, words)
+    assert theme.gettext("Print to PDF") == "打印为 PDF"
+    assert {m: theme.gettext(m) for m in others} == others
+    # a catalogue that found no file answers our words and leaves the rest in English
+    empty = gettext.NullTranslations()
+    sphinx_i18n.prefer_words(empty, words)
+    assert empty.gettext("Collapse Sidebar") == "收起侧边栏"
+    assert empty.gettext("Light") == "Light"
