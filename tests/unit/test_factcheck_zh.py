@@ -420,3 +420,17 @@ def test_a_month_the_english_names_may_be_written_in_digits_and_no_other_number(
     for typed in ("发表于 2024 年 8 月", "发表于 2024 年，7 倍"):
         with pytest.raises(GpulabConfigError, match="holds the number"):
             check(typed)
+
+
+@pytest.mark.parametrize("cid", [23, 46, 62, 68])
+def test_an_english_source_quoted_in_chinese_has_a_chinese_gloss(raw, cid):
+    """The English words a Chinese entry quotes from a source (Google's FAQ, PyTorch's docs,
+    Cursor's forum) are followed by what they say in Chinese: （…） or “，即…”."""
+    text = next(e for e in raw["claims"] if e["id"] == cid)["zh_CN"]["correct_value"]
+    quotes = list(re.finditer(r"“([^”]*)”", text))
+    english = [m for m in quotes if not CJK.search(m.group(1))]
+    assert english, (cid, text)
+    for m in english:
+        after = text[m.end() :]
+        gloss = re.match(r"(?:（|，即)([^）]*?)(?:[，）]|$)", after)
+        assert gloss and len(CJK.findall(gloss.group(1))) >= 6, (cid, m.group(1), after[:30])
