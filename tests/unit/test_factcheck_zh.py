@@ -434,3 +434,19 @@ def test_an_english_source_quoted_in_chinese_has_a_chinese_gloss(raw, cid):
         after = text[m.end() :]
         gloss = re.match(r"(?:（|，即)([^）]*?)(?:[，）]|$)", after)
         assert gloss and len(CJK.findall(gloss.group(1))) >= 6, (cid, m.group(1), after[:30])
+
+
+@pytest.mark.parametrize("cid", [44, 51, 52, 53, 54, 55, 56, 122])
+def test_a_quote_from_a_table_marks_the_cells_it_drops(raw, cid):
+    """A claim quoting a table row (the backends' and the models' tables of the hardware
+    guide) is its cells in the article's order: adjacent cells as they read, with a space for
+    the tab between them, and "…" where it leaves cells out (GPULAB_SEEDS)."""
+    seeds = need_seeds()
+    entry = next(e for e in raw["claims"] if e["id"] == cid)
+    article = (seeds / entry["seed_file"]).read_text(encoding="utf-8")
+    flat = re.sub(r"[ \t]+", " ", article)
+    start = 0
+    for piece in entry["quote"].split("…"):
+        found = flat.find(piece, start)
+        assert found >= 0, (cid, piece, "not in the article after what precedes it")
+        start = found + len(piece)
