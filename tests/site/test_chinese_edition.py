@@ -227,3 +227,16 @@ def test_the_chinese_table_of_contents_names_the_parts_in_chinese(site):
     for caption in captions:
         chinese = catalog.get(caption).string
         assert chinese and chinese in nav and caption not in nav, caption
+
+
+def test_the_themes_words_are_in_the_editions_chinese(site):
+    """The theme's own words on a Chinese page are the edition's (site.theme_words): none left
+    in English ("Collapse Sidebar", "System Settings"), and no Taiwanese 列印成 PDF."""
+    from gpulab.reference import languages
+
+    words = languages.words(ZH, "site")["theme_words"]
+    page = site / ZH / "book" / "02_vram.html"
+    html = page.read_text(encoding="utf-8")
+    assert words["Print to PDF"] in html
+    found = [w for w in (*words, "列印") if w in html]
+    assert not found, (page, found)

@@ -18,6 +18,7 @@ import pytest
 from gpulab import factcheck
 from gpulab.core.errors import GpulabConfigError
 from tests.helpers import need_seeds, raw_fact_check
+from tools import i18n
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # Chinese text: Hanzi, or at least Chinese typography (a citation or "A10：24 GB" may have no Hanzi)
@@ -115,7 +116,10 @@ def test_no_chinese_field_holds_a_number_its_english_lacks(raw):
     for entry in raw["claims"]:
         for key, english in _english(entry).items():
             template = key != "rubric_why"
-            added = _numbers(entry["zh_CN"][key], template) - _numbers(english, template)
+            chinese = entry["zh_CN"][key]
+            added = _numbers(chinese, template) - _numbers(english, template)
+            # a date's month in digits where the English names it ("2024 年 7 月", STYLE.md)
+            added -= set(i18n.months_in_digits(english, chinese))
             assert not added, (entry["id"], key, sorted(added))
 
 
@@ -398,3 +402,51 @@ def test_rendering_a_claim_that_lost_its_chinese_names_the_field(claims):
         GpulabConfigError, match=r"claim 42, field 'zh_CN\.correct_value': placeholder"
     ):
         factcheck.rendered(broken, lang="zh_CN")
+
+
+def test_a_month_the_english_names_may_be_written_in_digits_and_no_other_number():
+    """A date reads "2024 年 7 月" in Chinese (STYLE.md): the month the English names is not a
+    typed number; a month it does not name, or the same digits not as a month, still is."""
+    from gpulab.course import factcheck_words as words
+
+    fields = words.TRANSLATED_FIELDS
+    english = ("Published in July 2024",) + ("",) * (len(fields) - 1)
+
+    def check(text: str) -> None:
+        words.check_translation(1, "zh_CN", {fields[0]: text}, english)
+
+    check("发表于 2024 年 7 月")
+    check("发表于 2024年7月")
+    for typed in ("发表于 2024 年 8 月", "发表于 2024 年，7 倍"):
+        with pytest.raises(GpulabConfigError, match="holds the number"):
+            check(typed)
+
+
+@pytest.mark.parametrize("cid", [23, 46, 62, 68])
+def test_an_english_source_quoted_in_chinese_has_a_chinese_gloss(raw, cid):
+    """The English words a Chinese entry quotes from a source (Google's FAQ, PyTorch's docs,
+    Cursor's forum) are followed by what they say in Chinese: （…） or “，即…”."""
+    text = next(e for e in raw["claims"] if e["id"] == cid)["zh_CN"]["correct_value"]
+    quotes = list(re.finditer(r"“([^”]*)”", text))
+    english = [m for m in quotes if not CJK.search(m.group(1))]
+    assert english, (cid, text)
+    for m in english:
+        after = text[m.end() :]
+        gloss = re.match(r"(?:（|，即)([^）]*?)(?:[，）]|$)", after)
+        assert gloss and len(CJK.findall(gloss.group(1))) >= 6, (cid, m.group(1), after[:30])
+
+
+@pytest.mark.parametrize("cid", [44, 51, 52, 53, 54, 55, 56, 122])
+def test_a_quote_from_a_table_marks_the_cells_it_drops(raw, cid):
+    """A claim quoting a table row (the backends' and the models' tables of the hardware
+    guide) is its cells in the article's order: adjacent cells as they read, with a space for
+    the tab between them, and "…" where it leaves cells out (GPULAB_SEEDS)."""
+    seeds = need_seeds()
+    entry = next(e for e in raw["claims"] if e["id"] == cid)
+    article = (seeds / entry["seed_file"]).read_text(encoding="utf-8")
+    flat = re.sub(r"[ \t]+", " ", article)
+    start = 0
+    for piece in entry["quote"].split("…"):
+        found = flat.find(piece, start)
+        assert found >= 0, (cid, piece, "not in the article after what precedes it")
+        start = found + len(piece)

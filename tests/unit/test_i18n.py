@@ -6,12 +6,14 @@ here with babel, whose merge results are worked out by hand.
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
 from babel.messages.catalog import Catalog
 from babel.messages.pofile import read_po, write_po
 
+from gpulab.reference import languages
 from tools import editions, i18n
 from tools.sphinx_ext import i18n as sphinx_i18n
 
@@ -47,6 +49,28 @@ GLUE = "{glue:text}`../notebooks/02_will_it_fit.ipynb::weights_gb:.1f`"
 def test_a_faithful_translation_has_no_problem(msgid, msgstr):
     """Roles, a retitled {doc}, links, code, math, substitutions and the English's numbers kept."""
     assert i18n.problems(msgid, msgstr) == []
+
+
+def test_a_month_the_english_names_may_be_written_in_digits():
+    """A date reads "2024 年 7 月" in Chinese (STYLE.md): the month's digits are the English's
+    month name, so they are not a typed number; a month the English does not name still is."""
+    msgid = "FlashAttention-3 was published in July 2024 ([arXiv](https://arxiv.org/abs/x))"
+    assert (
+        i18n.problems(
+            msgid, "FlashAttention-3 发表于 2024 年 7 月（[arXiv](https://arxiv.org/abs/x)）"
+        )
+        == []
+    )
+    assert i18n.problems("Released in December 2023.", "发布于 2023 年 12 月。") == []
+    assert i18n.problems("Released in 2023.", "发布于 2023 年 7 月。") == [
+        "numbers the English lacks: 7"
+    ]
+    found = i18n.problems("Published in July 2024.", "发表于 2024 年 8 月。")
+    assert found == ["numbers the English lacks: 8"]
+    # only as a month: the digits of a month name elsewhere in the sentence are typed
+    assert i18n.problems("In July, 3 GPUs.", "七月，3 张 GPU，7 倍。") == [
+        "numbers the English lacks: 7"
+    ]
 
 
 @pytest.mark.parametrize(
@@ -320,3 +344,29 @@ def test_the_chinese_search_splits_and_stems_as_sphinxs_own():
     assert ours.split(text) == theirs.split(text)
     assert [ours.stem(w) for w in ours.split(text)] == [theirs.stem(w) for w in theirs.split(text)]
     assert isinstance(ours.latin_terms, set) and "Offloading" in ours.latin_terms
+
+
+def test_the_chinese_theme_words_come_before_the_themes_catalogues():
+    """sphinx-book-theme's zh_CN catalogue says Taiwanese 列印成 PDF, and pydata-sphinx-theme's
+    leaves "Collapse Sidebar" in English: the edition's words (site.theme_words) answer first,
+    and the theme's catalogue still answers the rest."""
+    import gettext
+
+    import sphinx_book_theme
+
+    words = languages.words("zh_CN", "site")["theme_words"]
+    english = {"System Settings", "Collapse Sidebar", "Expand Sidebar", "Print to PDF"}
+    assert english <= set(words)
+    assert not any(re.search(r"[A-Za-z]{3,}", words[w].replace("PDF", "")) for w in english)
+    book = Path(sphinx_book_theme.get_html_theme_path()) / "static" / "locales"
+    theme = gettext.translation("booktheme", localedir=str(book), languages=["zh_CN"])
+    assert theme.gettext("Print to PDF") == "列印成 PDF"  # what the site showed
+    others = {m: theme.gettext(m) for m in ("Download source file", "Fullscreen mode")}
+    sphinx_i18n.prefer_words(theme, words)
+    assert theme.gettext("Print to PDF") == "打印为 PDF"
+    assert {m: theme.gettext(m) for m in others} == others
+    # a catalogue that found no file answers our words and leaves the rest in English
+    empty = gettext.NullTranslations()
+    sphinx_i18n.prefer_words(empty, words)
+    assert empty.gettext("Collapse Sidebar") == "收起侧边栏"
+    assert empty.gettext("Light") == "Light"

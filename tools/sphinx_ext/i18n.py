@@ -11,6 +11,10 @@
   and the figures that are words ("fits", "yes") are rendered in its language.
 - In a translated edition the launch buttons say that they open the English notebooks (its
   words' ``site.notebook_language``): the code cells are shared, and only the site is translated.
+- In a translated edition the themes' own words that their catalogues leave in English ("Collapse
+  Sidebar") or give in another variant of the language (sphinx-book-theme's zh_CN "Print to
+  PDF" is Taiwanese 列印成 PDF) take the edition's words (``site.theme_words``), ahead of the
+  themes' catalogues.
 - A language whose registry entry asks for jieba (Chinese) has its search index split by it.
 - A collapsed cell output (myst-nb's ``hide-output``: a prediction's reveal) is named by its
   visible prompt, in the edition's words (``site.hidden_prompts``): myst-nb's own summary
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import logging
 import sys
+from gettext import NullTranslations
 from pathlib import Path
 
 from docutils import nodes
@@ -223,6 +228,45 @@ def chinese_search_language():
     return SearchChineseWithASet
 
 
+# the message catalogues the themes' words come from: Sphinx's and pydata-sphinx-theme's
+# ("sphinx"), sphinx-book-theme's ("booktheme")
+THEME_CATALOGUES = ("sphinx", "booktheme")
+
+
+def prefer_words(translator, words: dict[str, str]) -> None:
+    """Make a gettext `translator` answer `words` (English to the edition's) before its own
+    catalogue, and fall back to it for the rest."""
+    catalogue = getattr(translator, "_catalog", None)
+    if catalogue is not None:  # a catalogue found (GNUTranslations): ours go in first
+        catalogue.update(words)
+    else:  # none found: ours answer, else the English
+        translator.add_fallback(_Words(words))
+
+
+class _Words(NullTranslations):
+    """A gettext catalogue of a few words, the rest left in English."""
+
+    def __init__(self, words: dict[str, str]) -> None:
+        super().__init__()
+        self.words = dict(words)
+
+    def gettext(self, message: str) -> str:
+        return self.words.get(message, message)
+
+
+def _theme_words(app) -> None:
+    """Put the edition's theme words ahead of the themes' catalogues; the themes register their
+    catalogues while the builder starts, before this runs."""
+    language = language_of(app.config)
+    if language == languages.source() or app.builder.name == "gettext":
+        return
+    from sphinx.locale import get_translator
+
+    words = languages.words(language, "site").get("theme_words", {})
+    for catalogue in THEME_CATALOGUES:
+        prefer_words(get_translator(catalogue), words)
+
+
 def _quiet_jieba(app, config) -> None:
     """jieba, Sphinx's Chinese search splitter, logs its dictionary loading into the build log;
     it sets its own logger's level when imported, so it is imported here and told to be quiet."""
@@ -235,6 +279,7 @@ def _quiet_jieba(app, config) -> None:
 def setup(app):
     """Register the catalogue transform and the language button."""
     app.connect("config-inited", _quiet_jieba)
+    app.connect("builder-inited", _theme_words)
     if any(lang.search_tokenizer == "jieba" for lang in languages.registry()):
         app.add_search_language(chinese_search_language())
     from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
