@@ -186,3 +186,23 @@ def test_a_catalogue_with_each_fault_fails(tmp_path):
     assert any("emphasis" in f for f in found)
     assert any("English left untranslated" in f for f in found)
     assert any("glossary: '脊点'" in f for f in found)
+
+
+def test_a_numbered_headings_translation_escapes_its_period():
+    """A heading such as "1. The script" must be translated "1\\. 脚本": Sphinx parses a
+    translation again, reads an unescaped "1. 脚本" as a list, finds a list where a title was,
+    and keeps the English title (the Chinese notebooks' numbered sections were all English)."""
+    import re
+
+    from babel.messages.pofile import read_po
+
+    numbered, unescaped = 0, []
+    for path in sorted(Path(i18n.LOCALES).rglob("*.po")):
+        with path.open("rb") as f:
+            for message in read_po(f):
+                if message.id and re.match(r"\d+\. ", str(message.id)) and message.string:
+                    numbered += 1
+                    if not re.match(r"\d+\\\. ", message.string):
+                        unescaped.append(f"{path.name}: {message.string[:40]!r}")
+    assert numbered > 50  # the labs' and notebooks' numbered sections, and chapter 5's pitfalls
+    assert unescaped == []
