@@ -123,3 +123,27 @@ def need_seeds() -> Path:
     if not seeds.is_dir():
         pytest.skip(f"the source articles are not at {seeds}: set GPULAB_SEEDS to their folder")
     return seeds
+
+
+def cpu_report(cpu=None, **overrides):
+    """A CPU-only HardwareReport built by hand around ``cpu`` (a test CPU by default): no
+    detection, nothing read from this machine; ``overrides`` replace any field."""
+    from gpulab.machine.report import CPUInfo, HardwareReport, TorchInfo
+
+    values = dict(
+        os="Linux",
+        python="3.11",
+        torch=TorchInfo(installed=True, version="2.13.0+cpu"),
+        cpu=cpu
+        or CPUInfo(model="Test CPU", physical_cores=4, logical_cores=8, vector_extensions=[]),
+        ram_total_bytes=32 * 1024**3,
+        ram_available_bytes=16 * 1024**3,
+        gpus=[],
+        backend="cpu",
+        in_colab=False,
+        visible_devices={},
+        nvidia_device_files=False,
+        notes=[],
+    )
+    values.update(overrides)
+    return HardwareReport(**values)

@@ -20,6 +20,7 @@ import pytest
 
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import PositiveFloat, PositiveInt, checked
+from tests.helpers import cpu_report
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -319,22 +320,7 @@ def test_no_text_names_the_missing_module():
 
 def _machine_report():
     """A CPU-only HardwareReport built by hand (no detection, nothing read from this machine)."""
-    from gpulab.machine.report import CPUInfo, HardwareReport, TorchInfo
-
-    return HardwareReport(
-        os="Linux",
-        python="3.11",
-        torch=TorchInfo(installed=True, version="2.13.0+cpu"),
-        cpu=CPUInfo(model="Test CPU", physical_cores=4, logical_cores=8, vector_extensions=[]),
-        ram_total_bytes=16 * 1024**3,
-        ram_available_bytes=8 * 1024**3,
-        gpus=[],
-        backend="cpu",
-        in_colab=False,
-        visible_devices={},
-        nvidia_device_files=False,
-        notes=[],
-    )
+    return cpu_report()
 
 
 def _refused_in_one_line(call, field: str) -> str:

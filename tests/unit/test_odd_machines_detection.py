@@ -25,6 +25,7 @@ from gpulab.machine import budget, hardware, nvml, peaks, rules, torch_probe
 from gpulab.machine.doctor import diagnose, render_text
 from gpulab.machine.report import CPUInfo, GPUInfo, HardwareReport, TorchInfo
 from gpulab.machine.visible import parse_visible_devices
+from tests.helpers import cpu_report
 
 GIB = 1024**3
 SRC = Path(__file__).resolve().parents[2] / "src"
@@ -91,26 +92,6 @@ def fake_torch(is_available=lambda: False):
             mps=SimpleNamespace(is_built=lambda: False, is_available=lambda: False)
         ),
     )
-
-
-def cpu_report(cpu: CPUInfo, **overrides) -> HardwareReport:
-    """A CPU-only report around ``cpu``."""
-    values = dict(
-        os="Linux",
-        python="3.11",
-        torch=TorchInfo(installed=True, version="2.13.0+cpu"),
-        cpu=cpu,
-        ram_total_bytes=32 * GIB,
-        ram_available_bytes=16 * GIB,
-        gpus=[],
-        backend="cpu",
-        in_colab=False,
-        visible_devices={},
-        nvidia_device_files=False,
-        notes=[],
-    )
-    values.update(overrides)
-    return HardwareReport(**values)
 
 
 def gpu_report(driver: str) -> HardwareReport:
