@@ -60,6 +60,7 @@ UNITS = re.compile(
 )
 
 
+BIT_WIDTH = re.compile(r"\d+-bits?")  # "4-bit", "8-bit": 4 位, 8 位 (STYLE.md's glossary)
 NAME_TOKEN = re.compile(r"[A-Za-z0-9][\w.+-]*")
 TEXT_IN_MATH = re.compile(r"\\text\{([^{}]*)\}")
 LATEX_COMMAND = re.compile(r"\\[A-Za-z]+")
@@ -119,18 +120,32 @@ def markup(text: str) -> Markup:
     return m
 
 
+# a role that shows a title in front of its target: {doc}`Check your setup <../notebooks/00>`
+TITLED_TARGET = re.compile(r"^(.*?\S)\s*<[^<>]+>$", re.S)
+
+
+def _shown_title(role: re.Match) -> str:
+    """What a role puts on the page that a translator words: the title in front of its target
+    (the one part of a role the catalogues translate), else nothing."""
+    titled = TITLED_TARGET.match(role.group(2))
+    return f" {titled.group(1)} " if titled else " "
+
+
 def has_words(msgid: str) -> bool:
     """True when a message has prose to translate once its markup is taken out (in an
     equation, only its \\text{} labels are prose)."""
     if is_math_block(msgid):
         return any(WORD.search(UNITS.sub(" ", label)) for label in TEXT_IN_MATH.findall(msgid))
-    rest = ROLE.sub(" ", msgid)
+    rest = ROLE.sub(_shown_title, msgid)
     for pattern in (SUBSTITUTION, LINK, DISPLAY_MATH, INLINE_MATH, CODE, UNITS):
         rest = pattern.sub(" ", rest)
     # names of products, formats and versions ("RTX 4090", "FP16 / BF16", "ZeRO-3") read the
-    # same in Chinese: every token carries a digit or is an acronym
+    # same in Chinese: every token carries a digit or is an acronym; a bit width ("4-bit") does
+    # not, Chinese writes it 4 位
     tokens = NAME_TOKEN.findall(rest)
-    if tokens and all(re.search(r"\d|[A-Z].*[A-Z]", t) for t in tokens):
+    if tokens and all(
+        re.search(r"\d|[A-Z].*[A-Z]", t) and not BIT_WIDTH.fullmatch(t) for t in tokens
+    ):
         return False
     return bool(WORD.search(rest))
 

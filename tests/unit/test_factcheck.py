@@ -167,6 +167,34 @@ def test_counts_chapters_and_markdown(claims, rows):
     assert text.splitlines()[0].split() == ["id", "verdict", "computed", "consistent"]
 
 
+def test_the_chinese_summary_table_is_in_chinese(claims):
+    """The fact-check page's table of computed values, in the Chinese edition: its title,
+    columns, verdicts and headlines in Chinese, prices in 元 (the glossary), and the English
+    arithmetic still consistent with the English text."""
+    chosen = [c for c in claims if c.id in (77, 93)]  # an AutoDL week and a year's electricity
+    zh = {r["id"]: r for r in factcheck.check_all(chosen, "zh_CN")}
+    en = {r["id"]: r for r in factcheck.check_all(chosen)}
+    assert en[77]["computed"].endswith(" CNY") and zh[77]["computed"].endswith(" 元")
+    assert en[77]["computed"].split()[0] == zh[77]["computed"].split()[0]  # the same figure
+    assert all(r["consistent"] for r in zh.values())
+    lines = str(
+        factcheck.table(
+            list(zh.values()),
+            ("id", "verdict", "computed"),
+            "Values computed on this page",
+            "zh_CN",
+        )
+    ).splitlines()
+    assert lines[0] == "本页计算的数值" and lines[1].split() == ["编号", "结论", "本页计算"]
+    assert lines[3].split()[:2] == ["77", "错误"] and "CNY" not in "\n".join(lines)
+
+
+def test_a_table_word_without_a_translation_names_the_words_file():
+    with pytest.raises(GpulabConfigError, match=r"zh_CN\.json, factcheck\.tables has no 'wombats'"):
+        factcheck.label("wombats", "zh_CN")
+    assert factcheck.label("wombats") == "wombats"
+
+
 def test_verdicts_by_chapter_adds_up(claims):
     table = factcheck.verdicts_by_chapter(claims)
     assert sum(sum(v.values()) for v in table.values()) == len(claims)

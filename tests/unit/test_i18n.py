@@ -112,6 +112,10 @@ def test_a_translation_that_loses_or_adds_something_is_named(msgid, msgstr, expe
     ("msgid", "words"),
     [
         ("{verdict}`12`", False),
+        ("{doc}`Check your setup: is your GPU being used? </notebooks/00_check_your_setup>`", True),
+        ("{ref}`hidden GPUs <ch00-hidden-gpus>`, {ref}`the memory <ch00-matrix-memory>`", True),
+        ("{doc}`RTX 4090 <../book/02_vram>`", False),
+        ("{doc}`../notebooks/00_check_your_setup`", False),
         ("{{ time_nb_00_check_your_setup }}", False),
         ("`fp16`", False),
         ("16 GB", False),
@@ -121,6 +125,8 @@ def test_a_translation_that_loses_or_adds_something_is_named(msgid, msgstr, expe
         ("RTX 4090", False),
         ("FP16 / BF16", False),
         ("ZeRO-3", False),
+        ("8-bit AdamW", True),
+        ("FP16: 141 GB; 4-bit: 40 GB", True),
         ("CUDA 12.6", False),
         ("Metal", True),
         ("Hardware", True),
@@ -131,7 +137,8 @@ def test_a_translation_that_loses_or_adds_something_is_named(msgid, msgstr, expe
     ],
 )
 def test_a_message_with_no_words_is_left_out(msgid, words):
-    """A lone role, substitution, code span, number or formula has nothing to translate."""
+    """A lone role, substitution, code span, number or formula has nothing to translate; a
+    role's title shown in front of its target has."""
     assert i18n.has_words(msgid) is words
 
 

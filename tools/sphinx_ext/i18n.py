@@ -6,6 +6,8 @@
 - Every page of every edition gets a language button in its header for each other language,
   linking the same page there (a translated site lies in its registry folder under the
   English one: ``gpulab.reference.languages``).
+- Text that MyST and sphinx-exercise leave without a source (a table inside a dropdown, an
+  exercise's title) is given one, so that it is extracted and translated like the rest.
 - In a translated edition, display equations take their translated labels from the catalogue,
   the table of contents' captions are translated too,
   and the figures that are words ("fits", "yes") are rendered in its language.
@@ -91,6 +93,105 @@ class TranslateEquations(SphinxTransform):
             msgstr = translate(msgid)
             if msgstr and msgstr != msgid:
                 node.children = [nodes.Text(msgstr)]
+
+
+class GiveNestedTextASource(SphinxTransform):
+    """Give a source and a line to the text Sphinx's gettext skips for lacking them: the cells of
+    a table inside a directive (a dropdown's table; MyST parses it without positions) and
+    sphinx-exercise's exercise titles (``{exercise} title``). Without a source Sphinx neither
+    extracts nor translates a text, so these stayed English on the translated pages."""
+
+    default_priority = 15  # before Sphinx's Locale transform (20), which skips them otherwise
+
+    def apply(self, **kwargs) -> None:
+        for node in list(self.document.findall(nodes.TextElement)):
+            if node.source or isinstance(node, (nodes.Inline, nodes.FixedTextElement)):
+                continue
+            if not (_in_table(node) or type(node).__name__ in SOURCELESS_TITLES):
+                continue
+            if not node.rawsource.strip():
+                continue
+            node.source = self.document["source"]
+            node.line = _nearest_line(node)
+            if not _in_table(node):  # a title's rawsource is its text: put its code back
+                node.rawsource = _markdown(node)
+
+
+# sphinx-exercise's title nodes: the text after ``{exercise}`` (its subtitle) is the title shown
+SOURCELESS_TITLES = ("exercise_subtitle",)
+
+
+def _in_table(node: nodes.Node) -> bool:
+    return isinstance(node, nodes.paragraph) and isinstance(node.parent, nodes.entry)
+
+
+class KeepTranslatedExercises(SphinxTransform):
+    """Give sphinx-exercise's registry each exercise's translated title: a solution's title and
+    a link to an exercise repeat the title from the registry's copy of the exercise, which
+    otherwise keeps the English words."""
+
+    default_priority = 21  # after Sphinx's Locale transform (20)
+
+    def apply(self, **kwargs) -> None:
+        registry = getattr(self.env, "sphinx_exercise_registry", None)
+        if not registry or page_catalogue(self) is None:
+            return
+        for node in self.document.findall(nodes.Admonition):
+            entry = (
+                registry.get(node.get("label"))
+                if type(node).__name__.startswith("exercise")
+                else None
+            )
+            if entry is None or entry["node"] is node:
+                continue
+            translated, kept = _subtitle(node), _subtitle(entry["node"])
+            if translated is not None and kept is not None:
+                kept.children = []
+                kept.extend(child.deepcopy() for child in translated.children)
+
+
+def _subtitle(exercise: nodes.Element) -> nodes.Element | None:
+    """An exercise node's title text (sphinx-exercise's subtitle), None when it has none."""
+    title = exercise.children[0] if exercise.children else None
+    for child in getattr(title, "children", ()):
+        if type(child).__name__ in SOURCELESS_TITLES:
+            return child
+    return None
+
+
+def _extract_exercise_titles(app, doctree) -> None:
+    """In a gettext build, put each exercise title in the page's catalogue now: sphinx-exercise's
+    post-transform folds the title into "Exercise N (title)" before Sphinx extracts a page's
+    messages, and the title's own node is gone by then (the translated build still finds it:
+    Sphinx's Locale pass runs before that post-transform)."""
+    if app.builder.name != "gettext":
+        return
+    from sphinx.builders.gettext import (
+        MsgOrigin,
+    )  # a position with the uid Sphinx's catalogue needs
+    from sphinx.util.i18n import docname_to_domain
+
+    catalog = app.builder.catalogs[docname_to_domain(app.env.docname, app.config.gettext_compact)]
+    for node in doctree.findall(nodes.TextElement):
+        if type(node).__name__ in SOURCELESS_TITLES and node.source and node.rawsource.strip():
+            catalog.add(node.rawsource.strip(), MsgOrigin(node.source, node.line))
+
+
+def _markdown(node: nodes.Element) -> str:
+    """A title's Markdown as written: its text, with its inline code in backticks."""
+    return "".join(
+        f"`{child.astext()}`" if isinstance(child, nodes.literal) else child.astext()
+        for child in node.children
+    )
+
+
+def _nearest_line(node: nodes.Node) -> int:
+    """The line of the nearest enclosing node that has one (1 where none has)."""
+    while node is not None:
+        if getattr(node, "line", None):
+            return node.line
+        node = node.parent
+    return 1
 
 
 class TranslateCaptions(SphinxTransform):
@@ -280,6 +381,7 @@ def setup(app):
     """Register the catalogue transform and the language button."""
     app.connect("config-inited", _quiet_jieba)
     app.connect("builder-inited", _theme_words)
+    app.connect("doctree-read", _extract_exercise_titles)
     if any(lang.search_tokenizer == "jieba" for lang in languages.registry()):
         app.add_search_language(chinese_search_language())
     from myst_nb.sphinx_ import HideCodeCellNode, depart_HideCellInput
@@ -287,7 +389,9 @@ def setup(app):
     # after myst-nb's own registration (local extensions load last): ours replaces its visitor
     app.add_node(HideCodeCellNode, override=True, html=(visit_hidden_cell, depart_HideCellInput))
     app.add_transform(DropOutputsForCatalogues)
+    app.add_transform(GiveNestedTextASource)
     app.add_transform(TranslateEquations)
+    app.add_transform(KeepTranslatedExercises)
     app.add_transform(TranslateCaptions)
     app.add_post_transform(TranslateGluedWords)
     app.add_js_file(LANGUAGE_LINK_JS)

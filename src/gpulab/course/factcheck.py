@@ -77,6 +77,7 @@ from gpulab.course.factcheck_words import (
     Lang,
     claim_error,
     computed_line,
+    label,
     placeholders,
 )
 from gpulab.reference import languages
@@ -109,6 +110,7 @@ __all__ = [
     "compute",
     "computed_lines",
     "counts",
+    "label",
     "load",
     "markdown",
     "placeholders",
@@ -192,17 +194,20 @@ def computed_lines(claim: Claim, result: Computed, lang: Lang = "en") -> tuple[s
 
 
 @checked
-def check_all(claims: Iterable | None = None) -> list[dict[str, Any]]:
+def check_all(claims: Iterable | None = None, lang: Lang = "en") -> list[dict[str, Any]]:
     """Run every computed derivation; one row per claim, computed ones with value and consistency.
 
-    `correct_value` is the rendered text. `consistent` is True when the computed headline
-    (Computed.text) appears in it, False when the template no longer shows what the arithmetic
-    gives, None for sourced claims.
+    `correct_value` is the rendered text and `computed` the computed headline, both in `lang`.
+    `consistent` is True when the English headline (Computed.text) appears in the English text,
+    False when the template no longer shows what the arithmetic gives, None for sourced claims
+    (a translation may word the headline differently; its figures are checked by
+    check_translation).
     """
     rows = []
     for c in load() if claims is None else claims:
         r = compute(c.computed_name) if c.computed_name else None
-        text = rendered(c, r)["correct_value"]
+        text = rendered(c, r, lang)["correct_value"]
+        english = text if lang == languages.source() else rendered(c, r)["correct_value"]
         row = {
             "id": c.id,
             "chapter": c.chapter,
@@ -216,7 +221,8 @@ def check_all(claims: Iterable | None = None) -> list[dict[str, Any]]:
             "source": c.derivation.get("source"),
         }
         if r is not None:
-            row.update(computed=r.text, how=r.how, consistent=r.text in text)
+            headline, how = computed_lines(c, r, lang)
+            row.update(computed=headline, how=how, consistent=r.text in english)
         rows.append(row)
     return rows
 
@@ -266,14 +272,25 @@ def table(
     rows: list[dict[str, Any]],
     columns: tuple[str, ...] = ("id", "verdict", "computed", "consistent"),
     title: str = "",
+    lang: Lang = "en",
 ) -> Table:
     """The rows of check_all as a gpulab Table (by default: id, verdict, computed value,
-    consistent)."""
+    consistent), its title, column names and verdicts in `lang` (words: :func:`label`)."""
 
     def fmt(v: Any) -> str:
-        return "-" if v is None else ("yes" if v is True else "NO" if v is False else str(v))
+        shown = "-" if v is None else ("yes" if v is True else "NO" if v is False else str(v))
+        return label(shown, lang) if isinstance(v, bool) else shown
 
-    return Table(rows, list(columns), formats={c: fmt for c in columns}, title=title)
+    formats: dict[str, Any] = {c: fmt for c in columns}
+    if "verdict" in columns:
+        formats["verdict"] = lambda v: verdict_name(v, lang)
+    return Table(
+        rows,
+        list(columns),
+        headers={c: label(c, lang) for c in columns},
+        formats=formats,
+        title=label(title, lang) if title else "",
+    )
 
 
 def _md_escape(text: str) -> str:

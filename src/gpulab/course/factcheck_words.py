@@ -38,6 +38,7 @@ __all__ = [
     "check_translation",
     "claim_error",
     "computed_line",
+    "label",
     "line_template",
     "placeholders",
     "split_template",
@@ -70,6 +71,21 @@ WHY_MAX_CHARS = 300  # rubric_why is one short sentence
 SHORT_NAMES = {lang: words["short_names"] for lang, words in WORDS.items()}
 # lang -> section -> its title in that edition (Chinese: the article's own heading)
 SECTION_TITLES = {lang: words["section_titles"] for lang, words in WORDS.items()}
+
+
+@checked
+def label(text: str, lang: Lang = "en") -> str:
+    """A word of the fact-check page's summary tables (a title, a column, a cell such as
+    "total") in `lang`; GpulabConfigError naming the words file where it has none."""
+    if lang == languages.source():
+        return text
+    words = WORDS[lang].get("tables", {})
+    if text not in words:
+        raise GpulabConfigError(
+            f"data/words/{lang}.json, factcheck.tables has no {text!r}: add its translation",
+            "text",
+        )
+    return words[text]
 
 
 @lenient("the id of a claim being validated may be any JSON value: it is named, not checked")
