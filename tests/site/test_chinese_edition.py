@@ -363,14 +363,16 @@ def test_every_exercise_title_is_its_catalogues_translation(site):
         titles = [m.groups() for m in map(HEADING.match, lines) if m]
         with (i18n.LOCALES / ZH / "LC_MESSAGES" / Path(rel).with_suffix(".po")).open("rb") as f:
             catalog = read_po(f)
-        text = re.sub(r" \)", ")", " ".join(_text(page).split()))  # a code span ends in a space
+        # a code span ends in a space, the exercise's number in one
+        text = re.sub(r" ([)）])", r"\1", " ".join(_text(page).split())).replace(" （", "（")
         for number, english in titles:
             message = catalog.get(english)
             assert message is not None, (rel, english)
             chinese = message.string.replace("`", "")  # inline code shows without its backticks
             assert chinese and chinese != english, (rel, english)
-            # the exercise's heading and its solution's link, each "练习 N (title)"
-            assert text.count(f"练习 {number} ({chinese})") == 2, (rel, number, chinese)
+            # the exercise's heading and its solution's link, each "练习 N（title）": the title
+            # between the edition's full-width brackets (site.title_brackets)
+            assert text.count(f"练习 {number}（{chinese}）") == 2, (rel, number, chinese)
             assert f"({english.replace('`', '')})" not in text, (rel, english)
             checked += 1
     assert checked >= 60

@@ -18,6 +18,7 @@
   PDF" is Taiwanese 列印成 PDF) take the edition's words (``site.theme_words``), ahead of the
   themes' catalogues.
 - A language whose registry entry asks for jieba (Chinese) has its search index split by it.
+- An exercise's title sits between the edition's brackets (full-width in Chinese).
 - A collapsed cell output (myst-nb's ``hide-output``: a prediction's reveal) is named by its
   visible prompt, in the edition's words (``site.hidden_prompts``): myst-nb's own summary
   carries an English ``aria-label`` that differs from the text shown, which axe-core reports as
@@ -247,6 +248,31 @@ class TranslateGluedWords(SphinxPostTransform):
                     node.children = [nodes.Text(rendered)]
 
 
+class BracketExerciseTitles(SphinxPostTransform):
+    """Put an exercise's title between the edition's brackets (``site.title_brackets``,
+    Chinese full-width: 练习 4（每百万 token 一元）): sphinx-exercise writes " (" and ")" around
+    it in the exercise's heading, its solution's heading and links to it."""
+
+    default_priority = 23  # after sphinx-exercise's title and link resolvers (20 to 22)
+
+    def run(self, **kwargs) -> None:
+        language = language_of(self.config)
+        if language == languages.source():
+            return
+        brackets = languages.words(language, "site").get("title_brackets")
+        if not brackets:
+            return
+        opening, closing = brackets
+        for admonition in self.document.findall(nodes.Admonition):
+            if not type(admonition).__name__.startswith(("exercise", "solution")):
+                continue
+            title = admonition.next_node(nodes.title)
+            for text in list(title.findall(nodes.Text)) if title is not None else ():
+                if str(text) in (" (", ")"):
+                    shown = opening if str(text) == " (" else closing
+                    text.parent.replace(text, nodes.Text(shown))
+
+
 def hidden_prompt(text: str, language: str) -> str:
     """A collapsed cell's prompt ("Show code cell output") in the edition's words."""
     if language == languages.source():
@@ -394,6 +420,7 @@ def setup(app):
     app.add_transform(KeepTranslatedExercises)
     app.add_transform(TranslateCaptions)
     app.add_post_transform(TranslateGluedWords)
+    app.add_post_transform(BracketExerciseTitles)
     app.add_js_file(LANGUAGE_LINK_JS)
     # after sphinx-book-theme has filled header_buttons (priority 501)
     app.connect("html-page-context", _add_language_button, priority=502)
