@@ -113,7 +113,7 @@ def seeds_dir() -> Path:
     """The folder of the two source articles: GPULAB_SEEDS, else the team's folder beside the
     checkout. The one optional input of the tests (docs/design.md): a clone has no articles,
     and the tests that read them skip with that reason."""
-    return Path(os.environ.get("GPULAB_SEEDS", SEEDS_DEFAULT))
+    return Path(os.environ.get("GPULAB_SEEDS") or SEEDS_DEFAULT)  # set but empty: the default
 
 
 def need_seeds() -> Path:

@@ -113,9 +113,13 @@ def test_the_check_finds_each_kind_of_outside_path():
 
 
 def test_the_articles_are_read_only_through_gpulab_seeds(monkeypatch, tmp_path):
-    """GPULAB_SEEDS names the articles' folder; without it, the default is beside the checkout."""
+    """GPULAB_SEEDS names the articles' folder; without it (or empty), the default is beside the
+    checkout."""
     monkeypatch.setenv("GPULAB_SEEDS", str(tmp_path))
     assert helpers.seeds_dir() == tmp_path
     monkeypatch.delenv("GPULAB_SEEDS")
+    assert helpers.seeds_dir() == helpers.SEEDS_DEFAULT
+    # set but empty (`GPULAB_SEEDS= make test`) is unset, not the working directory
+    monkeypatch.setenv("GPULAB_SEEDS", "")
     assert helpers.seeds_dir() == helpers.SEEDS_DEFAULT
     assert not helpers.SEEDS_DEFAULT.is_relative_to(ROOT)  # beside the checkout, not in it
