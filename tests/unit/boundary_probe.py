@@ -29,7 +29,7 @@ import sys
 import tempfile
 import types
 import typing
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Annotated, Any
 
 import gpulab
@@ -164,6 +164,13 @@ def allowed(annotation: Any, value: Any) -> Any:
         if False in verdicts:
             return False
         return UNSURE if UNSURE in verdicts else True
+    if origin in (Iterable, typing.Iterable):  # any iterable but text, each element checked
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            return False
+        if not isinstance(value, (list, tuple)) or len(args) != 1:
+            return UNSURE
+        verdicts = [allowed(args[0], v) for v in value]
+        return False if False in verdicts else UNSURE if UNSURE in verdicts else True
     if origin in (dict, Mapping, typing.Mapping) or annotation in (dict, Mapping):
         return isinstance(value, Mapping)
     if origin is Callable or annotation is Callable:

@@ -17,6 +17,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterable
 from pathlib import Path
 
 import pytest
@@ -86,6 +87,11 @@ def test_the_probe_covers_every_layer(result):
         (list[int], "abc", False),
         (list[int], [probe.Stranger()], False),
         (tuple[str, ...], ("x", "y"), True),
+        (Iterable[int], "abc", False),
+        (Iterable[int], 3, False),
+        (Iterable[int], [1, 2], True),
+        (Iterable[int], [1, "2"], False),
+        (Iterable[int], {1: 2}.values(), probe.UNSURE),
     ],
 )
 def test_the_probe_reads_annotations_independently_of_the_checkers(annotation, value, expected):

@@ -8,9 +8,11 @@ command that does not exist are refused or fixed at the boundary.
 from __future__ import annotations
 
 import math
+import re
 import subprocess
 import sys
 import textwrap
+from collections.abc import Iterable
 from dataclasses import dataclass
 from fractions import Fraction as Ratio
 from pathlib import Path
@@ -81,6 +83,26 @@ def test_checked_still_refuses_what_it_refused():
     with pytest.raises(GpulabConfigError) as err:
         _takes(np.bool_(True), 1.0)
     assert err.value.field == "count"
+
+
+@checked
+def _total(values: Iterable[int]) -> int:
+    return sum(values) + sum(values)  # read twice: a generator must arrive as a list
+
+
+def test_checked_iterable_checks_each_element_of_any_iterable():
+    """Iterable[X] takes a list, dict values or a generator (read once, handed on as a list),
+    checks every element, and refuses text and non-iterables naming the field."""
+    assert _total([1, 2]) == 6 and _total({"a": 1, "b": 2}.values()) == 6
+    assert _total(x for x in (1, 2)) == 6
+    for bad, message in (
+        ([1, "2"], "values[1]='2' must be an integer"),
+        ("12", "values='12' must be an iterable"),
+        (12, "values=12 must be an iterable"),
+    ):
+        with pytest.raises(GpulabConfigError, match=re.escape(message)) as err:
+            _total(bad)
+        assert err.value.field.startswith("values"), bad
 
 
 @checked

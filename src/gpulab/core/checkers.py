@@ -2,7 +2,8 @@
 
 A checker takes a parameter's name and a value, raises ``GpulabConfigError`` on a bad value
 and returns the value to hand on, normalised (``gpulab.core.validate`` says how). Each kind of
-annotation has its own: scalars, classes, sequences, unions, ``Annotated`` with its rules.
+annotation has its own: scalars, classes, sequences, iterables, unions, ``Annotated`` with
+its rules.
 The size limits apply at the public boundary only: ``DEPTH`` counts how deep the current call
 is in ``@checked`` functions.
 """
@@ -18,7 +19,7 @@ import operator
 import re
 import types
 import typing
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from collections.abc import Callable as CallableABC
 from typing import Annotated, Any
 
@@ -184,6 +185,25 @@ def _with_rules(base: Checker, rules: list[Rule], noun: str) -> Checker:
     return check
 
 
+def _iterable_checker(item: Checker | None) -> Checker:
+    """Iterable[X]: anything iterable but text, each element checked. A one-shot iterator (a
+    generator) is read once to check it and handed on as a list; a collection as it came."""
+
+    def check(name: str, value: Any) -> Any:
+        if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+            raise GpulabConfigError(
+                f"{name}={show(value)} must be an iterable (a list, a tuple, dict values ...), "
+                f"not {type(value).__name__}",
+                name,
+            )
+        if item is None:
+            return value
+        elements = [item(f"{name}[{i}]", element) for i, element in enumerate(value)]
+        return value if isinstance(value, Collection) else elements
+
+    return check
+
+
 def _sequence_checker(item: Checker | None, kinds: tuple[type, ...], label: str) -> Checker:
     def check(name: str, value: Any) -> Any:
         if isinstance(value, (str, bytes)) or not isinstance(value, kinds):
@@ -264,6 +284,8 @@ def _compile(annotation: Any) -> Checker | None:
             "a list" if origin is list else "a tuple or list" if origin is tuple else "a sequence"
         )
         return _sequence_checker(item, kinds, label)
+    if origin in (Iterable, typing.Iterable) and typing.get_args(annotation):
+        return _iterable_checker(_compile(typing.get_args(annotation)[0]))
     if origin in (dict, Mapping, typing.Mapping):
         return _sequence_checker_for_mapping()
     if origin is CallableABC or annotation is CallableABC:

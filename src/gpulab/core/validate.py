@@ -21,6 +21,8 @@ The rules, the same everywhere:
 - a class (``ModelSpec``, ``GPUSpec``, ...) is an instance of it, else the message names both
   types and, where the class has a ``__validation_hint__``, how to get one;
 - ``X | None`` also allows None; ``list[X]`` and ``tuple[X, ...]`` check every element;
+- ``Iterable[X]`` is any iterable but text (dict values, a generator: read once and handed on
+  as a list), every element checked;
 - ``Callable`` is anything callable;
 - anything else (``Any``, an annotation that cannot be resolved) is not checked.
 

@@ -194,7 +194,7 @@ def computed_lines(claim: Claim, result: Computed, lang: Lang = "en") -> tuple[s
 
 
 @checked
-def check_all(claims: Iterable | None = None, lang: Lang = "en") -> list[dict[str, Any]]:
+def check_all(claims: Iterable[Claim] | None = None, lang: Lang = "en") -> list[dict[str, Any]]:
     """Run every computed derivation; one row per claim, computed ones with value and consistency.
 
     `correct_value` is the rendered text and `computed` the computed headline, both in `lang`.
@@ -228,14 +228,14 @@ def check_all(claims: Iterable | None = None, lang: Lang = "en") -> list[dict[st
 
 
 @checked
-def counts(claims: Iterable) -> dict[str, int]:
+def counts(claims: Iterable[Claim]) -> dict[str, int]:
     """How many claims have each verdict, in VERDICTS order."""
     n = Counter(c.verdict for c in claims)
     return {v: n.get(v, 0) for v in VERDICTS}
 
 
 @checked
-def by_chapter(claims: Iterable) -> dict[int, list[int]]:
+def by_chapter(claims: Iterable[Claim]) -> dict[int, list[int]]:
     """Chapter -> the claim ids it discusses (0 is the set-up page), for cross-links."""
     out: dict[int, list[int]] = {}
     for c in sorted(claims, key=lambda c: c.id):
@@ -245,7 +245,7 @@ def by_chapter(claims: Iterable) -> dict[int, list[int]]:
 
 @checked
 def by_section(
-    claims: Iterable, seed_file: Annotated[str, OneOf(SEED_FILES, "article")]
+    claims: Iterable[Claim], seed_file: Annotated[str, OneOf(SEED_FILES, "article")]
 ) -> list[tuple[str, list[Claim]]]:
     """One article's claims grouped by section, sections in the article's order, claims by id."""
     if seed_file not in SECTIONS:
@@ -258,7 +258,7 @@ def by_section(
 
 
 @checked
-def verdicts_by_chapter(claims: Iterable) -> dict[int, dict[str, int]]:
+def verdicts_by_chapter(claims: Iterable[Claim]) -> dict[int, dict[str, int]]:
     """Chapter -> {verdict: count}, every verdict present (zeros included), for a stacked bar
     chart."""
     out: dict[int, dict[str, int]] = {}
@@ -383,7 +383,7 @@ _ENTRY = {
 
 @checked
 def markdown(
-    claims: Iterable, results: Mapping[int, Computed] | None = None, lang: Lang = "en"
+    claims: Iterable[Claim], results: Mapping[int, Computed] | None = None, lang: Lang = "en"
 ) -> str:
     """Markdown for a group of claims in `lang`, each under an HTML anchor id="claim-<id>" for
     links."""
