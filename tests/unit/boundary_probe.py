@@ -158,19 +158,13 @@ def allowed(annotation: Any, value: Any) -> Any:
         if isinstance(value, (str, bytes)) or not isinstance(value, (list, tuple)):
             return False
         items = [a for a in args if a is not Ellipsis]
-        if len(items) != 1:
-            return UNSURE
-        verdicts = [allowed(items[0], v) for v in value]
-        if False in verdicts:
-            return False
-        return UNSURE if UNSURE in verdicts else True
+        return _elements_allowed(items[0], value) if len(items) == 1 else UNSURE
     if origin in (Iterable, typing.Iterable):  # any iterable but text, each element checked
         if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
             return False
         if not isinstance(value, (list, tuple)) or len(args) != 1:
             return UNSURE
-        verdicts = [allowed(args[0], v) for v in value]
-        return False if False in verdicts else UNSURE if UNSURE in verdicts else True
+        return _elements_allowed(args[0], value)
     if origin in (dict, Mapping, typing.Mapping) or annotation in (dict, Mapping):
         return isinstance(value, Mapping)
     if origin is Callable or annotation is Callable:
@@ -178,6 +172,12 @@ def allowed(annotation: Any, value: Any) -> Any:
     if isinstance(annotation, type):
         return isinstance(value, annotation)
     return UNSURE
+
+
+def _elements_allowed(item: Any, values: Sequence[Any]) -> Any:
+    """False if any element cannot be an `item`, UNSURE if the probe cannot tell, else True."""
+    verdicts = [allowed(item, v) for v in values]
+    return False if False in verdicts else UNSURE if UNSURE in verdicts else True
 
 
 def hostile(annotation: Any) -> list[Any]:

@@ -108,18 +108,18 @@ class GiveNestedTextASource(SphinxTransform):
         for node in list(self.document.findall(nodes.TextElement)):
             if node.source or isinstance(node, (nodes.Inline, nodes.FixedTextElement)):
                 continue
-            if not (_in_table(node) or type(node).__name__ in SOURCELESS_TITLES):
-                continue
-            if not node.rawsource.strip():
+            title = _is_exercise_title(node)
+            if not (title or _in_table(node)) or not node.rawsource.strip():
                 continue
             node.source = self.document["source"]
             node.line = _nearest_line(node)
-            if not _in_table(node):  # a title's rawsource is its text: put its code back
+            if title:  # a title's rawsource is its text: put its code back
                 node.rawsource = _markdown(node)
 
 
-# sphinx-exercise's title nodes: the text after ``{exercise}`` (its subtitle) is the title shown
-SOURCELESS_TITLES = ("exercise_subtitle",)
+def _is_exercise_title(node: nodes.Node) -> bool:
+    """sphinx-exercise's title text: its subtitle node, the words after ``{exercise}``."""
+    return type(node).__name__ == "exercise_subtitle"
 
 
 def _in_table(node: nodes.Node) -> bool:
@@ -154,10 +154,7 @@ class KeepTranslatedExercises(SphinxTransform):
 def _subtitle(exercise: nodes.Element) -> nodes.Element | None:
     """An exercise node's title text (sphinx-exercise's subtitle), None when it has none."""
     title = exercise.children[0] if exercise.children else None
-    for child in getattr(title, "children", ()):
-        if type(child).__name__ in SOURCELESS_TITLES:
-            return child
-    return None
+    return next((c for c in getattr(title, "children", ()) if _is_exercise_title(c)), None)
 
 
 def _extract_exercise_titles(app, doctree) -> None:
@@ -167,14 +164,13 @@ def _extract_exercise_titles(app, doctree) -> None:
     Sphinx's Locale pass runs before that post-transform)."""
     if app.builder.name != "gettext":
         return
-    from sphinx.builders.gettext import (
-        MsgOrigin,
-    )  # a position with the uid Sphinx's catalogue needs
+    # MsgOrigin: a position with the uid Sphinx's catalogue needs (a node has none yet)
+    from sphinx.builders.gettext import MsgOrigin
     from sphinx.util.i18n import docname_to_domain
 
     catalog = app.builder.catalogs[docname_to_domain(app.env.docname, app.config.gettext_compact)]
     for node in doctree.findall(nodes.TextElement):
-        if type(node).__name__ in SOURCELESS_TITLES and node.source and node.rawsource.strip():
+        if _is_exercise_title(node) and node.source and node.rawsource.strip():
             catalog.add(node.rawsource.strip(), MsgOrigin(node.source, node.line))
 
 
