@@ -559,8 +559,22 @@ def test_a_measured_answer_is_given_away_only_by_what_the_run_printed_before_it(
         "nb: the prediction 'my_gb' (cell 4) is answered in advance: its reveal prints 42.4, "
         "and cell 3 output shows -42.4"
     ]
+    # nor does a number in another unit: a step's 42.3 ms is not a speed-up of 42.4 x
+    for shown, given in (
+        ("42.3 ms", False),
+        ("42.3x", True),
+        ("42.3 times", True),
+        ("42.3", True),
+        ("42.3 × faster", True),
+        ("42.3 GB/s", False),
+        ("42.3 %", False),
+    ):
+        ratio = _executed("nothing", basis="measured", printed_before=f"step: {shown}")
+        ratio["cells"][-1]["outputs"] = [printed("the speed-up: measured: 42.4 x.\n")]
+        assert bool(answers.problems(ratio, "nb", articles=())) is given, shown
     # the same cases as computed answers are all found
     assert answers.problems(_executed("nothing", printed_before="error -42.4 %"), "nb", articles=())
+    assert answers.problems(_executed("nothing", printed_before="step 42.3 ms"), "nb", articles=())
     assert answers.problems(_executed("42.4 GB"), "nb", {"book/01.md": "42.4 GB"}, articles=())
 
 
@@ -569,7 +583,12 @@ def test_printed_numbers_keep_their_precision():
     assert (big.value, big.last_digit, big.significant) == (1370.0, 10.0, 3)
     assert big.near(1380) and not big.near(1390)
     assert answers.parse("1,372").value == 1372 and answers.parse("70").significant == 1
-    assert [n.text for n in answers.numbers_in("A100, 80GB, RTX 4090 at 1.5x, −3.2%")] == [
+    units = "80GB, 3.9\u00a0ms, 7.1 times, 1.9x, 2 TB/s, 439 tokens/s, 16 passes, −3.2%, 5 元"
+    found = [n.unit for n in answers.numbers_in(units)]
+    assert found == ["GB", "ms", "x", "x", "TB/s", "tokens/s", "", "%", "元"]
+    assert [
+        n.text for n in answers.numbers_in("A100, 80GB, RTX 4090 at 1.5x, −3.2%, torch 2.13.0")
+    ] == [
         "80",
         "4090",
         "1.5",
@@ -581,7 +600,7 @@ def test_printed_numbers_keep_their_precision():
             {"output_type": "display_data", "data": {"text/markdown": "q: computed: 16.1 GB."}}
         ],
     )
-    assert answers.revealed(cell).text == "16.1"
+    assert (answers.revealed(cell).text, answers.revealed(cell).unit) == ("16.1", "GB")
 
 
 # --- the report ---------------------------------------------------------------------------

@@ -11,12 +11,14 @@ source or outputs, the notebook's Markdown above the prediction, or the paired c
 (English as rendered, and the Chinese edition). A measured answer is decided by the learner's
 machine in this run, so only what this run printed before the prediction can give it away: the
 earlier cells' outputs, and among them only numbers printed with at least the answer's digits,
-and a percentage only for an answer in percent. Text typed before the run (source, Markdown, a
-page) can match a measurement only by coincidence, and so can a shorter number: a peak of "333"
-GFLOP/s printed as a bound lies within one last digit of a measured 333.0 on some runs, a
-"-0.3 %" error in a table within one of a loss change of 0.29. A measurement moves from run to
-run, so such matches would make the check fail at random without finding anything; the leak it
-is after, this run's measurement printed early, carries the measurement's digits. Values with
+and not in another unit than the answer's (a percentage only for an answer in percent). Text
+typed before the run (source, Markdown, a page) can match a measurement only by coincidence, and
+so can a shorter number or another quantity: a peak of "333" GFLOP/s printed as a bound lies
+within one last digit of a measured 333.0 on some runs, a "-0.3 %" error in a table within one of
+a loss change of 0.29, a step's "4.05 ms" within one of a speed-up of 4.06 x. A measurement moves
+from run to run, so such matches would make the check fail at random without finding anything;
+the leak it is after, this run's measurement printed early, carries the measurement's digits and
+its unit, or none. Values with
 fewer than two significant digits are skipped, and so are the articles' own numbers, which a
 prediction may state (it tests them). The executed notebooks' half runs in
 ``tests/notebooks``, the built pages' half in ``tests/site``.
@@ -27,7 +29,7 @@ from __future__ import annotations
 import html
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 
 from tools.checks import notebook_code as code
@@ -37,23 +39,31 @@ FACT_CHECK = ROOT / "src" / "gpulab" / "data" / "fact_check.json"
 ARTICLE_FIELDS = ("quote", "claim_en")  # the articles' own words
 REVEALED = re.compile(
     r"\b(?P<basis>measured|computed): (?P<number>[-+−]?[\d,]*\d(?:\.\d+)?(?:e[-+]?\d+)?)"
-    r"(?P<percent> ?%)?"
 )
-# a number in any text: digits not glued to a Latin word or another number ("A100" is a name)
+# a number in any text: digits not glued to a Latin word or another number ("A100" is a name,
+# "2.13.0" a version)
 NUMBER = re.compile(
-    r"(?<![0-9A-Za-z_.,])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![0-9])"
+    r"(?<![0-9A-Za-z_.,])[-+−]?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?(?:[eE][-+]?\d+)?(?![0-9]|\.\d)"
 )
-PERCENT_SIGN = re.compile(r" ?%")
+# the unit written right after a number (a table puts a no-break space between them): time,
+# bytes, rates, a ratio, a percentage, power, money
+UNIT = re.compile(
+    r"[ \u00a0\u202f]?(?P<unit>%|×|元"
+    r"|(?:[A-Za-z]+/s|[nµu]?s|ms|[KMGT]i?B|x|times|W|[MG]Hz|CNY|USD)(?![A-Za-z0-9]))"
+)
+SAME_UNIT = {"×": "x", "times": "x", "us": "µs"}  # spellings of one unit
 
 
 @dataclass(frozen=True)
 class Printed:
-    """A number as printed: its text, its value, the unit of its last digit, its digits."""
+    """A number as printed: its text, its value, the unit of its last digit, its digits, and the
+    unit written after it ("" for none)."""
 
     text: str
     value: float
     last_digit: float  # 0.1 for "42.4", 10 for "1.37e+03"
     significant: int
+    unit: str = ""
 
     def near(self, other: float) -> bool:
         """True when `other` is this value within one unit of the last printed digit."""
@@ -77,14 +87,26 @@ def parse(text: str) -> Printed:
     )
 
 
-def numbers_in(text: str, percent: bool | None = None) -> list[Printed]:
-    """Every number written in a text; with `percent` True or False, only the numbers that are
-    (or are not) followed by a percent sign."""
+def unit_after(text: str, end: int) -> str:
+    """The unit written right after position `end` of a text ("" for none), one spelling per
+    unit ("times" and "×" read as "x")."""
+    match = UNIT.match(text, end)
+    return SAME_UNIT.get(match["unit"], match["unit"]) if match else ""
+
+
+def numbers_in(text: str) -> list[Printed]:
+    """Every number written in a text, with the unit written after it."""
     return [
-        parse(m.group(0))
-        for m in NUMBER.finditer(text)
-        if percent is None or bool(PERCENT_SIGN.match(text, m.end())) is percent
+        replace(parse(m.group(0)), unit=unit_after(text, m.end())) for m in NUMBER.finditer(text)
     ]
+
+
+def same_quantity(answer_unit: str, number_unit: str) -> bool:
+    """False when a number's unit says it is another quantity than an answer in `answer_unit`:
+    a percentage is only ever a percentage; otherwise a unit left out tells nothing."""
+    if "%" in (answer_unit, number_unit):
+        return answer_unit == number_unit
+    return not answer_unit or not number_unit or answer_unit == number_unit
 
 
 def _last_reveal(cell: dict) -> re.Match | None:
@@ -92,10 +114,14 @@ def _last_reveal(cell: dict) -> re.Match | None:
     return found[-1] if found else None
 
 
+def _printed(match: re.Match) -> Printed:
+    return replace(parse(match["number"]), unit=unit_after(match.string, match.end("number")))
+
+
 def revealed(cell: dict) -> Printed | None:
     """The answer a reveal cell printed (its last "measured:" or "computed:" value), or None."""
     match = _last_reveal(cell)
-    return parse(match["number"]) if match else None
+    return _printed(match) if match else None
 
 
 def output_text(cell: dict) -> str:
@@ -135,7 +161,6 @@ class Answer:
     reveal: int
     printed: Printed
     measured: bool = False  # measured in this run (True) or computed, the same everywhere
-    percent: bool = False  # printed in percent
 
 
 def answers(executed: dict) -> list[Answer]:
@@ -149,9 +174,8 @@ def answers(executed: dict) -> list[Answer]:
                     p.name,
                     p.ask,
                     p.reveal,
-                    parse(match["number"]),
+                    _printed(match),
                     measured=match["basis"] == "measured",
-                    percent=bool(match["percent"]),
                 )
             )
     return out
@@ -173,19 +197,20 @@ def given_away(
     answer: Printed,
     texts: dict[str, str],
     articles: tuple[Printed, ...] | None = None,
-    percent: bool | None = None,
+    by_unit: bool = False,
     min_significant: int = 0,
 ) -> list[str]:
     """Where in `texts` ({where: text}) the answer, or it one unit off in its last digit, is;
-    an article's own number, which the page may quote, does not count; with `percent` set,
-    only numbers that are (or are not) percentages count, and only numbers printed with at least
-    `min_significant` significant digits."""
+    an article's own number, which the page may quote, does not count; with `by_unit`, neither
+    does a number whose unit makes it another quantity (`same_quantity`), and only numbers
+    printed with at least `min_significant` significant digits count."""
     return [
         f"{where} shows {n.text}"
         for where, text in texts.items()
-        for n in numbers_in(text, percent)
+        for n in numbers_in(text)
         if n.significant >= min_significant
         and answer.near(n.value)
+        and (not by_unit or same_quantity(answer.unit, n.unit))
         and not is_article_number(n, articles)
     ]
 
@@ -212,11 +237,11 @@ def problems(
             continue
         if answer.measured:
             texts = earlier_texts(executed, answer.ask, outputs_only=True) if above else {}
-            percent, digits = answer.percent, answer.printed.significant
+            by_unit, digits = True, answer.printed.significant
         else:
             texts = (earlier_texts(executed, answer.ask) if above else {}) | dict(pages or {})
-            percent, digits = None, 0
-        for hit in given_away(answer.printed, texts, articles, percent, digits):
+            by_unit, digits = False, 0
+        for hit in given_away(answer.printed, texts, articles, by_unit, digits):
             out.append(
                 f"{where}: the prediction {answer.name!r} (cell {answer.ask}) is answered in "
                 f"advance: its reveal prints {answer.printed.text}, and {hit}"
