@@ -47,12 +47,6 @@ ROLE, SUBSTITUTION, CODE = catalogue_style.ROLE, catalogue_style.SUBSTITUTION, c
 DISPLAY_MATH, INLINE_MATH = catalogue_style.DISPLAY_MATH, catalogue_style.INLINE_MATH
 LINK = re.compile(r"\]\(([^)\s]+)\)|<(https?://[^>\s]+)>")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")
-# an English month name, and a month written in digits in Chinese ("7 月", "7月")
-MONTHS = (
-    "January February March April May June July August September October November December"
-).split()
-MONTH_NAME = re.compile(r"\b(" + "|".join(MONTHS) + r")\b")
-MONTH_IN_DIGITS = re.compile(r"(?<![\d.,])(\d{1,2})\s*月")
 WORD = re.compile(r"[A-Za-z]{2,}")
 # units stay as written in Chinese (STYLE.md): "16 GB" or "300 W" alone has nothing to translate
 UNITS = re.compile(
@@ -150,13 +144,6 @@ def has_words(msgid: str) -> bool:
     return bool(WORD.search(rest))
 
 
-def months_in_digits(english: str, chinese: str) -> list[str]:
-    """The months a Chinese text writes in digits ("2024 年 7 月") that its English names
-    ("July 2024"): a date's month, not a typed number (STYLE.md)."""
-    named = {str(MONTHS.index(name) + 1) for name in MONTH_NAME.findall(english)}
-    return [n for n in MONTH_IN_DIGITS.findall(chinese) if n in named]
-
-
 def problems(msgid: str, msgstr: str) -> list[str]:
     """What a translation loses or adds against its source, in words; [] when it keeps all."""
     source, target = markup(msgid), markup(msgstr)
@@ -174,7 +161,7 @@ def problems(msgid: str, msgstr: str) -> list[str]:
             found.append(f"{kind} not in the English: {', '.join(sorted(added))}")
     # a number the English has anywhere (in its prose or its markup) may stand in the prose
     allowed = Counter(NUMBER.findall(msgid))
-    allowed.update(months_in_digits(msgid, msgstr))
+    allowed.update(languages.months_in_digits(msgid, msgstr))
     typed = target.numbers - allowed
     if typed:
         found.append(f"numbers the English lacks: {', '.join(sorted(typed))}")

@@ -17,8 +17,8 @@ import pytest
 
 from gpulab import factcheck
 from gpulab.core.errors import GpulabConfigError
+from gpulab.reference import languages
 from tests.helpers import need_seeds, raw_fact_check
-from tools import i18n
 
 CJK = re.compile(r"[\u4e00-\u9fff]")
 # Chinese text: Hanzi, or at least Chinese typography (a citation or "A10：24 GB" may have no Hanzi)
@@ -119,7 +119,7 @@ def test_no_chinese_field_holds_a_number_its_english_lacks(raw):
             chinese = entry["zh_CN"][key]
             added = _numbers(chinese, template) - _numbers(english, template)
             # a date's month in digits where the English names it ("2024 年 7 月", STYLE.md)
-            added -= set(i18n.months_in_digits(english, chinese))
+            added -= set(languages.months_in_digits(english, chinese))
             assert not added, (entry["id"], key, sorted(added))
 
 

@@ -18,10 +18,9 @@ within one last digit of a measured 333.0 on some runs, a "-0.3 %" error in a ta
 a loss change of 0.29, a step's "4.05 ms" within one of a speed-up of 4.06 x. A measurement moves
 from run to run, so such matches would make the check fail at random without finding anything;
 the leak it is after, this run's measurement printed early, carries the measurement's digits and
-its unit, or none. Values with
-fewer than two significant digits are skipped, and so are the articles' own numbers, which a
-prediction may state (it tests them). The executed notebooks' half runs in
-``tests/notebooks``, the built pages' half in ``tests/site``.
+its unit, or none. Values with fewer than two significant digits are skipped, and so are the
+articles' own numbers, which a prediction may state (it tests them). The executed notebooks' half
+runs in ``tests/notebooks``, the built pages' half in ``tests/site``.
 """
 
 from __future__ import annotations
@@ -94,11 +93,14 @@ def unit_after(text: str, end: int) -> str:
     return SAME_UNIT.get(match["unit"], match["unit"]) if match else ""
 
 
+def _printed_at(text: str, start: int, end: int) -> Printed:
+    """The number written at text[start:end], with the unit written after it."""
+    return replace(parse(text[start:end]), unit=unit_after(text, end))
+
+
 def numbers_in(text: str) -> list[Printed]:
     """Every number written in a text, with the unit written after it."""
-    return [
-        replace(parse(m.group(0)), unit=unit_after(text, m.end())) for m in NUMBER.finditer(text)
-    ]
+    return [_printed_at(text, *m.span()) for m in NUMBER.finditer(text)]
 
 
 def same_quantity(answer_unit: str, number_unit: str) -> bool:
@@ -114,14 +116,10 @@ def _last_reveal(cell: dict) -> re.Match | None:
     return found[-1] if found else None
 
 
-def _printed(match: re.Match) -> Printed:
-    return replace(parse(match["number"]), unit=unit_after(match.string, match.end("number")))
-
-
 def revealed(cell: dict) -> Printed | None:
     """The answer a reveal cell printed (its last "measured:" or "computed:" value), or None."""
     match = _last_reveal(cell)
-    return _printed(match) if match else None
+    return _printed_at(match.string, *match.span("number")) if match else None
 
 
 def output_text(cell: dict) -> str:
@@ -174,7 +172,7 @@ def answers(executed: dict) -> list[Answer]:
                     p.name,
                     p.ask,
                     p.reveal,
-                    _printed(match),
+                    _printed_at(match.string, *match.span("number")),
                     measured=match["basis"] == "measured",
                 )
             )

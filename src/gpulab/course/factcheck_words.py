@@ -60,12 +60,6 @@ RULE_WORDS = {lang: words["rubric_rules"] for lang, words in WORDS.items()}
 # what a translation of a claim holds (the last three where the English has them)
 TRANSLATED_FIELDS = ("rubric_why", "correct_value", "reason", "note", "reading")
 NUMBER = re.compile(r"\d+(?:[.,]\d+)*")  # a number in digits: "24", "1,008", "560.28.03"
-# a date's month: named in English ("July 2024"), in digits in Chinese ("2024 年 7 月")
-_MONTHS = (
-    "January February March April May June July August September October November December"
-).split()
-_MONTH_NAME = re.compile(r"\b(" + "|".join(_MONTHS) + r")\b")
-_MONTH_IN_DIGITS = re.compile(r"(?<![\d.,])(\d{1,2})\s*月")
 WHY_MAX_CHARS = 300  # rubric_why is one short sentence
 # lang -> article -> name
 SHORT_NAMES = {lang: words["short_names"] for lang, words in WORDS.items()}
@@ -172,7 +166,7 @@ def check_translation(cid: Any, lang: str, zh: Any, texts: tuple[str, ...]) -> N
         added = sorted(
             set(NUMBER.findall(own))
             - set(NUMBER.findall(their_own))
-            - set(_months_in_digits(their_own, own))
+            - set(languages.months_in_digits(their_own, own))
         )
         if added:
             raise claim_error(
@@ -181,12 +175,6 @@ def check_translation(cid: Any, lang: str, zh: Any, texts: tuple[str, ...]) -> N
                 f"holds the number {added[0]}, which the English lacks: write number "
                 "words as Chinese numerals (四倍), figures as the English does",
             )
-
-
-def _months_in_digits(english: str, translated: str) -> list[str]:
-    """The months a translation writes in digits ("2024 年 7 月") that its English names."""
-    named = {str(_MONTHS.index(name) + 1) for name in _MONTH_NAME.findall(english)}
-    return [n for n in _MONTH_IN_DIGITS.findall(translated) if n in named]
 
 
 def stored_translations() -> dict[str, Mapping[str, Any]]:

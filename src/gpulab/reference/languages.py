@@ -21,6 +21,7 @@ carries ``data/*.json`` but no words) can still import the modules that use them
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -29,7 +30,23 @@ from typing import Any
 from gpulab.core.errors import GpulabConfigError
 from gpulab.core.validate import checked
 
-__all__ = ["Language", "codes", "get", "registry", "source", "translated", "words"]
+__all__ = [
+    "Language",
+    "codes",
+    "get",
+    "months_in_digits",
+    "registry",
+    "source",
+    "translated",
+    "words",
+]
+
+# a date's month: named in English ("July 2024"), in digits in Chinese ("2024 年 7 月", "7月")
+MONTHS = (
+    "January February March April May June July August September October November December"
+).split()
+_MONTH_NAME = re.compile(r"\b(" + "|".join(MONTHS) + r")\b")
+_MONTH_IN_DIGITS = re.compile(r"(?<![\d.,])(\d{1,2})\s*月")
 
 
 @dataclass(frozen=True)
@@ -106,3 +123,11 @@ def words(lang: str, part: str) -> Any:
             "part",
         )
     return data[part]
+
+
+@checked
+def months_in_digits(english: str, translated: str) -> list[str]:
+    """The months a translation writes in digits ("2024 年 7 月") that its English names ("July
+    2024"): a date's month, not a typed number (STYLE.md)."""
+    named = {str(MONTHS.index(name) + 1) for name in _MONTH_NAME.findall(english)}
+    return [n for n in _MONTH_IN_DIGITS.findall(translated) if n in named]
